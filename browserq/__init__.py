@@ -1,0 +1,53 @@
+"""browserq: a durable browser-automation queue on Celery and Playwright.
+
+    from browserq import run_template
+    result = run_template.delay("quotes@1.2", params={"start_url": "https://…"})
+
+``run_template`` is imported lazily so that ``import browserq`` stays cheap for tools that only
+need settings or templates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from browserq.errors import (
+    BrokerUnavailable,
+    BrowserqError,
+    ConfigError,
+    ParamError,
+    StepFailed,
+    TemplateError,
+    TemplateInvalid,
+    TemplateNotFound,
+)
+
+if TYPE_CHECKING:
+    from celery import Celery, Task
+
+    app: Celery
+    run_template: Task
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BrokerUnavailable",
+    "BrowserqError",
+    "ConfigError",
+    "ParamError",
+    "StepFailed",
+    "TemplateError",
+    "TemplateInvalid",
+    "TemplateNotFound",
+    "__version__",
+    "app",
+    "run_template",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in {"run_template", "app"}:
+        from browserq import celery_app
+
+        return getattr(celery_app, name)
+    raise AttributeError(f"module 'browserq' has no attribute {name!r}")

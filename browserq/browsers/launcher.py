@@ -1,0 +1,111 @@
+"""Launching Chromium: which binary, which flags, and how to find its process afterwards."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from playwright.async_api import Browser, Playwright
+
+from browserq.errors import ConfigError
+from browserq.settings import Settings
+
+#: An inert switch that tags the browser's command line so its process can be found again
+#: (Playwright does not expose the PID); Chromium ignores switches it does not know.
+MARKER_SWITCH = "--browserq-instance"
+
+
+async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[Browser, str]:
+    """Launch Chromium for one worker process; returns the browser and its instance marker."""
+    marker = uuid.uuid4().hex[:16]
+    executable = settings.resolve_chromium()
+    args = [*settings.chromium_launch_args(), f"{MARKER_SWITCH}={marker}"]
+    try:
+        browser = await playwright.chromium.launch(
+            executable_path=executable,
+            headless=settings.headless,
+            args=args,
+            chromium_sandbox=settings.chromium_sandbox,
+            handle_sigint=False,
+            handle_sigterm=False,
+            handle_sighup=False,
+        )
+    except Exception as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if executable is None and "Executable doesn't exist" in str(exc):
+            raise ConfigError(
+                "no Chromium found: install one (Debian: apt-get install chromium), run "
+                "`playwright install chromium`, or set BROWSERQ_CHROMIUM_PATH"
+            ) from exc
+        raise ConfigError(f"could not launch Chromium ({executable or 'playwright build'}): {message}") from exc
+    return browser, marker
+
+
+def find_browser_pid(marker: str) -> int | None:
+    """PID of the Chromium browser process carrying ``marker`` (Linux /proc), or None."""
+    needle = f"{MARKER_SWITCH}={marker}".encode()
+    for pid, cmdline in _iter_cmdlines():
+        if needle in cmdline and b"--type=" not in cmdline:
+            return pid
+    return None
+
+
+def browser_process_tree(marker: str) -> list[int]:
+    """PIDs of every Chromium process (browser, renderers, GPU, utility) of one instance."""
+    root = find_browser_pid(marker)
+    if root is None:
+        return []
+    children: dict[int, list[int]] = {}
+    for pid in _all_pids():
+        ppid = _parent_pid(pid)
+        if ppid is not None:
+            children.setdefault(ppid, []).append(pid)
+    tree, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, []))
+    return tree
+
+
+def chromium_pids_with_marker(prefix: str = "") -> list[int]:
+    """All processes launched by browserq (any instance), for leak checks in tests and the CLI."""
+    needle = f"{MARKER_SWITCH}={prefix}".encode()
+    return [pid for pid, cmdline in _iter_cmdlines() if needle in cmdline]
+
+
+def _all_pids() -> list[int]:
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    return [int(p.name) for p in proc.iterdir() if p.name.isdigit()]
+
+
+def _iter_cmdlines():
+    for pid in _all_pids():
+        try:
+            yield pid, Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 4, after the parenthesised command name (which may itself contain spaces).
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def rss_bytes(pids: list[int]) -> int:
+    """Summed resident set size of the given processes."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    total = 0
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            continue
+    return total

@@ -1,0 +1,91 @@
+"""A private asyncio loop on its own thread.
+
+Playwright objects belong to the loop that created them. Celery's prefork children run tasks on
+their main thread, and Playwright's sync API breaks ``asyncio.run`` on the thread it runs on, so
+each process keeps one long-lived loop thread that owns the async Playwright driver; synchronous
+callers hand it coroutines and wait for the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class EventLoopThread:
+    def __init__(self, name: str = "browserq-loop") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("event loop thread is not running; call start() first")
+        return self._loop
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> EventLoopThread:
+        if self.running:
+            return self
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        return self
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the loop and return a thread-safe future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and block until it finishes.
+
+        If the caller is interrupted (a Celery soft time limit raises inside ``result()``), the
+        coroutine is cancelled and given a moment to run its cleanup before the exception propagates.
+        """
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            if not future.done():
+                future.cancel()
+                try:
+                    future.result(10)
+                except BaseException:  # noqa: BLE001 - the original exception is what matters
+                    pass
+            raise
+
+    def stop(self, timeout: float = 10) -> None:
+        if not self.running or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        assert self._thread is not None
+        self._thread.join(timeout)
+        self._thread = None
+        self._loop = None

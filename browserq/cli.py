@@ -1,0 +1,469 @@
+"""The ``browserq`` command: run templates in-process, start workers, inspect runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from browserq.errors import BrowserqError
+from browserq.settings import Settings, get_settings, load_settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _settings_epilog() -> str:
+    lines = ["Settings (environment variables; also BROWSERQ_SETTINGS_FILE, YAML or TOML):", ""]
+    for name, field in Settings.model_fields.items():
+        default = field.default if field.default_factory is None else field.default_factory()
+        lines.append(f"  BROWSERQ_{name.upper()}  (default: {default!s})  {field.description or ''}")
+    return "\n\n".join(["\b\n" + "\n".join(lines)])
+
+
+app = typer.Typer(
+    name="browserq",
+    help="Durable browser automation: YAML templates of Playwright steps, run by Celery workers.",
+    epilog=_settings_epilog(),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+templates_app = typer.Typer(help="List and validate templates.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(templates_app, name="templates")
+app.add_typer(db_app, name="db")
+
+STATUS_STYLE = {
+    "succeeded": "green",
+    "completed": "green",
+    "skipped": "yellow",
+    "failed": "red",
+    "cancelled": "magenta",
+    "queued": "cyan",
+    "running": "blue",
+    "started": "blue",
+    "needs_review": "bold yellow",
+}
+STATUS_MARK = {"succeeded": "✓", "skipped": "↷", "failed": "✗"}
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn browserq's errors into a one-paragraph message and exit code 2 — never a traceback."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BrowserqError as exc:
+            _fail(str(exc))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``-p key=value`` pairs; values stay strings and are coerced by the template's param types."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            _fail(f"-p expects key=value, got {pair!r}")
+        params[key.strip()] = value
+    return params
+
+
+def _status(value: str | None) -> Text:
+    value = value or ""
+    return Text(value, style=STATUS_STYLE.get(value, ""))
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.0f} ms" if value < 10_000 else f"{value / 1000:.1f} s"
+
+
+# --- running -----------------------------------------------------------------------------------
+def _step_printer(verbose: bool = True) -> Callable[[Any], None]:
+    def show(event: Any) -> None:
+        if not verbose:
+            return
+        mark = STATUS_MARK.get(event.status, "·")
+        style = STATUS_STYLE.get(event.status, "")
+        label = event.step_id or event.action
+        retry = f" (attempt {event.attempt})" if event.attempt > 1 else ""
+        line = Text.assemble(
+            (f" {mark} ", style),
+            (f"{event.step_path:<10}", "dim"),
+            (f"{label:<16}", "bold"),
+            (f"{event.action:<10}", ""),
+            (f"{_ms(event.duration_ms):>9}", "dim"),
+            (retry, "yellow"),
+        )
+        if event.error_code:
+            line.append(f"  {event.error_code}: {event.error_message}", style="red")
+        console.print(line, highlight=False)
+
+    return show
+
+
+def _print_outcome(outcome: Any, store: Any) -> None:
+    run = store.get_run(outcome.run_id)
+    style = STATUS_STYLE.get(outcome.status, "")
+    console.print()
+    console.print(Text.assemble(("Run ", "bold"), (outcome.run_id, "cyan"), " ", (outcome.status.upper(), f"bold {style}")))
+    if run is not None and run.started_at and run.finished_at:
+        console.print(f"  took {(run.finished_at - run.started_at).total_seconds():.2f} s", style="dim")
+    if outcome.error_code:
+        console.print(f"  {outcome.error_code} at step {outcome.error_step_path}: {outcome.error_message}", style="red")
+    for name, value in (outcome.outputs or {}).items():
+        console.print(_output_table(name, value))
+
+
+def _output_table(name: str, value: Any, limit: int = 10) -> Any:
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        table = Table(title=f"{name} ({len(value)} records)", title_justify="left", show_lines=False)
+        columns = list(dict.fromkeys(k for row in value for k in row))
+        for column in columns:
+            table.add_column(column, overflow="fold", max_width=60)
+        for row in value[:limit]:
+            table.add_row(*[_cell(row.get(c)) for c in columns])
+        if len(value) > limit:
+            table.caption = f"… {len(value) - limit} more (browserq show --json)"
+        return table
+    return Text.assemble((f"{name}: ", "bold"), _cell(value))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+@app.command()
+@friendly_errors
+def run(
+    template: Annotated[str, typer.Argument(help="Template reference: name, name@1.2 or name@1.2.0.")],
+    param: Annotated[list[str], typer.Option("--param", "-p", help="A parameter, key=value (repeatable).")] = [],  # noqa: B006
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON only.")] = False,
+) -> None:
+    """Run a template in this process (no broker), recording it like a worker would."""
+    from browserq.runtime import Runtime
+
+    settings = get_settings()
+    runtime = Runtime(settings, listener=_step_printer(not as_json))
+    try:
+        if not as_json:
+            console.print(f"[bold]browserq run[/] {template}  [dim]store: {_masked_db(settings)}[/]")
+            with console.status("launching Chromium…"):
+                runtime.start()
+        else:
+            runtime.start()
+        outcome = runtime.run_local(template, parse_params(param))
+        if as_json:
+            print(json.dumps(outcome.as_result(), indent=2, ensure_ascii=False))
+        else:
+            _print_outcome(outcome, runtime.store)
+            console.print(f"\n  details: [bold]browserq show {outcome.run_id}[/]", highlight=False)
+    finally:
+        runtime.stop()
+    raise typer.Exit(0 if outcome.status == "completed" else 1)
+
+
+@app.command()
+@friendly_errors
+def demo(
+    serve: Annotated[bool, typer.Option(help="Keep the demo site running afterwards.")] = False,
+) -> None:
+    """Run the bundled example templates against a bundled demo site on 127.0.0.1, offline."""
+    from browserq.demo.site import DemoSite
+    from browserq.runtime import Runtime
+
+    templates_dir = bundled_templates_dir()
+    settings = get_settings()
+    if not settings.templates_dir.is_dir() or not any(settings.templates_dir.glob("*.y*ml")):
+        settings = settings.model_copy(update={"templates_dir": templates_dir})
+    plan = [
+        ("quotes", "pagination: 5 pages of quotes", lambda url: {"start_url": f"{url}/quotes/"}),
+        ("login_form", "log in, fill and send a form", lambda url: {"base_url": url, "password": "s3cret-pass"}),
+        ("infinite_scroll", "infinite scroll to the end", lambda url: {"start_url": f"{url}/scroll"}),
+    ]
+    results = []
+    with DemoSite() as site:
+        console.print(f"[bold]browserq demo[/]  site: {site.url}  store: {_masked_db(settings)}")
+        runtime = Runtime(settings, listener=_step_printer())
+        try:
+            with console.status("launching Chromium…"):
+                runtime.start()
+            for name, what, params in plan:
+                console.rule(f"[bold]{name}[/] — {what}")
+                outcome = runtime.run_local(name, params(site.url))
+                _print_outcome(outcome, runtime.store)
+                results.append(outcome)
+        finally:
+            runtime.stop()
+        _demo_summary(results, settings)
+        if serve:
+            console.print(f"\nDemo site still serving at {site.url} — Ctrl-C to stop.")
+            try:
+                import time
+
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
+    raise typer.Exit(0 if all(r.status == "completed" for r in results) else 1)
+
+
+def _demo_summary(results: list[Any], settings: Settings) -> None:
+    table = Table(title="Demo runs", title_justify="left")
+    for column in ("run", "status", "outputs"):
+        table.add_column(column)
+    for outcome in results:
+        summary = ", ".join(
+            f"{k}: {len(v)} items" if isinstance(v, list) else f"{k}: {str(v)[:40]}" for k, v in outcome.outputs.items()
+        )
+        table.add_row(outcome.run_id, _status(outcome.status), summary)
+    console.print()
+    console.print(table)
+    console.print(f"Records:   {_masked_db(settings)}   (browserq runs, browserq show RUN_ID)")
+    console.print(f"Artifacts: {settings.artifacts_dir.resolve()}")
+
+
+def bundled_templates_dir() -> Path:
+    """The example templates: installed inside the package, or the repository's templates/."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise BrowserqError("the bundled example templates are missing from this installation")
+
+
+def _masked_db(settings: Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+# --- workers ------------------------------------------------------------------------------------
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def worker(
+    ctx: typer.Context,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Worker processes (one Chromium each).")] = 2,
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO",
+) -> None:
+    """Start a Celery worker configured for browserq (prefork, one browser per process).
+
+    Extra arguments are passed to `celery worker`.
+    """
+    settings = get_settings()
+    argv = [
+        sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
+        "--pool", "prefork", "--concurrency", str(concurrency), "--loglevel", loglevel,
+        "-Q", settings.queue, "-E", *ctx.args,
+    ]
+    os.execv(sys.executable, argv)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def beat(ctx: typer.Context) -> None:
+    """Start Celery beat (run exactly one). Extra arguments are passed to `celery beat`."""
+    argv = [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "beat", *ctx.args]
+    os.execv(sys.executable, argv)
+
+
+# --- inspecting --------------------------------------------------------------------------------
+def _store() -> Any:
+    from browserq.store import Store
+
+    store = Store.from_settings(get_settings())
+    if get_settings().auto_migrate:
+        store.upgrade()
+    return store
+
+
+@app.command()
+@friendly_errors
+def runs(
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
+    status: Annotated[str | None, typer.Option(help="Only runs in this status.")] = None,
+    template: Annotated[str | None, typer.Option(help="Only runs of this template name.")] = None,
+) -> None:
+    """List recent runs, newest first."""
+    rows = _store().list_runs(limit=limit, status=status, template=template)
+    table = Table(title=f"Recent runs ({len(rows)})", title_justify="left")
+    for column in ("run id", "template", "status", "attempt", "created", "took", "error"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        took = (r.finished_at - r.started_at).total_seconds() if r.finished_at and r.started_at else None
+        table.add_row(
+            r.id,
+            f"{r.template_name}@{r.template_version}",
+            _status(r.status),
+            str(r.attempt),
+            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{took:.2f} s" if took is not None else "",
+            f"{r.error_code}" if r.error_code else "",
+        )
+    console.print(table)
+
+
+@app.command()
+@friendly_errors
+def show(
+    run_id: Annotated[str, typer.Argument(help="The run id (from browserq runs).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print run, steps and artifacts as JSON.")] = False,
+) -> None:
+    """Show a run: its outcome, the timeline of every step attempt, and its artifacts."""
+    store = _store()
+    run_view = store.get_run(run_id)
+    if run_view is None:
+        _fail(f"no run {run_id!r}; list recent ones with `browserq runs`")
+    steps = store.steps(run_id)
+    artifacts = store.artifacts(run_id)
+    if as_json:
+        from dataclasses import asdict
+
+        print(json.dumps({"run": asdict(run_view), "steps": [asdict(s) for s in steps],
+                          "artifacts": [asdict(a) for a in artifacts]}, indent=2, default=str, ensure_ascii=False))
+        return
+    console.print(Text.assemble(("Run ", "bold"), (run_view.id, "cyan"), "  ", _status(run_view.status)))
+    console.print(f"  template  {run_view.template_name}@{run_view.template_version}")
+    console.print(f"  params    {json.dumps(run_view.params, ensure_ascii=False)}", highlight=False)
+    console.print(f"  worker    {run_view.worker or '-'}   attempt {run_view.attempt}")
+    console.print(f"  queued    {run_view.queued_at or run_view.created_at}   started {run_view.started_at or '-'}   finished {run_view.finished_at or '-'}")
+    if run_view.error_code:
+        console.print(f"  error     {run_view.error_code} at step {run_view.error_step_path}: {run_view.error_message}", style="red")
+    table = Table(title="Steps", title_justify="left")
+    for column in ("step", "id", "action", "try", "duration", "status", "error", "url after"):
+        table.add_column(column, overflow="fold")
+    for s in steps:
+        table.add_row(
+            s.step_path, s.step_id or "", s.action, str(s.attempt), _ms(s.duration_ms), _status(s.status),
+            f"{s.error_code}: {s.error_message}" if s.error_code else "", s.url_after or "",
+        )
+    console.print(table)
+    if artifacts:
+        settings = get_settings()
+        by_step = {s.id: s.step_path for s in steps}
+        atable = Table(title="Artifacts", title_justify="left")
+        for column in ("kind", "step", "size", "path"):
+            atable.add_column(column, overflow="fold")
+        for a in artifacts:
+            atable.add_row(a.kind, by_step.get(a.step_attempt_id, "") if a.step_attempt_id else "",
+                           f"{a.size:,} B", str(settings.artifacts_dir / a.path))
+        console.print(atable)
+    if run_view.outputs:
+        for name, value in run_view.outputs.items():
+            console.print(_output_table(name, value))
+
+
+@templates_app.command("list")
+@friendly_errors
+def templates_list() -> None:
+    """List the templates in BROWSERQ_TEMPLATES_DIR, and files that fail to load."""
+    from browserq.templates import TemplateRegistry
+
+    settings = get_settings()
+    registry = TemplateRegistry(settings.templates_dir)
+    table = Table(title=f"Templates in {settings.templates_dir}", title_justify="left")
+    for column in ("name", "version", "steps", "params", "description"):
+        table.add_column(column, overflow="fold")
+    for loaded in registry.list():
+        t = loaded.template
+        table.add_row(t.name, t.version, str(len(t.steps)), ", ".join(t.params), t.description or "")
+    console.print(table)
+    for path, error in registry.errors().items():
+        err_console.print(f"[red]✗ {path}[/]: {error}", highlight=False)
+
+
+@templates_app.command("validate")
+@friendly_errors
+def templates_validate(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files to check (default: the templates dir).")] = None,
+) -> None:
+    """Validate template files; exits 1 if any is invalid."""
+    from browserq.errors import TemplateError
+    from browserq.templates import load_template_file
+
+    settings = get_settings()
+    files = list(paths or []) or sorted(
+        p for p in settings.templates_dir.rglob("*") if p.suffix in {".yaml", ".yml"}
+    )
+    bad = 0
+    for path in files:
+        try:
+            loaded = load_template_file(path)
+            console.print(f"[green]✓[/] {path}  {loaded.ref}", highlight=False)
+        except TemplateError as exc:
+            bad += 1
+            err_console.print(f"[red]✗[/] {exc}", highlight=False)
+    raise typer.Exit(1 if bad else 0)
+
+
+@db_app.command("upgrade")
+@friendly_errors
+def db_upgrade() -> None:
+    """Create or upgrade the schema to the newest migration."""
+    from browserq.store import Store
+
+    settings = get_settings()
+    store = Store.from_settings(settings)
+    store.upgrade()
+    console.print(f"database {_masked_db(settings)} at revision {store.current_revision()}")
+
+
+@app.command("settings")
+@friendly_errors
+def show_settings() -> None:
+    """Print every setting: its environment variable, current value and default."""
+    settings = get_settings()
+    table = Table(title="Settings", title_justify="left")
+    for column in ("variable", "value", "default"):
+        table.add_column(column, overflow="fold")
+    for name, field in Settings.model_fields.items():
+        value = getattr(settings, name)
+        if name == "secret_key" and value:
+            value = "(set)"
+        default = field.default if field.default_factory is None else field.default_factory()
+        table.add_row(f"BROWSERQ_{name.upper()}", str(value), str(default))
+    console.print(table)
+
+
+@app.command()
+def keygen() -> None:
+    """Print a new key for BROWSERQ_SECRET_KEY (encrypts secret params at rest)."""
+    from browserq.secrets import generate_key
+
+    print(generate_key())
+
+
+def main() -> None:
+    try:
+        load_settings()
+    except BrowserqError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise SystemExit(2) from None
+    app()
+
+
+if __name__ == "__main__":
+    main()

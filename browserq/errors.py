@@ -1,0 +1,157 @@
+"""browserq's errors: one tree, and one table of error codes whose entries carry the retry policy.
+
+    BrowserqError
+    ├── ConfigError              settings are wrong (missing key, bad path, unknown setting)
+    ├── TemplateError            a template cannot be used
+    │   ├── TemplateNotFound     no such name / version in the registry
+    │   └── TemplateInvalid      YAML or schema problem (carries file and line)
+    ├── ParamError               run parameters do not match the template's params
+    ├── BrokerUnavailable        the producer could not hand the run to the broker
+    ├── StoreError               the run store (database) failed
+    └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
+        └── InfrastructureError  the browser crashed or disconnected: recycle it
+
+A *step* failure (selector missing, JS exception, timeout, assertion) is a ``StepFailed``: the
+runner records it and retries in place when the code says so. Only ``InfrastructureError`` makes a
+worker relaunch its browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ErrorClass(StrEnum):
+    """What to do about an error: the decision travels with the code."""
+
+    RETRY_IN_PLACE = "retry_in_place"  # transient: try the same step again, same context
+    RETRY_RUN = "retry_run"  # retry the whole run later, in a fresh context
+    ROTATE_IDENTITY = "rotate_identity"  # blocked / proxy failure: retry with another identity
+    PERMANENT = "permanent"  # retrying cannot help
+    INFRASTRUCTURE = "infrastructure"  # browser gone: relaunch it, then resume the run
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    code: str
+    error_class: ErrorClass
+    summary: str
+
+    @property
+    def retryable(self) -> bool:
+        return self.error_class is not ErrorClass.PERMANENT
+
+
+def _code(code: str, cls: ErrorClass, summary: str) -> ErrorCode:
+    return ErrorCode(code, cls, summary)
+
+
+class Codes:
+    """Every error code browserq records. ``Codes.by_name`` finds one from its string."""
+
+    SELECTOR_NOT_FOUND = _code("SELECTOR_NOT_FOUND", ErrorClass.RETRY_IN_PLACE, "no element matched")
+    TIMEOUT = _code("TIMEOUT", ErrorClass.RETRY_IN_PLACE, "an operation timed out")
+    NAVIGATION_FAILED = _code("NAVIGATION_FAILED", ErrorClass.RETRY_IN_PLACE, "the page did not load")
+    HTTP_5XX = _code("HTTP_5XX", ErrorClass.RETRY_IN_PLACE, "the server answered 5xx")
+    HTTP_4XX = _code("HTTP_4XX", ErrorClass.PERMANENT, "the server answered 4xx")
+    BLOCKED = _code("BLOCKED", ErrorClass.ROTATE_IDENTITY, "the site blocked us (403/429/captcha)")
+    PROXY_FAILED = _code("PROXY_FAILED", ErrorClass.ROTATE_IDENTITY, "the proxy failed")
+    VALUE_MISMATCH = _code("VALUE_MISMATCH", ErrorClass.RETRY_IN_PLACE, "a filled value did not stick")
+    ELEMENT_NOT_ACTIONABLE = _code(
+        "ELEMENT_NOT_ACTIONABLE", ErrorClass.RETRY_IN_PLACE, "element hidden, disabled or detached"
+    )
+    ACTION_FAILED = _code("ACTION_FAILED", ErrorClass.RETRY_IN_PLACE, "the browser rejected the action")
+    EVAL_ERROR = _code("EVAL_ERROR", ErrorClass.PERMANENT, "the JavaScript expression threw")
+    EVAL_DISABLED = _code("EVAL_DISABLED", ErrorClass.PERMANENT, "eval is not enabled by the template")
+    ASSERTION_FAILED = _code("ASSERTION_FAILED", ErrorClass.PERMANENT, "an assert step did not hold")
+    URL_DENIED = _code("URL_DENIED", ErrorClass.PERMANENT, "URL scheme is not http(s)")
+    DOMAIN_DENIED = _code("DOMAIN_DENIED", ErrorClass.PERMANENT, "host outside allowed_domains")
+    PATH_DENIED = _code("PATH_DENIED", ErrorClass.PERMANENT, "artifact path escapes the artifact dir")
+    INVALID_STEP_INPUT = _code("INVALID_STEP_INPUT", ErrorClass.PERMANENT, "a step input is invalid")
+    TEMPLATE_INVALID = _code("TEMPLATE_INVALID", ErrorClass.PERMANENT, "the template is invalid")
+    TEMPLATE_NOT_FOUND = _code("TEMPLATE_NOT_FOUND", ErrorClass.PERMANENT, "no such template")
+    PARAM_INVALID = _code("PARAM_INVALID", ErrorClass.PERMANENT, "run parameters are invalid")
+    RUN_TIMEOUT = _code("RUN_TIMEOUT", ErrorClass.RETRY_RUN, "the run exceeded its time budget")
+    PAGE_CRASHED = _code("PAGE_CRASHED", ErrorClass.RETRY_RUN, "the page's renderer crashed or closed")
+    BROWSER_CRASHED = _code("BROWSER_CRASHED", ErrorClass.INFRASTRUCTURE, "the browser crashed")
+    CANCELLED = _code("CANCELLED", ErrorClass.PERMANENT, "the run was cancelled")
+    WORKER_LOST = _code("WORKER_LOST", ErrorClass.RETRY_RUN, "the worker died mid-run")
+    INTERNAL = _code("INTERNAL", ErrorClass.PERMANENT, "a bug in browserq")
+
+    @classmethod
+    def all(cls) -> list[ErrorCode]:
+        return [v for v in vars(cls).values() if isinstance(v, ErrorCode)]
+
+    @classmethod
+    def by_name(cls, name: str) -> ErrorCode:
+        found = getattr(cls, name, None)
+        if not isinstance(found, ErrorCode):
+            raise KeyError(name)
+        return found
+
+
+class BrowserqError(Exception):
+    """Root of every error browserq raises on purpose."""
+
+
+class ConfigError(BrowserqError):
+    """A setting is missing or wrong; the message names the variable to fix."""
+
+
+class TemplateError(BrowserqError):
+    code: ErrorCode = Codes.TEMPLATE_INVALID
+
+
+class TemplateNotFound(TemplateError):
+    code = Codes.TEMPLATE_NOT_FOUND
+
+
+class TemplateInvalid(TemplateError):
+    """A template failed to parse or validate. ``problems`` lists every problem found."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        joined = "\n  - ".join(problems)
+        super().__init__(f"{source}: invalid template:\n  - {joined}")
+
+
+class ParamError(BrowserqError):
+    """Run parameters do not satisfy the template. ``problems`` has one line per parameter."""
+
+    code = Codes.PARAM_INVALID
+
+    def __init__(self, template: str, problems: list[str]) -> None:
+        self.template = template
+        self.problems = problems
+        joined = "\n  - ".join(problems)
+        super().__init__(f"invalid params for template {template}:\n  - {joined}")
+
+
+class BrokerUnavailable(BrowserqError):
+    """The broker could not be reached when enqueueing; nothing was enqueued."""
+
+
+class StoreError(BrowserqError):
+    """The run store failed in a way the caller should see."""
+
+
+class StepFailed(BrowserqError):
+    """A step failed for a reason the template or the site caused: record it, maybe retry it."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"{code.code}: {message}")
+
+    @property
+    def retryable(self) -> bool:
+        return self.code.retryable
+
+
+class InfrastructureError(StepFailed):
+    """The browser (not the page) failed: the pool relaunches it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Codes.BROWSER_CRASHED, message)

@@ -1,0 +1,153 @@
+"""Safety checks shared by the template loader (on literals) and the runner (after interpolation).
+
+A template author, or whoever passes run parameters, must not be able to point the browser at
+``file:``/``javascript:`` URLs, at hosts the template did not declare, or make a screenshot write
+outside the run's artifact directory. The same functions guard both moments, so a value that
+passes the static check and a value produced at run time are judged by one rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
+
+from browserq.errors import Codes, StepFailed
+
+ALLOWED_SCHEMES = ("http", "https")
+
+# The WHATWG URL parser (what Chromium uses) drops tabs and newlines anywhere in a URL and trims
+# C0 controls and spaces at both ends; we do the same so that "java\tscript:" is seen as javascript.
+_URL_INVISIBLE = re.compile(r"[\t\n\r]")
+_C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def normalize_host(host: str) -> str:
+    """Lower-case, drop a trailing dot and IDNA-encode, so equal hosts compare equal."""
+    host = host.strip().lower().rstrip(".")
+    host = host.removeprefix("*.")
+    host = host.lstrip(".")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            pass
+    return host
+
+
+def url_host_allowed(host: str, allowed_domains: Sequence[str]) -> bool:
+    """True if ``host`` equals an allowed domain or is a subdomain of one (empty list: any host).
+
+    ``a.quotes.example`` matches ``quotes.example``; ``evilquotes.example`` does not.
+    """
+    if not allowed_domains:
+        return True
+    host = normalize_host(host)
+    if not host:
+        return False
+    for entry in allowed_domains:
+        domain = normalize_host(entry)
+        if domain and (host == domain or host.endswith("." + domain)):
+            return True
+    return False
+
+
+def url_scheme_and_host(url: str) -> tuple[str, str]:
+    """The scheme and host a browser would see for ``url`` ('' when absent).
+
+    Backslashes count as slashes (as in browsers for http/https), so ``http://evil\\@good``
+    yields ``evil``, not ``good``.
+    """
+    cleaned = _URL_INVISIBLE.sub("", url).strip(_C0_AND_SPACE)
+    parts = urlsplit(cleaned.replace("\\", "/"))
+    return parts.scheme.lower(), (parts.hostname or "")
+
+
+def check_url(url: str, allowed_domains: Sequence[str]) -> None:
+    """Raise ``StepFailed`` unless ``url`` is http(s) and its host is allowed.
+
+    ``URL_DENIED`` for another (or no) scheme or a missing host, ``DOMAIN_DENIED`` for a host
+    outside a non-empty ``allowed_domains``. Ports and letter case do not matter.
+    """
+    if not isinstance(url, str):
+        raise StepFailed(Codes.URL_DENIED, f"URL must be a string, got {type(url).__name__}")
+    scheme, host = url_scheme_and_host(url)
+    if not scheme:
+        raise StepFailed(
+            Codes.URL_DENIED,
+            f"URL {_short(url)!r} has no scheme; only http and https URLs are allowed",
+        )
+    if scheme not in ALLOWED_SCHEMES:
+        raise StepFailed(
+            Codes.URL_DENIED,
+            f"URL scheme '{scheme}:' is not allowed (only http and https are): {_short(url)!r}",
+        )
+    if not host:
+        raise StepFailed(Codes.URL_DENIED, f"URL {_short(url)!r} has no host")
+    if not url_host_allowed(host, allowed_domains):
+        raise StepFailed(
+            Codes.DOMAIN_DENIED,
+            f"host '{host}' is not in allowed_domains ({', '.join(allowed_domains)})",
+        )
+
+
+def artifact_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a file name relative to an artifact directory, or None if it can.
+
+    Purely lexical, so the loader can judge literal names without a directory at hand.
+    """
+    if not isinstance(name, str):
+        return f"artifact name must be a string, got {type(name).__name__}"
+    if not name.strip():
+        return "artifact name is empty"
+    if "\x00" in name:
+        return "artifact name contains a NUL character"
+    if "\\" in name:
+        return f"artifact name {_short(name)!r} contains a backslash; use '/' between folders"
+    if _DRIVE.match(name):
+        return f"artifact name {_short(name)!r} starts with a drive letter; it must be relative"
+    if name.startswith("/"):
+        return (
+            f"artifact name {_short(name)!r} is absolute; it must be relative to the run's folder"
+        )
+    if ".." in PurePosixPath(name).parts:
+        return f"artifact name {_short(name)!r} contains '..'; it must stay inside the run's folder"
+    if name.endswith("/") or PurePosixPath(name).name in ("", "."):
+        return f"artifact name {_short(name)!r} does not name a file"
+    return None
+
+
+def safe_artifact_path(base: Path, name: str) -> Path:
+    """``base / name`` resolved, or ``StepFailed(PATH_DENIED)`` if it would land outside ``base``.
+
+    Symlinks are resolved, so a link inside ``base`` pointing elsewhere is refused too.
+    """
+    problem = artifact_name_problem(name)
+    if problem:
+        raise StepFailed(Codes.PATH_DENIED, problem)
+    root = Path(base).resolve()
+    target = (root / name).resolve()
+    if target == root or not target.is_relative_to(root):
+        raise StepFailed(
+            Codes.PATH_DENIED,
+            f"artifact name {_short(name)!r} resolves outside the artifact folder",
+        )
+    return target
+
+
+def check_selector_length(selector: str, max_length: int) -> None:
+    """Raise ``StepFailed(INVALID_STEP_INPUT)`` for a selector longer than ``max_length``.
+
+    For selectors built at run time from parameters; the loader checks literal ones.
+    """
+    if len(selector) > max_length:
+        raise StepFailed(
+            Codes.INVALID_STEP_INPUT,
+            f"selector is {len(selector)} characters long; the limit is {max_length}",
+        )

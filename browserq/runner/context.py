@@ -1,0 +1,35 @@
+"""What an action sees while it runs: the page, its time budget and a way to store artifacts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from playwright.async_api import Page
+
+from browserq.redact import Redactor
+from browserq.store.artifacts import StoredFile
+from browserq.templates import TemplateSettings
+
+SaveArtifact = Callable[[str, str, bytes, str], Awaitable[StoredFile]]
+"""``save(kind, name, data, content_type)`` stores bytes linked to the current step attempt."""
+
+
+@dataclass
+class StepContext:
+    page: Page
+    settings: TemplateSettings
+    timeout_s: float
+    deadline: float  # time.monotonic() at which the whole run's budget ends
+    redactor: Redactor
+    save_artifact: SaveArtifact
+    step_path: str
+    artifact_base: Path  # the run's artifact directory
+
+    @property
+    def timeout_ms(self) -> float:
+        """The step's timeout, shrunk to what is left of the run (that part never below 1 s)."""
+        remaining = self.deadline - time.monotonic()
+        return min(self.timeout_s, max(1.0, remaining)) * 1000

@@ -1,0 +1,504 @@
+"""Executing one run of a template: steps in order, control flow, retries in place, records.
+
+The runner is where the main rule lives: a step that fails because of the page or the template is
+recorded with its error code and retried in place when the code allows; it never touches the
+browser. Only an :class:`InfrastructureError` (the browser itself is gone) leaves the pool to
+relaunch Chromium, and even then only this run is affected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from playwright.async_api import BrowserContext, Page
+
+from browserq.browsers.pool import BrowserPool
+from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
+from browserq.guards import check_url
+from browserq.redact import Redactor
+from browserq.runner.actions import element_selector, handler_for, locate, settle
+from browserq.runner.capture import PageActivity
+from browserq.runner.context import StepContext
+from browserq.runner.translate import first_line, translate
+from browserq.settings import Settings
+from browserq.store import ArtifactDir, Store
+from browserq.store.artifacts import StoredFile
+from browserq.templates import ActionStep, LoadedTemplate, RepeatStep, render, render_step
+
+log = structlog.get_logger(__name__)
+
+#: How long each part of a failure snapshot may take: a sick page must not hold the worker.
+SNAPSHOT_TIMEOUT_S = 3.0
+#: Step outputs larger than this are stored in the step record as a summary only.
+MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything needed to execute a run that already has its record in the store."""
+
+    run_id: str
+    run_attempt: int
+    loaded: LoadedTemplate
+    params: dict[str, Any]  # validated, secrets in clear (memory only)
+    secret_names: frozenset[str] = frozenset()
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    outputs: dict[str, Any]
+    error_code: str | None = None
+    error_message: str | None = None
+    error_step_path: str | None = None
+
+    def as_result(self) -> dict[str, Any]:
+        """The JSON-serializable value a Celery task returns."""
+        error = None
+        if self.error_code:
+            error = {"code": self.error_code, "message": self.error_message, "step": self.error_step_path}
+        return {"run_id": self.run_id, "status": self.status, "outputs": self.outputs, "error": error}
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """One finished step attempt, as shown to a live listener (the CLI's progress lines)."""
+
+    step_path: str
+    step_id: str | None
+    action: str
+    attempt: int
+    status: str
+    duration_ms: float
+    error_code: str | None
+    error_message: str | None
+    url: str | None
+
+
+StepListener = Callable[[StepEvent], None]
+
+
+@dataclass
+class _RunState:
+    request: RunRequest
+    redactor: Redactor
+    deadline: float
+    artifact_base: Path
+    page: Page | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
+    loops: list[dict[str, int]] = field(default_factory=list)
+    failed_attempt_id: int | None = None
+    failed_path: str | None = None
+    crashed: bool = False
+
+    def scope(self) -> dict[str, Any]:
+        scope: dict[str, Any] = dict(self.request.params)
+        scope["outputs"] = self.outputs
+        scope["run"] = {"id": self.request.run_id, "attempt": self.request.run_attempt}
+        if self.loops:
+            scope["loop"] = self.loops[-1]
+        return scope
+
+
+class TemplateRunner:
+    def __init__(
+        self,
+        pool: BrowserPool,
+        store: Store,
+        artifacts: ArtifactDir,
+        settings: Settings,
+        listener: StepListener | None = None,
+    ) -> None:
+        self.pool = pool
+        self.store = store
+        self.artifacts = artifacts
+        self.settings = settings
+        self.listener = listener
+
+    async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Store calls are synchronous; keep them off the event loop."""
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    # --- a whole run -------------------------------------------------------------------------
+    async def run(self, request: RunRequest) -> RunOutcome:
+        template = request.loaded.template
+        tsettings = template.settings
+        redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
+        state = _RunState(
+            request=request,
+            redactor=redactor,
+            deadline=time.monotonic() + tsettings.timeout_s,
+            artifact_base=self.artifacts.base / request.run_id,
+        )
+        failure: StepFailed | None = None
+        cancelled = False  # set by explicit cancellation (a later feature); time limits fail the run
+        context: BrowserContext | None = None
+        activity: PageActivity | None = None
+        try:
+            context = await self.pool.new_context()
+            activity = PageActivity(
+                context,
+                console_lines=self.settings.snapshot_console_lines,
+                network_entries=self.settings.snapshot_network_entries,
+            )
+            context.set_default_timeout(tsettings.step_timeout_s * 1000)
+            if tsettings.trace != "off":
+                await context.tracing.start(screenshots=True, snapshots=True)
+            state.page = await context.new_page()
+            state.page.on("crash", lambda _page: setattr(state, "crashed", True))
+            try:
+                async with asyncio.timeout(tsettings.timeout_s):
+                    await self._run_steps(template.steps, "", state)
+            except TimeoutError:
+                failure = StepFailed(
+                    Codes.RUN_TIMEOUT, f"the run did not finish within timeout_s={tsettings.timeout_s:g}"
+                )
+        except StepFailed as exc:
+            failure = exc
+        except asyncio.CancelledError:
+            # Interrupted from outside (Celery's soft time limit, shutdown): still recorded.
+            failure = StepFailed(Codes.RUN_TIMEOUT, "the run was interrupted before it finished (time limit)")
+        except Exception as exc:  # noqa: BLE001 - anything else is recorded, never lost
+            failure = translate(exc, browser_connected=self.pool.connected)
+            if failure.code is Codes.INTERNAL:
+                log.exception("unexpected error in run", run_id=request.run_id)
+        if context is not None:
+            await self._finish_context(context, activity, state, failure)
+        return await self._finish_run(state, failure, cancelled)
+
+    async def _finish_context(
+        self,
+        context: BrowserContext,
+        activity: PageActivity | None,
+        state: _RunState,
+        failure: StepFailed | None,
+    ) -> None:
+        """Failure snapshot and trace (when asked for), then close the context — always."""
+        tsettings = state.request.loaded.template.settings
+        try:
+            usable = self.pool.connected and not state.crashed and state.page is not None
+            if failure is not None and activity is not None and usable:
+                await self._failure_snapshot(state, activity)
+            elif failure is not None and activity is not None:
+                await self._save_json(state, "console", "console.json", list(activity.console))
+                await self._save_json(state, "network", "network.json", list(activity.network))
+            if tsettings.trace != "off" and self.pool.connected:
+                keep = tsettings.trace == "always" or failure is not None
+                await self._stop_trace(context, state, keep)
+        except Exception as exc:  # noqa: BLE001 - evidence is best effort; the run's record is not
+            log.warning("could not save failure evidence", run_id=state.request.run_id, error=str(exc))
+        finally:
+            await self.pool.close_context(context)
+
+    async def _finish_run(self, state: _RunState, failure: StepFailed | None, cancelled: bool) -> RunOutcome:
+        request = state.request
+        outputs = state.redactor.data(state.outputs)
+        if failure is None:
+            outcome = RunOutcome(request.run_id, "completed", outputs)
+        else:
+            outcome = RunOutcome(
+                request.run_id,
+                "cancelled" if cancelled else "failed",
+                outputs,
+                error_code=failure.code.code,
+                error_message=state.redactor.text(failure.message),
+                error_step_path=state.failed_path,
+            )
+        await self._db(
+            self.store.finish_run,
+            request.run_id,
+            status=outcome.status,
+            outputs=outputs,
+            error_code=outcome.error_code,
+            error_message=outcome.error_message,
+            error_step_path=outcome.error_step_path,
+        )
+        log.info(
+            "run finished", run_id=request.run_id, status=outcome.status, error_code=outcome.error_code
+        )
+        return outcome
+
+    # --- control flow ------------------------------------------------------------------------
+    async def _run_steps(self, steps: list[Any], prefix: str, state: _RunState) -> None:
+        for index, step in enumerate(steps):
+            path = f"{prefix}{index}"
+            if isinstance(step, RepeatStep):
+                await self._run_repeat(step, path, state)
+            else:
+                await self._run_action(step, path, state)
+
+    async def _run_repeat(self, step: RepeatStep, path: str, state: _RunState) -> None:
+        """Run the body up to ``max`` times, stopping on the until_missing/while_present condition."""
+        spec = step.repeat
+        try:
+            bound = int(render(spec.max, state.scope()))
+        except (TypeError, ValueError) as exc:
+            state.failed_path = path
+            raise StepFailed(Codes.INVALID_STEP_INPUT, f"repeat.max is not a whole number: {exc}") from exc
+        for index in range(bound):
+            if spec.while_present and not await self._present(spec.while_present, path, state):
+                break
+            # until_missing is read at the start of a pass: the pass that begins without the
+            # selector (the last page, without "next") still runs, and is the last one.
+            last_pass = bool(spec.until_missing) and not await self._present(spec.until_missing, path, state)
+            state.loops.append({"index": index, "iteration": index + 1})
+            try:
+                await self._run_steps(spec.steps, f"{path}[{index + 1}].", state)
+            finally:
+                state.loops.pop()
+            if last_pass:
+                break
+
+    async def _present(self, selector: str, path: str, state: _RunState) -> bool:
+        page = self._page(state)
+        await settle(page, 5000)
+        try:
+            return await locate(page, selector).count() > 0
+        except Exception as exc:  # noqa: BLE001
+            state.failed_path = path
+            raise translate(exc, browser_connected=self.pool.connected) from exc
+
+    def _page(self, state: _RunState) -> Page:
+        if state.crashed or state.page is None or state.page.is_closed():
+            raise StepFailed(Codes.PAGE_CRASHED, "the page crashed or was closed")
+        return state.page
+
+    # --- one step, with retries in place -------------------------------------------------------
+    def _max_retries(self, step: ActionStep, state: _RunState) -> int:
+        for value in (step.retries, state.request.loaded.template.settings.step_retries):
+            if value is not None:
+                return value
+        return self.settings.step_retries
+
+    async def _run_action(self, step: ActionStep, path: str, state: _RunState) -> None:
+        request = state.request
+        tsettings = request.loaded.template.settings
+        max_retries = self._max_retries(step, state)
+        attempt = 0
+        while True:
+            attempt += 1
+            failure: StepFailed | None = None
+            rendered: ActionStep = step
+            try:
+                rendered = render_step(step, state.scope())
+            except StepFailed as exc:
+                failure = exc
+            page = self._page(state)
+            inputs = state.redactor.data(_step_inputs(rendered))
+            attempt_id: int = await self._db(
+                self.store.start_step,
+                run_id=request.run_id,
+                run_attempt=request.run_attempt,
+                step_path=path,
+                step_id=step.id,
+                attempt=attempt,
+                action=step.action,
+                inputs=inputs,
+                url_before=state.redactor.text(page.url),
+            )
+            started = time.monotonic()
+            output: Any = None
+            skipped = False
+            if failure is None:
+                try:
+                    selector = element_selector(rendered)
+                    if rendered.optional and selector and await _missing(page, selector):
+                        skipped = True
+                    else:
+                        output = await handler_for(rendered)(self._step_context(rendered, path, state, attempt_id), rendered)
+                        _check_landing(page, tsettings.allowed_domains)
+                except StepFailed as exc:
+                    failure = exc
+                except asyncio.CancelledError:
+                    state.failed_attempt_id, state.failed_path = attempt_id, path
+                    await self._record_end(state, attempt_id, step, attempt, started, path, "failed",
+                                           StepFailed(Codes.CANCELLED, "interrupted by the run's time limit"))
+                    raise
+                except Exception as exc:  # noqa: BLE001 - translated into a code below
+                    missing = None
+                    selector = element_selector(rendered) or getattr(rendered, "selector", None)
+                    if selector and self.pool.connected and not state.crashed:
+                        missing = await _missing(page, selector)
+                    failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
+                    if state.crashed and not isinstance(failure, InfrastructureError):
+                        failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
+            if failure is None:
+                if not skipped:
+                    _store_output(state.outputs, rendered, output)
+                status = "skipped" if skipped else "succeeded"
+                await self._record_end(state, attempt_id, step, attempt, started, path, status, None, output)
+                return
+            if time.monotonic() >= state.deadline and failure.code in (Codes.TIMEOUT, Codes.NAVIGATION_FAILED):
+                failure = StepFailed(Codes.RUN_TIMEOUT, f"cut short by the run's timeout_s: {failure.message}")
+            await self._record_end(state, attempt_id, step, attempt, started, path, "failed", failure)
+            in_place = failure.code.error_class is ErrorClass.RETRY_IN_PLACE
+            if isinstance(failure, InfrastructureError) or not in_place or attempt > max_retries:
+                if step.continue_on_error and not isinstance(failure, InfrastructureError):
+                    return
+                state.failed_attempt_id = attempt_id
+                state.failed_path = path
+                raise failure
+            delay = self.settings.step_retry_delay_s * (2 ** (attempt - 1))
+            await asyncio.sleep(min(delay, max(0.0, state.deadline - time.monotonic())))
+
+    def _step_context(self, step: ActionStep, path: str, state: _RunState, attempt_id: int) -> StepContext:
+        tsettings = state.request.loaded.template.settings
+
+        async def save(kind: str, name: str, data: bytes, content_type: str) -> StoredFile:
+            return await self._save_artifact(state, attempt_id, kind, name, data, content_type)
+
+        return StepContext(
+            page=self._page(state),
+            settings=tsettings,
+            timeout_s=step.timeout_s or tsettings.step_timeout_s,
+            deadline=state.deadline,
+            redactor=state.redactor,
+            save_artifact=save,
+            step_path=path,
+            artifact_base=state.artifact_base,
+        )
+
+    async def _record_end(
+        self,
+        state: _RunState,
+        attempt_id: int,
+        step: ActionStep,
+        attempt: int,
+        started: float,
+        path: str,
+        status: str,
+        failure: StepFailed | None,
+        output: Any = None,
+    ) -> None:
+        redactor = state.redactor
+        url = redactor.text(state.page.url) if state.page and not state.page.is_closed() else None
+        message = redactor.text(failure.message) if failure else None
+        await self._db(
+            self.store.finish_step,
+            attempt_id,
+            status=status,
+            url_after=url,
+            output=_recordable(redactor.data(output)),
+            error_code=failure.code.code if failure else None,
+            error_message=message,
+            retryable=failure.retryable if failure else None,
+        )
+        if self.listener is not None:
+            self.listener(
+                StepEvent(
+                    step_path=path,
+                    step_id=step.id,
+                    action=step.action,
+                    attempt=attempt,
+                    status=status,
+                    duration_ms=(time.monotonic() - started) * 1000,
+                    error_code=failure.code.code if failure else None,
+                    error_message=message,
+                    url=url,
+                )
+            )
+
+    # --- artifacts ---------------------------------------------------------------------------
+    async def _save_artifact(
+        self, state: _RunState, attempt_id: int | None, kind: str, name: str, data: bytes, content_type: str
+    ) -> StoredFile:
+        stored: StoredFile = await self._db(self.artifacts.write, state.request.run_id, name, data)
+        await self._db(
+            self.store.add_artifact,
+            run_id=state.request.run_id,
+            step_attempt_id=attempt_id,
+            kind=kind,
+            path=stored.path,
+            content_type=content_type,
+            size=stored.size,
+            sha256=stored.sha256,
+        )
+        return stored
+
+    async def _save_json(self, state: _RunState, kind: str, name: str, value: Any) -> None:
+        data = json.dumps(state.redactor.data(value), indent=2, default=str).encode()
+        await self._save_artifact(state, state.failed_attempt_id, kind, name, data, "application/json")
+
+    async def _failure_snapshot(self, state: _RunState, activity: PageActivity) -> None:
+        """Screenshot, DOM, console and network of the failing moment, linked to the failing step."""
+        page = state.page
+        assert page is not None
+        attempt_id = state.failed_attempt_id
+        try:  # a page still loading (the usual reason for a timeout) would stall the capture
+            await asyncio.wait_for(page.evaluate("window.stop()"), 1.0)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            png = await page.screenshot(full_page=True, timeout=SNAPSHOT_TIMEOUT_S * 1000)
+            await self._save_artifact(state, attempt_id, "failure_screenshot", "failure.png", png, "image/png")
+        except Exception as exc:  # noqa: BLE001
+            log.info("failure screenshot unavailable", error=first_line(exc))
+        try:
+            html = await asyncio.wait_for(page.content(), SNAPSHOT_TIMEOUT_S)
+            dom = state.redactor.text(html).encode()
+            await self._save_artifact(state, attempt_id, "dom", "failure.html", dom, "text/html")
+        except Exception as exc:  # noqa: BLE001
+            log.info("failure DOM unavailable", error=first_line(exc))
+        await self._save_json(state, "console", "console.json", list(activity.console))
+        await self._save_json(state, "network", "network.json", list(activity.network))
+
+    async def _stop_trace(self, context: BrowserContext, state: _RunState, keep: bool) -> None:
+        if not keep:
+            await context.tracing.stop()
+            return
+        state.artifact_base.mkdir(parents=True, exist_ok=True)
+        scratch = state.artifact_base / ".trace.zip.partial"
+        await context.tracing.stop(path=scratch)
+        try:
+            await asyncio.to_thread(state.redactor.zip_file, scratch)
+            data = await asyncio.to_thread(scratch.read_bytes)
+        finally:
+            scratch.unlink(missing_ok=True)
+        await self._save_artifact(state, state.failed_attempt_id, "trace", "trace.zip", data, "application/zip")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def _step_inputs(step: ActionStep) -> dict[str, Any]:
+    return step.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True) | {"action": step.action}
+
+
+async def _missing(page: Page, selector: str) -> bool:
+    try:
+        await settle(page, 5000)
+        return await locate(page, selector).count() == 0
+    except Exception:  # noqa: BLE001 - an invalid selector is reported by the action itself
+        return False
+
+
+def _check_landing(page: Page, allowed_domains: list[str]) -> None:
+    """A step that ended on a host outside allowed_domains (a click, a redirect) fails."""
+    if allowed_domains and page.url.startswith(("http://", "https://")):
+        check_url(page.url, allowed_domains)
+
+
+def _store_output(outputs: dict[str, Any], step: ActionStep, value: Any) -> None:
+    """``into:`` stores the value; an extract into the same name accumulates (pagination)."""
+    name = getattr(step, "into", None)
+    if not name:
+        return
+    if step.action == "extract" and isinstance(outputs.get(name), list):
+        outputs[name] = [*outputs[name], *value]
+    else:
+        outputs[name] = value
+
+
+def _recordable(value: Any) -> Any:
+    if value is None:
+        return None
+    encoded = json.dumps(value, default=str)
+    if len(encoded) <= MAX_RECORDED_OUTPUT_BYTES:
+        return json.loads(encoded)
+    return {"truncated": True, "bytes": len(encoded), "type": type(value).__name__}

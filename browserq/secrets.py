@@ -1,0 +1,46 @@
+"""Encrypting secret run parameters at rest (Fernet: AES-128-CBC + HMAC-SHA256).
+
+The producer encrypts a run's secret params into the run record, so neither the broker message,
+Flower, nor the database ever holds them in clear; the worker decrypts them in memory only.
+"""
+
+from __future__ import annotations
+
+import json
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from browserq.errors import ConfigError
+
+KEY_HINT = "generate one with `browserq keygen` and set BROWSERQ_SECRET_KEY on producers and workers"
+
+
+def generate_key() -> str:
+    return Fernet.generate_key().decode()
+
+
+class SecretBox:
+    def __init__(self, key: str | None) -> None:
+        self._fernet: Fernet | None = None
+        if key:
+            try:
+                self._fernet = Fernet(key.encode())
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"BROWSERQ_SECRET_KEY is not a valid Fernet key ({exc}); {KEY_HINT}") from None
+
+    def _require(self, why: str) -> Fernet:
+        if self._fernet is None:
+            raise ConfigError(f"BROWSERQ_SECRET_KEY is not set, but {why}; {KEY_HINT}")
+        return self._fernet
+
+    def encrypt(self, values: dict[str, str], *, why: str = "this run has secret params") -> str:
+        return self._require(why).encrypt(json.dumps(values).encode()).decode()
+
+    def decrypt(self, token: str, *, why: str = "this run has secret params") -> dict[str, str]:
+        try:
+            return json.loads(self._require(why).decrypt(token.encode()))
+        except InvalidToken:
+            raise ConfigError(
+                "BROWSERQ_SECRET_KEY does not decrypt this run's secrets: producer and worker must "
+                "share the same key"
+            ) from None

@@ -1,0 +1,197 @@
+"""One settings object for the whole service.
+
+Values come from, in order of precedence: explicit keyword arguments, ``BROWSERQ_*`` environment
+variables, a settings file (``BROWSERQ_SETTINGS_FILE``, YAML or TOML) and the defaults below.
+Nothing is read at import time: call :func:`get_settings` (cached) or build a :class:`Settings`.
+Unknown keys in the settings file are rejected, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from browserq.errors import ConfigError
+
+#: Flags Chromium needs on locked-down hosts (root in a container) and on closed networks.
+CHROMIUM_BASE_ARGS: tuple[str, ...] = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+)
+
+#: Where a system Chromium usually lives, tried in order when ``chromium_path`` is unset.
+CHROMIUM_CANDIDATES: tuple[str, ...] = (
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+    "/usr/bin/google-chrome-stable",
+    "/snap/bin/chromium",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+)
+
+
+class _SettingsFileSource(PydanticBaseSettingsSource):
+    """Reads ``BROWSERQ_SETTINGS_FILE`` (YAML or TOML) and rejects keys that are not settings."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get("BROWSERQ_SETTINGS_FILE")
+        if not path:
+            return {}
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"BROWSERQ_SETTINGS_FILE points to {path!r}, which is not a file")
+        text = file.read_text()
+        data = tomllib.loads(text) if file.suffix == ".toml" else yaml.safe_load(text)
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of setting names to values")
+        unknown = sorted(set(data) - set(self.settings_cls.model_fields))
+        if unknown:
+            known = ", ".join(sorted(self.settings_cls.model_fields))
+            raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known settings: {known}")
+        return data
+
+
+class Settings(BaseSettings):
+    """Every knob of browserq. The environment variable of a field is ``BROWSERQ_`` + its name."""
+
+    model_config = SettingsConfigDict(env_prefix="BROWSERQ_", extra="forbid", validate_default=True)
+
+    # --- where things live -------------------------------------------------------------------
+    broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (Redis or RabbitMQ).")
+    result_backend: str | None = Field(
+        None, description="Celery result backend; default: the database (db+DATABASE_URL)."
+    )
+    database_url: str = Field(
+        "sqlite:///browserq.db", description="SQLAlchemy URL of the run store (PostgreSQL in production)."
+    )
+    templates_dir: Path = Field(Path("templates"), description="Directory of YAML templates.")
+    artifacts_dir: Path = Field(Path("artifacts"), description="Where screenshots, snapshots and traces go.")
+    queue: str = Field("browserq", description="Celery queue the run tasks are sent to.")
+
+    # --- browser -----------------------------------------------------------------------------
+    chromium_path: str | None = Field(
+        None, description="Chromium/Chrome executable; autodetected, then Playwright's own build."
+    )
+    headless: bool = Field(True, description="Run Chromium headless.")
+    chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags.")
+    no_sandbox: bool | None = Field(
+        None, description="Pass --no-sandbox; default: only when running as root."
+    )
+
+    # --- limits and policies -----------------------------------------------------------------
+    step_retries: int = Field(2, ge=0, le=10, description="Retries in place of a retryable step failure.")
+    step_retry_delay_s: float = Field(0.25, ge=0, description="First delay between step retries.")
+    max_selector_length: int = Field(1000, ge=10, description="Longest selector a template may use.")
+    max_repeat: int = Field(1000, ge=1, description="Upper bound any repeat may declare.")
+    snapshot_console_lines: int = Field(50, ge=0, description="Console messages kept in a failure snapshot.")
+    snapshot_network_entries: int = Field(50, ge=0, description="Requests kept in a failure snapshot.")
+    run_time_limit_margin_s: int = Field(
+        30, ge=5, description="Celery soft limit = template run timeout + this margin."
+    )
+    secret_key: str | None = Field(
+        None, description="Fernet key that encrypts secret params in broker messages (browserq keygen)."
+    )
+    auto_migrate: bool = Field(True, description="Upgrade the database schema when a worker or CLI starts.")
+    log_level: str = Field("INFO", description="Log level of browserq's structured logs.")
+    log_format: Literal["console", "json"] = Field("console", description="Log rendering.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _SettingsFileSource(settings_cls)
+
+    @field_validator("broker_url", "database_url")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    # --- derived values ----------------------------------------------------------------------
+    @property
+    def effective_result_backend(self) -> str:
+        """The result backend, defaulting to Celery's database backend on the run store."""
+        return self.result_backend or f"db+{self.database_url}"
+
+    def resolve_chromium(self) -> str | None:
+        """The Chromium executable to launch, or None to let Playwright use its own build.
+
+        An explicit setting must exist; otherwise the usual system locations and ``$PATH`` are
+        tried, and when none exists Playwright's downloaded browser (``playwright install``) is used.
+        """
+        if self.chromium_path:
+            if not Path(self.chromium_path).exists():
+                raise ConfigError(
+                    f"BROWSERQ_CHROMIUM_PATH={self.chromium_path!r} does not exist; point it at a "
+                    "Chromium or Chrome binary, or unset it to autodetect"
+                )
+            return self.chromium_path
+        for candidate in CHROMIUM_CANDIDATES:
+            if Path(candidate).exists():
+                return candidate
+        for name in ("chromium", "chromium-browser", "google-chrome"):
+            found = shutil.which(name)
+            if found:
+                return found
+        return None
+
+    @property
+    def chromium_sandbox(self) -> bool:
+        """Whether Chromium's sandbox is on: off as root (it cannot start there), on otherwise."""
+        return not (self.no_sandbox if self.no_sandbox is not None else _running_as_root())
+
+    def chromium_launch_args(self) -> list[str]:
+        """Flags for every launch: closed-network hygiene, sandbox choice, then the user's extras."""
+        args = list(CHROMIUM_BASE_ARGS)
+        if not self.chromium_sandbox:
+            args.append("--no-sandbox")
+        return args + [a for a in self.chromium_args if a not in args]
+
+
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings, turning pydantic's validation errors into one readable ConfigError."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"BROWSERQ_{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once on first use."""
+    return load_settings()
+
+
+def reset_settings_cache() -> None:
+    """Forget cached settings (tests and the CLI's ``--settings`` option use this)."""
+    get_settings.cache_clear()

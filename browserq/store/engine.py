@@ -1,0 +1,145 @@
+"""Engine creation, URL handling and error translation shared by the Store and the migrations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import StaticPool
+
+from browserq.errors import StoreError
+
+#: How long a SQLite connection waits for another writer before failing ("database is locked").
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: How long a PostgreSQL connection attempt may take, unless the URL says otherwise.
+PG_CONNECT_TIMEOUT_S = 10
+
+#: Execution option read by the SQLite ``begin`` hook: "DEFERRED" (reads) or "IMMEDIATE" (writes).
+SQLITE_BEGIN_OPTION = "browserq_sqlite_begin"
+
+
+def normalize_url(database_url: str | URL) -> URL:
+    """Parse a database URL; ``postgresql://`` and ``postgres://`` use psycopg 3."""
+    try:
+        url = make_url(database_url)
+    except exc.ArgumentError as e:
+        raise StoreError(f"BROWSERQ_DATABASE_URL is not a valid database URL: {e}") from None
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def mask_url(url: str | URL) -> str:
+    """The URL with its password replaced by ``***``: safe for logs and error messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except exc.ArgumentError:
+        return "<invalid database URL>"
+
+
+def _json_serializer(value: Any) -> str:
+    # default=str: a stray datetime, Path or Decimal in outputs is stored as text, not a crash.
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _is_memory_sqlite(url: URL) -> bool:
+    return not url.database or url.database == ":memory:" or url.query.get("mode") == "memory"
+
+
+def create_store_engine(
+    database_url: str | URL, *, echo: bool = False, poolclass: type | None = None
+) -> Engine:
+    """An engine tuned for the run store.
+
+    SQLite: WAL, ``busy_timeout``, ``foreign_keys=ON``, ``check_same_thread=False``, and SQLAlchemy
+    (not the sqlite3 module) emits BEGIN: ``BEGIN IMMEDIATE`` when the connection carries the
+    execution option ``{SQLITE_BEGIN_OPTION: "IMMEDIATE"}`` (writes take the lock up front and
+    wait for it), a plain deferred ``BEGIN`` otherwise. That makes transactions (and DDL) real
+    transactions on every Python version. PostgreSQL: ``pool_pre_ping`` and a connect timeout.
+    """
+    url = normalize_url(database_url)
+    kwargs: dict[str, Any] = {"echo": echo, "json_serializer": _json_serializer}
+    if poolclass is not None:
+        kwargs["poolclass"] = poolclass
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        kwargs["connect_args"] = {
+            "check_same_thread": False,
+            "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+        }
+        if _is_memory_sqlite(url):
+            kwargs.setdefault("poolclass", StaticPool)
+        elif url.database and not url.database.startswith("file:"):
+            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    elif backend == "postgresql":
+        kwargs["pool_pre_ping"] = True
+        if url.get_driver_name() == "psycopg" and "connect_timeout" not in url.query:
+            kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    try:
+        engine = create_engine(url, **kwargs)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as e:
+        raise StoreError(f"cannot use database {mask_url(url)}: {e}") from None
+    if backend == "sqlite":
+        _install_sqlite_hooks(engine)
+    return engine
+
+
+def _install_sqlite_hooks(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Disable the sqlite3 module's own (legacy) transaction handling; see _on_begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        mode = connection.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
+        if mode not in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
+            raise ValueError(f"bad {SQLITE_BEGIN_OPTION}: {mode!r}")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _detail(error: BaseException) -> str:
+    orig = getattr(error, "orig", None)
+    text = str(orig if orig is not None else error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def scrub(message: str, url: URL) -> str:
+    """Remove the URL's password from ``message`` wherever it appears."""
+    if url.password:
+        for secret in {str(url.password), quote(str(url.password), safe="")}:
+            if secret:
+                message = message.replace(secret, "***")
+    return message
+
+
+def to_store_error(error: exc.SQLAlchemyError, url: URL, action: str) -> StoreError:
+    """A StoreError for ``error`` that names the database (password masked) and what failed."""
+    if isinstance(error, exc.OperationalError):
+        message = f"{action}: database {mask_url(url)} is unavailable: {_detail(error)}"
+    else:
+        message = f"{action}: database {mask_url(url)} error: {_detail(error)}"
+    return StoreError(scrub(message, url))
+
+
+@contextmanager
+def translate_errors(url: URL, action: str) -> Iterator[None]:
+    """Re-raise SQLAlchemy errors as StoreError (see :func:`to_store_error`)."""
+    try:
+        yield
+    except exc.SQLAlchemyError as e:
+        raise to_store_error(e, url, action) from e

@@ -1,0 +1,233 @@
+"""The run store's schema: templates, runs, step attempts and artifacts (SQLAlchemy 2 typed ORM).
+
+Types are portable between PostgreSQL (production) and SQLite (embedded default):
+
+* timestamps are ``UTCDateTime``: ``timestamptz`` on PostgreSQL, and always handed back as
+  timezone-aware UTC datetimes (SQLite stores naive UTC);
+* JSON columns are ``JSON`` with a ``JSONB`` variant on PostgreSQL; Python ``None`` is SQL NULL;
+* big-integer primary keys fall back to ``INTEGER`` on SQLite so they autoincrement (rowid).
+
+Every constraint and index has an explicit, stable name (see ``NAMING_CONVENTION``), which the
+Alembic migrations in ``alembic/versions`` repeat verbatim.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    NEEDS_REVIEW = "needs_review"
+
+    @property
+    def terminal(self) -> bool:
+        """True when the run will not be started again."""
+        return self in _TERMINAL_RUN_STATUSES
+
+
+_TERMINAL_RUN_STATUSES = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.NEEDS_REVIEW}
+)
+
+
+class StepStatus(StrEnum):
+    STARTED = "started"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class ArtifactKind(StrEnum):
+    """The usual artifact kinds (the store accepts any short string)."""
+
+    SCREENSHOT = "screenshot"
+    FAILURE_SCREENSHOT = "failure_screenshot"
+    DOM = "dom"
+    CONSOLE = "console"
+    NETWORK = "network"
+    TRACE = "trace"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """``DateTime(timezone=True)`` that only accepts aware datetimes and returns them in UTC."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def __init__(self) -> None:
+        super().__init__(timezone=True)
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(
+                f"naive datetime {value!r}: the store only takes timezone-aware values"
+            )
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+#: JSON everywhere, JSONB on PostgreSQL; ``None`` is stored as SQL NULL, not JSON ``null``.
+JSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+#: BIGINT primary keys; INTEGER on SQLite so the column aliases the autoincrementing rowid.
+BigIntPK = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TemplateRecord(Base):
+    """One version of a template as it was when a run used it (the exact YAML)."""
+
+    __tablename__ = "templates"
+    __table_args__ = (UniqueConstraint("name", "version", "content_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_status_created_at", "status", "created_at"),
+        Index("ix_runs_template_name_template_version", "template_name", "template_version"),
+        Index("ix_runs_created_at", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    template_id: Mapped[int] = mapped_column(Integer, ForeignKey("templates.id"))
+    template_name: Mapped[str] = mapped_column(String(200))
+    template_version: Mapped[str] = mapped_column(String(100))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(20))
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    task_id: Mapped[str | None] = mapped_column(String(200))
+    worker: Mapped[str | None] = mapped_column(String(200))
+    queue: Mapped[str | None] = mapped_column(String(200))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    tenant: Mapped[str | None] = mapped_column(String(200))
+    queued_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    timeout_s: Mapped[float] = mapped_column(Float)
+    outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    error_code: Mapped[str | None] = mapped_column(String(40))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    error_step_path: Mapped[str | None] = mapped_column(String(200))
+    checkpoint: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    secrets: Mapped[str | None] = mapped_column(Text)  # Fernet token of the secret params
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class StepAttempt(Base):
+    """One attempt of one step. Append-only: the only update is ``started`` → final status."""
+
+    __tablename__ = "step_attempts"
+    __table_args__ = (
+        Index("ix_step_attempts_run_id_id", "run_id", "id"),
+        Index(
+            "ix_step_attempts_error_code",
+            "error_code",
+            postgresql_where=text("status = 'failed'"),
+            sqlite_where=text("status = 'failed'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    run_attempt: Mapped[int] = mapped_column(Integer)
+    step_path: Mapped[str] = mapped_column(String(200))
+    step_id: Mapped[str | None] = mapped_column(String(200))
+    attempt: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(20))
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(20))
+    error_code: Mapped[str | None] = mapped_column(String(40))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    retryable: Mapped[bool | None] = mapped_column(Boolean)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    duration_ms: Mapped[float | None] = mapped_column(Float)
+    url_before: Mapped[str | None] = mapped_column(Text)
+    url_after: Mapped[str | None] = mapped_column(Text)
+    output: Mapped[Any | None] = mapped_column(JSONType)
+
+
+class Artifact(Base):
+    __tablename__ = "artifacts"
+    __table_args__ = (
+        Index("ix_artifacts_run_id", "run_id"),
+        Index("ix_artifacts_step_attempt_id", "step_attempt_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    step_attempt_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("step_attempts.id", ondelete="SET NULL")
+    )
+    kind: Mapped[str] = mapped_column(String(30))
+    path: Mapped[str] = mapped_column(Text)
+    content_type: Mapped[str] = mapped_column(String(200))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+metadata = Base.metadata

@@ -1,0 +1,305 @@
+"""Whole-template rules a per-field schema cannot express.
+
+They run on the raw YAML data, tolerating shapes the schema rejects, so one load reports schema
+problems and these together: duplicate step ids, ``${...}`` that refer to nothing, literal URLs
+outside http(s)/``allowed_domains``, screenshot names escaping the artifact folder, over-long
+selectors, unbounded repeats and ``eval`` without ``allow_eval``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from browserq.errors import Codes, StepFailed
+from browserq.guards import artifact_name_problem, check_url
+from browserq.templates.interpolate import MalformedReference, Ref, parse
+from browserq.templates.messages import did_you_mean
+from browserq.templates.model import NOT_INTERPOLATED
+from browserq.templates.source import Location, NodeIndex, Problem, format_location
+
+_SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):")
+_AUTHORITY_DONE = re.compile(r"^\s*https?://[^/?#\\]+[/?#\\]", re.IGNORECASE)
+SELECTOR_KEYS = ("selector", "within", "until_missing", "while_present")
+LOOP_VARIABLES = ("index", "iteration")
+RUN_VARIABLES = ("id", "attempt")
+
+
+def _literal(text: str) -> str | None:
+    """``text`` with escapes undone, or None if it holds a reference (or a malformed one)."""
+    try:
+        pieces = parse(text)
+    except MalformedReference:
+        return None
+    if any(isinstance(p, Ref) for p in pieces):
+        return None
+    return "".join(p for p in pieces if isinstance(p, str))
+
+
+class TemplateChecker:
+    """Walks one template's raw data in document order, collecting problems."""
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        index: NodeIndex,
+        *,
+        max_selector_length: int,
+        max_repeat: int,
+    ) -> None:
+        self.data = data
+        self.index = index
+        self.max_selector_length = max_selector_length
+        self.max_repeat = max_repeat
+        self.problems: list[Problem] = []
+        params = data.get("params")
+        self.params: dict[str, dict[str, Any]] = {
+            name: (spec if isinstance(spec, dict) else {})
+            for name, spec in (params.items() if isinstance(params, dict) else [])
+            if isinstance(name, str)
+        }
+        settings = data.get("settings")
+        settings = settings if isinstance(settings, dict) else {}
+        domains = settings.get("allowed_domains")
+        self.allowed_domains = (
+            [d for d in domains if isinstance(d, str)] if isinstance(domains, list) else []
+        )
+        self.allow_eval = settings.get("allow_eval") is True
+        self.produced: list[str] = []
+        self.seen_ids: dict[str, Location] = {}
+
+    def add(self, loc: Location, message: str) -> None:
+        located, line = self.index.locate(loc)
+        self.problems.append(Problem(line, format_location(located), message))
+
+    # --- entry point ---------------------------------------------------------------------
+    def run(self) -> list[Problem]:
+        self._check_param_urls()
+        steps = self.data.get("steps")
+        if isinstance(steps, list):
+            self._steps(steps, ("steps",), in_repeat=False)
+        return self.problems
+
+    def _check_param_urls(self) -> None:
+        for name, spec in self.params.items():
+            default = spec.get("default")
+            if spec.get("type") == "url" and isinstance(default, str):
+                try:
+                    check_url(default, self.allowed_domains)
+                except StepFailed as exc:
+                    if exc.code is Codes.DOMAIN_DENIED:  # bad schemes are the ParamSpec's to report
+                        self.add(("params", name, "default"), f"default URL: {exc.message}")
+
+    # --- steps ---------------------------------------------------------------------------
+    def _steps(self, steps: list[Any], loc: Location, *, in_repeat: bool) -> None:
+        for i, step in enumerate(steps):
+            if isinstance(step, dict):
+                self._step(step, (*loc, i), in_repeat=in_repeat)
+
+    def _step(self, step: dict[str, Any], loc: Location, *, in_repeat: bool) -> None:
+        self._check_id(step.get("id"), loc)
+        if "repeat" in step:
+            self._repeat(step["repeat"], (*loc, "repeat"), in_repeat=in_repeat)
+            return
+        for key, value in step.items():
+            if key not in NOT_INTERPOLATED:
+                self._refs(value, (*loc, key), in_repeat=in_repeat)
+        for key in SELECTOR_KEYS:
+            self._selector(step.get(key), (*loc, key))
+        fields = step.get("fields")
+        if isinstance(fields, dict):
+            for name, field in fields.items():
+                if isinstance(field, dict):
+                    self._selector(field.get("selector"), (*loc, "fields", name, "selector"))
+                else:
+                    self._selector(field, (*loc, "fields", name))
+        action = step.get("action")
+        if action == "navigate" and isinstance(step.get("url"), str):
+            self._navigate_url(step["url"], (*loc, "url"))
+        if action == "screenshot" and isinstance(step.get("name"), str):
+            name = _literal(step["name"])
+            problem = artifact_name_problem(name) if name is not None else None
+            if problem:
+                self.add((*loc, "name"), problem)
+        if action in ("wait", "assert") and isinstance(step.get("url"), str):
+            self._url_pattern(step["url"], (*loc, "url"))
+        if action == "eval" and not self.allow_eval:
+            self.add(
+                loc, "eval steps are disabled; set settings.allow_eval: true to run JavaScript"
+            )
+        into = step.get("into")
+        if isinstance(into, str):
+            self.produced.append(into)
+
+    def _check_id(self, step_id: Any, loc: Location) -> None:
+        if not isinstance(step_id, str):
+            return
+        first = self.seen_ids.get(step_id)
+        if first is None:
+            self.seen_ids[step_id] = loc
+            return
+        where = f"{format_location(first)}, line {self.index.line(first)}"
+        self.add((*loc, "id"), f"duplicate step id '{step_id}' (also used at {where})")
+
+    def _repeat(self, spec: Any, loc: Location, *, in_repeat: bool) -> None:
+        if not isinstance(spec, dict):
+            return
+        if "max" in spec:
+            self._repeat_max(spec["max"], (*loc, "max"))
+        for key in ("until_missing", "while_present"):
+            self._selector(spec.get(key), (*loc, key))
+            self._refs(spec.get(key), (*loc, key), in_repeat=True)
+        if isinstance(spec.get("steps"), list):
+            self._steps(spec["steps"], (*loc, "steps"), in_repeat=True)
+
+    def _repeat_max(self, value: Any, loc: Location) -> None:
+        limit = self.max_repeat
+        if isinstance(value, bool):
+            return  # the schema reports the wrong type
+        if isinstance(value, int):
+            if value < 1:
+                self.add(loc, f"repeat max must be at least 1, got {value}")
+            elif value > limit:
+                self.add(loc, f"repeat max {value} is above the limit {limit} (max_repeat)")
+            return
+        if not isinstance(value, str):
+            return
+        try:
+            pieces = parse(value)
+        except MalformedReference as exc:
+            self.add(loc, str(exc))
+            return
+        ref = pieces[0] if len(pieces) == 1 else None
+        if not isinstance(ref, Ref) or len(ref.parts) != 1:
+            self.add(
+                loc,
+                f"repeat max {value!r} is unbounded: it must be an integer 1..{limit} or exactly "
+                "${param} of an int param that declares a max",
+            )
+            return
+        name = ref.name
+        spec = self.params.get(name)
+        if name not in self.params:
+            self.add(
+                loc,
+                f"repeat max ${{{name}}} is unbounded: there is no param '{name}'"
+                f"{did_you_mean(name, self.params)}",
+            )
+        elif spec.get("type") != "int":
+            self.add(
+                loc,
+                f"repeat max ${{{name}}} is unbounded: param '{name}' is "
+                f"{spec.get('type')!r}, not int",
+            )
+        elif not isinstance(spec.get("max"), int | float) or isinstance(spec.get("max"), bool):
+            self.add(
+                loc,
+                f"repeat max ${{{name}}} is unbounded: param '{name}' declares no max "
+                f"(add max: N with N <= {limit})",
+            )
+        elif spec["max"] > limit:
+            self.add(
+                loc,
+                f"repeat max ${{{name}}} is unbounded: param '{name}' allows up to "
+                f"{spec['max']}, above the limit {limit} (max_repeat)",
+            )
+
+    # --- single values -------------------------------------------------------------------
+    def _selector(self, value: Any, loc: Location) -> None:
+        if isinstance(value, str) and len(value) > self.max_selector_length:
+            self.add(
+                loc,
+                f"selector is {len(value)} characters long; the limit is "
+                f"{self.max_selector_length} (max_selector_length)",
+            )
+
+    def _navigate_url(self, url: str, loc: Location) -> None:
+        literal = _literal(url)
+        if literal is None:
+            # Partly dynamic: judge what is already fixed (the scheme, and the host if complete).
+            prefix = url.split("${", 1)[0]
+            scheme = _SCHEME.match(prefix)
+            if (
+                scheme
+                and scheme.group(1).lower() not in ("http", "https")
+                or _AUTHORITY_DONE.match(prefix)
+            ):
+                literal = prefix
+            else:
+                return
+        try:
+            check_url(literal, self.allowed_domains)
+        except StepFailed as exc:
+            self.add(loc, exc.message)
+
+    def _url_pattern(self, pattern: str, loc: Location) -> None:
+        literal = _literal(pattern)
+        if literal is not None and literal.startswith("re:"):
+            try:
+                re.compile(literal[3:])
+            except re.error as exc:
+                self.add(loc, f"invalid regular expression {literal[3:]!r}: {exc}")
+
+    def _refs(self, value: Any, loc: Location, *, in_repeat: bool) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                self._refs(item, (*loc, key), in_repeat=in_repeat)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                self._refs(item, (*loc, i), in_repeat=in_repeat)
+        elif isinstance(value, str) and "${" in value:
+            try:
+                pieces = parse(value)
+            except MalformedReference as exc:
+                self.add(loc, str(exc))
+                return
+            for piece in pieces:
+                if isinstance(piece, Ref):
+                    problem = self._ref_problem(piece, in_repeat=in_repeat)
+                    if problem:
+                        self.add(loc, problem)
+
+    def _ref_problem(self, ref: Ref, *, in_repeat: bool) -> str | None:
+        parts = ref.parts
+        head, shown = parts[0], f"${{{ref.name}}}"
+        if head == "outputs":
+            if len(parts) < 2:
+                return f"{shown} needs an output name: ${{outputs.NAME}}"
+            if parts[1] not in self.produced:
+                earlier = ", ".join(dict.fromkeys(self.produced)) or "none"
+                return (
+                    f"{shown} refers to nothing: no earlier step stores into '{parts[1]}' "
+                    f"(earlier outputs: {earlier}){did_you_mean(parts[1], self.produced)}"
+                )
+            return None
+        if head == "loop":
+            if not in_repeat:
+                return f"{shown} can only be used inside a repeat"
+            if len(parts) != 2 or parts[1] not in LOOP_VARIABLES:
+                return f"{shown} is not a loop variable; use ${{loop.index}} or ${{loop.iteration}}"
+            return None
+        if head == "run":
+            if len(parts) == 2 and parts[1] in RUN_VARIABLES:
+                return None
+            return f"{shown} is unknown; use ${{run.id}} or ${{run.attempt}}"
+        if head not in self.params:
+            declared = ", ".join(self.params) or "none"
+            return (
+                f"{shown} refers to nothing: '{head}' is not a declared param "
+                f"(declared: {declared}){did_you_mean(head, self.params)}"
+            )
+        kind = self.params[head].get("type")
+        if len(parts) > 1 and (kind != "list" or len(parts) > 2 or not parts[1].isdigit()):
+            return f"{shown} reads into param '{head}' ({kind}), which has no such part"
+        return None
+
+
+def check_template(
+    data: Mapping[str, Any], index: NodeIndex, *, max_selector_length: int, max_repeat: int
+) -> list[Problem]:
+    """Every whole-template problem in ``data`` (the loaded YAML), located via ``index``."""
+    checker = TemplateChecker(
+        data, index, max_selector_length=max_selector_length, max_repeat=max_repeat
+    )
+    return checker.run()

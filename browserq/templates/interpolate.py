@@ -1,0 +1,219 @@
+"""``${...}`` references in step fields: parsing, static discovery and rendering.
+
+``${name}`` reads a param, ``${outputs.name.0.text}`` walks a stored output, ``${loop.index}``
+(0-based) and ``${loop.iteration}`` (1-based) describe the innermost repeat, ``${run.id}`` and
+``${run.attempt}`` describe the run. ``$${`` is a literal ``${``. A string that is exactly one
+reference keeps the value's type, so ``max: "${max_pages}"`` renders to an int; references inside
+longer strings are formatted (lists and dicts as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from browserq.errors import Codes, StepFailed
+from browserq.templates.model import NOT_INTERPOLATED
+
+#: A dotted reference: a name, then keys or list indexes.
+REF_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*$")
+_TOKEN = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
+
+
+StepT = TypeVar("StepT", bound=BaseModel)
+
+
+class MalformedReference(ValueError):
+    """A ``${`` that is not closed or does not hold a dotted name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """One parsed ``${...}``; ``name`` is the dotted text inside."""
+
+    name: str
+
+    @property
+    def parts(self) -> list[str]:
+        return self.name.split(".")
+
+
+def parse(text: str) -> list[str | Ref]:
+    """Split ``text`` into literal pieces and references; raises MalformedReference."""
+    pieces: list[str | Ref] = []
+    literal: list[str] = []
+    pos = 0
+    for match in _TOKEN.finditer(text):
+        if match.start() > pos:
+            literal.append(text[pos : match.start()])
+        pos = match.end()
+        token = match.group(0)
+        if token == "$${":
+            literal.append("${")
+            continue
+        body = match.group(1)
+        if body is None:
+            raise MalformedReference(f"'${{' without a closing '}}' in {_show(text)}")
+        name = body.strip()
+        if not REF_NAME.match(name):
+            raise MalformedReference(
+                f"'${{{body}}}' is not a valid reference (expected ${{name}} or ${{a.b.c}})"
+            )
+        if "".join(literal):
+            pieces.append("".join(literal))
+        literal = []
+        pieces.append(Ref(name))
+    literal.append(text[pos:])
+    tail = "".join(literal)
+    if tail:
+        pieces.append(tail)
+    return pieces
+
+
+def has_references(value: Any) -> bool:
+    """True if any string in ``value`` holds a ``${...}`` (escapes do not count)."""
+    if isinstance(value, str):
+        try:
+            return any(isinstance(p, Ref) for p in parse(value))
+        except MalformedReference:
+            return True
+    if isinstance(value, Mapping):
+        return any(has_references(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(has_references(v) for v in value)
+    return False
+
+
+def references(value: Any) -> set[str]:
+    """The dotted names referenced anywhere in ``value`` (malformed ones are skipped)."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        try:
+            found.update(p.name for p in parse(value) if isinstance(p, Ref))
+        except MalformedReference:
+            pass
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            found |= references(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found |= references(item)
+    return found
+
+
+def make_scope(
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
+    *,
+    run_id: str | None = None,
+    attempt: int | None = None,
+    loop_index: int | None = None,
+) -> dict[str, Any]:
+    """The scope ``render`` expects: params at the top, then ``outputs``, ``run`` and ``loop``."""
+    scope: dict[str, Any] = dict(params)
+    scope["outputs"] = outputs if outputs is not None else {}
+    scope["run"] = {"id": run_id, "attempt": attempt}
+    if loop_index is not None:
+        scope["loop"] = {"index": loop_index, "iteration": loop_index + 1}
+    return scope
+
+
+def lookup(name: str, scope: Mapping[str, Any]) -> Any:
+    """The value ``name`` (dotted) points to in ``scope``; StepFailed if it points nowhere."""
+    current: Any = scope
+    walked: list[str] = []
+    for part in name.split("."):
+        if isinstance(current, Mapping):
+            if part in current:
+                current = current[part]
+            else:
+                where = ".".join(walked)
+                keys = ", ".join(sorted(str(k) for k in current)) or "nothing"
+                what = f"'{where}' has no key '{part}'" if walked else f"'{part}' is not defined"
+                raise _unresolved(name, f"{what} (available: {keys})")
+        elif isinstance(current, Sequence) and not isinstance(current, str | bytes):
+            if not part.lstrip("-").isdigit():
+                raise _unresolved(name, f"'{'.'.join(walked)}' is a list; '{part}' is not an index")
+            index = int(part)
+            if not -len(current) <= index < len(current):
+                raise _unresolved(
+                    name, f"index {index} is out of range ('{'.'.join(walked)}' has {len(current)})"
+                )
+            current = current[index]
+        else:
+            raise _unresolved(
+                name, f"'{'.'.join(walked)}' is a {type(current).__name__}, it has no '{part}'"
+            )
+        walked.append(part)
+    return current
+
+
+def _unresolved(name: str, detail: str) -> StepFailed:
+    return StepFailed(Codes.INVALID_STEP_INPUT, f"cannot resolve ${{{name}}}: {detail}")
+
+
+def format_value(value: Any) -> str:
+    """How a referenced value reads inside a longer string."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | list | tuple | dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def render(value: Any, scope: Mapping[str, Any]) -> Any:
+    """``value`` with every reference replaced; dicts and lists are walked, keys are not rendered.
+
+    Raises ``StepFailed(INVALID_STEP_INPUT)`` naming the reference that cannot be resolved.
+    """
+    if isinstance(value, str):
+        return _render_string(value, scope)
+    if isinstance(value, Mapping):
+        return {key: render(item, scope) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [render(item, scope) for item in value]
+    return value
+
+
+def _render_string(text: str, scope: Mapping[str, Any]) -> Any:
+    if "${" not in text:
+        return text
+    try:
+        pieces = parse(text)
+    except MalformedReference as exc:
+        raise StepFailed(Codes.INVALID_STEP_INPUT, str(exc)) from None
+    if len(pieces) == 1 and isinstance(pieces[0], Ref):
+        return lookup(pieces[0].name, scope)
+    return "".join(format_value(lookup(p.name, scope)) if isinstance(p, Ref) else p for p in pieces)
+
+
+def _show(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def render_step(step: StepT, scope: Mapping[str, Any]) -> StepT:
+    """A copy of an action step with its fields rendered and re-validated.
+
+    ``id``, ``action`` and ``into`` are left alone. A rendered value the step
+    does not accept (an empty selector, say) raises ``StepFailed(INVALID_STEP_INPUT)``. URL and
+    selector-length guards are separate (:mod:`browserq.guards`): they need run settings.
+    """
+    data = step.model_dump(exclude_unset=True)
+    rendered = {k: v if k in NOT_INTERPOLATED else render(v, scope) for k, v in data.items()}
+    try:
+        return type(step).model_validate(rendered)
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+        raise StepFailed(
+            Codes.INVALID_STEP_INPUT, f"step fields are invalid after interpolation: {details}"
+        ) from None

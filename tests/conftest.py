@@ -1,0 +1,101 @@
+"""Shared fixtures: the demo site as fixture server, a throwaway PostgreSQL database, runtimes.
+
+Everything here is real: Chromium, PostgreSQL, Redis, RabbitMQ. Only remote things that cannot
+exist offline are replaced by small local servers.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from browserq.demo.site import DemoSite
+from browserq.runtime import Runtime
+from browserq.settings import Settings, load_settings
+from browserq.templates import LoadedTemplate, load_template_text
+
+REPO = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get("BROWSERQ_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+#: A fixed Fernet key for tests (never used outside them).
+TEST_SECRET_KEY = "fDjCt0XlBxDNrVPs6M3Xv7p2YbNwqS1mJ0rFqkU5bBk="
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[DemoSite]:
+    with DemoSite() as demo_site:
+        yield demo_site
+
+
+@pytest.fixture
+def demo(site: DemoSite) -> DemoSite:
+    """The demo site with counters and submissions reset for this test."""
+    site.reset()
+    return site
+
+
+def _create_database(name: str) -> None:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _drop_database(name: str) -> None:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session."""
+    name = f"browserq_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    _create_database(name)
+    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    _drop_database(name)
+
+
+def make_settings(tmp: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "database_url": f"sqlite:///{tmp / 'browserq.db'}",
+        "templates_dir": REPO / "templates",
+        "artifacts_dir": tmp / "artifacts",
+        "secret_key": TEST_SECRET_KEY,
+        "step_retry_delay_s": 0.05,
+    }
+    values.update(overrides)
+    return load_settings(**values)
+
+
+@pytest.fixture(scope="session")
+def pg_runtime(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Runtime]:
+    """One in-process runtime (browser + PostgreSQL store) shared by the runner tests."""
+    settings = make_settings(tmp_path_factory.mktemp("pg-runtime"), database_url=pg_url)
+    runtime = Runtime(settings).start()
+    yield runtime
+    runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    runtime = Runtime(make_settings(tmp_path_factory.mktemp("sqlite-runtime"))).start()
+    yield runtime
+    runtime.stop()
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def any_runtime(request: pytest.FixtureRequest) -> Runtime:
+    """Runs the test on both stores."""
+    return request.getfixturevalue("pg_runtime" if request.param == "postgresql" else "sqlite_runtime")
+
+
+def template(body: str, **settings: object) -> LoadedTemplate:
+    """A template from inline YAML; ``name``/``version`` default to a unique test name."""
+    text = textwrap.dedent(body).strip() + "\n"
+    if not text.startswith("name:"):
+        text = f"name: t{uuid.uuid4().hex[:8]}\nversion: 1.0.0\n" + text
+    return load_template_text(text, source="<test>")

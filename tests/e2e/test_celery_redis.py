@@ -1,0 +1,186 @@
+"""``run_template.delay`` → Redis → a real prefork worker with Chromium → records in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from browserq.errors import ParamError, TemplateInvalid, TemplateNotFound
+from tests.e2e.conftest import (
+    REDIS_URL,
+    WorkerEnv,
+    alive,
+    browserq_pids,
+    celery_worker,
+    run_producer,
+    worker_env,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def redis_config(tmp_path_factory: pytest.TempPathFactory, pg_url: str, e2e_templates: Path) -> Iterator[WorkerEnv]:
+    config = worker_env(tmp_path_factory.mktemp("redis-e2e"), pg_url, REDIS_URL, e2e_templates)
+    # This test process is the producer: point browserq's settings at the same servers.
+    from browserq import celery_app
+    from browserq.settings import get_settings, reset_settings_cache
+
+    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
+    os.environ.update({k: v for k, v in config.env.items() if k.startswith("BROWSERQ_")})
+    reset_settings_cache()
+    celery_app.reset_producer_cache()
+    celery_app.app.conf.update(celery_app.celery_config(get_settings()))
+    yield config
+    for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
+        del os.environ[key]
+    os.environ.update(saved)
+    reset_settings_cache()
+    celery_app.reset_producer_cache()
+
+
+@pytest.fixture(scope="module")
+def redis_worker(redis_config: WorkerEnv) -> Iterator[None]:
+    with celery_worker(redis_config, concurrency=1):
+        yield
+
+
+def run_count(pg_url: str) -> int:
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text("select count(*) from runs")).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_delay_runs_a_paginated_scrape(redis_worker, site, pg_url: str) -> None:
+    from browserq import run_template
+    from browserq.store import Store
+
+    result = run_template.delay("quotes@1.2", params={"start_url": f"{site.url}/quotes/"})
+    value = result.get(timeout=120)
+    assert value["status"] == "completed", value
+    assert value["run_id"] == result.id
+    assert len(value["outputs"]["quotes"]) == 50
+    json.dumps(value)  # JSON-serializable
+    store = Store(pg_url)
+    run = store.get_run(result.id)
+    assert run.status == "completed" and run.attempt == 1 and run.worker and run.task_id == result.id
+    assert run.template_name == "quotes" and run.template_version == "1.2.0"
+    assert len(store.steps(result.id)) >= 11
+    store.dispose()
+
+
+def test_apply_async_with_secret_keeps_it_out_of_broker_and_database(redis_config, redis_worker, demo, pg_url) -> None:
+    from browserq import run_template
+
+    password = "s3cret-pass"
+    params = {"base_url": demo.url, "password": password, "name": "Ada", "email": "ada@example.org"}
+    # Inspect the message itself first: send to a queue nobody consumes.
+    inspect_queue = redis_config.queue + "_inspect"
+    parked = run_template.apply_async(args=["login_form"], kwargs={"params": params}, queue=inspect_queue)
+    client = redis.Redis.from_url(REDIS_URL)
+    messages = client.lrange(inspect_queue, 0, -1)
+    assert messages and all(password.encode() not in m for m in messages)
+    assert any(parked.id.encode() in m for m in messages)
+    client.delete(inspect_queue)
+
+    result = run_template.apply_async(args=["login_form"], kwargs={"params": params})
+    value = result.get(timeout=120)
+    assert value["status"] == "completed", value
+    assert "Thanks, Ada!" in value["outputs"]["confirmation"]
+    assert demo.submissions and demo.submissions[-1]["name"] == "Ada"
+    engine = sa.create_engine(pg_url)
+    with engine.connect() as conn:
+        for table in ("runs", "step_attempts", "artifacts", "templates", "celery_taskmeta"):
+            rows = conn.execute(sa.text(f"select * from {table}")).fetchall()
+            assert password not in repr(rows), table
+        run = conn.execute(sa.text("select params, secrets from runs where id = :id"), {"id": result.id}).one()
+    engine.dispose()
+    assert run.params["password"] == "[secret:password]"
+    assert run.secrets and password not in run.secrets  # stored encrypted for the worker
+
+
+def test_producer_rejects_bad_input_before_enqueueing(redis_config, pg_url: str) -> None:
+    from browserq import run_template
+
+    client = redis.Redis.from_url(REDIS_URL)
+    before_runs, before_len = run_count(pg_url), client.llen(redis_config.queue)
+    with pytest.raises(TemplateNotFound, match="no template named 'nope'"):
+        run_template.delay("nope", params={})
+    with pytest.raises(TemplateNotFound, match="1.9"):
+        run_template.delay("quotes@1.9", params={})
+    with pytest.raises(ParamError, match="start_url") as missing:
+        run_template.delay("quotes", params={})
+    assert "required" in str(missing.value)
+    with pytest.raises(ParamError, match="max_pages"):
+        run_template.delay("quotes", params={"start_url": "http://127.0.0.1/", "max_pages": "many"})
+    with pytest.raises(ParamError, match="max_pages"):
+        run_template.delay("quotes", params={"start_url": "http://127.0.0.1/", "max_pages": 500})
+    with pytest.raises(ParamError, match="start_url"):
+        run_template.delay("quotes", params={"start_url": "file:///etc/passwd"})
+    with pytest.raises(ParamError, match="surprise"):
+        run_template.delay("quotes", params={"start_url": "http://127.0.0.1/", "surprise": 1})
+    with pytest.raises(TypeError, match="unexpected"):
+        run_template.apply_async(args=["quotes", {}, "extra"])
+    assert run_count(pg_url) == before_runs
+    assert client.llen(redis_config.queue) == before_len
+
+
+def test_broken_template_file_is_reported_at_the_producer(redis_config, e2e_templates: Path) -> None:
+    from browserq import run_template
+
+    broken = e2e_templates / "broken.yaml"
+    broken.write_text("name: broken\nversion: 1.0.0\nsteps:\n  - action: clik\n    selector: a\n")
+    try:
+        with pytest.raises(TemplateInvalid, match="unknown action 'clik'"):
+            run_template.delay("broken")
+    finally:
+        broken.unlink()
+
+
+def test_broker_down_says_so(redis_config) -> None:
+    config = WorkerEnv(env={**redis_config.env, "BROWSERQ_BROKER_URL": "redis://127.0.0.1:1/0"},
+                       queue=redis_config.queue, log=redis_config.log)
+    done = run_producer(
+        config,
+        "from browserq import run_template\n"
+        "import sys\n"
+        "try:\n"
+        "    run_template.delay('quotes', params={'start_url': 'http://127.0.0.1:9/'})\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc); sys.exit(3)\n",
+    )
+    assert done.returncode == 3, done.stderr
+    assert "BrokerUnavailable" in done.stdout and "redis://127.0.0.1:1/0" in done.stdout
+    assert "Is the broker running?" in done.stdout
+
+
+def test_two_runs_on_one_worker_are_isolated(redis_worker, demo) -> None:
+    from browserq import run_template
+
+    url = f"{demo.url}/storage"
+    first = run_template.delay("storage_write", params={"url": url}).get(timeout=60)
+    assert first["status"] == "completed" and first["outputs"]["written"] is True
+    second = run_template.delay("storage_read", params={"url": url}).get(timeout=60)
+    seen = second["outputs"]["seen"]
+    assert "w=1" not in seen["cookie"] and seen["local"] is None and "wdb" not in seen["dbs"]
+
+
+def test_clean_shutdown_leaves_no_browser_processes(tmp_path, pg_url, e2e_templates, site) -> None:
+    config = worker_env(tmp_path, pg_url, REDIS_URL, e2e_templates)
+    before = browserq_pids()
+    with celery_worker(config, concurrency=2) as proc:
+        started = browserq_pids() - before
+        # Two children, each with a driver and a Chromium tree.
+        assert len([p for p in started if b"--browserq-instance=" in Path(f"/proc/{p}/cmdline").read_bytes()
+                    and b"--type=" not in Path(f"/proc/{p}/cmdline").read_bytes()]) == 2
+    assert proc.returncode == 0
+    assert alive(started) == set(), "orphan Chromium/driver processes after a clean shutdown"

@@ -1,0 +1,195 @@
+"""Tool errors stay step errors; failed runs keep their evidence; runs never see each other."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+from browserq.runtime import Runtime
+from tests.conftest import template
+
+
+def test_200_failing_evals_leave_the_browser_and_other_runs_alone(pg_runtime: Runtime, demo) -> None:
+    """Tool errors are step errors: same browser PID, no relaunch, concurrent runs unaffected."""
+    pid_before = pg_runtime.pool.pid
+    launches_before = pg_runtime.pool.launches
+    failing = template(
+        """
+        settings: {allow_eval: true, trace: off}
+        steps:
+          - {action: navigate, url: "%s/widgets"}
+          - repeat:
+              max: 200
+              steps:
+                - action: eval
+                  expression: "(() => { throw new Error('boom ' + Math.random()) })()"
+                  continue_on_error: true
+          - {action: eval, expression: "1 + 1", into: still_alive}
+        """
+        % demo.url
+    )
+    healthy = template(
+        """
+        settings: {allow_eval: true, trace: off}
+        steps:
+          - {action: navigate, url: "%s/quotes/"}
+          - {action: eval, expression: "document.querySelectorAll('.quote').length", into: n}
+        """
+        % demo.url
+    )
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(pg_runtime.run_loaded, failing)
+        concurrent = []
+        while not future.done() or not concurrent:
+            concurrent.append(pg_runtime.run_loaded(healthy))
+        outcome = future.result()
+    assert outcome.status == "completed" and outcome.outputs["still_alive"] == 2
+    evals = [s for s in pg_runtime.store.steps(outcome.run_id) if s.action == "eval"]
+    assert len(evals) == 201
+    assert [s.error_code for s in evals[:200]] == ["EVAL_ERROR"] * 200
+    assert all(s.attempt == 1 for s in evals)  # EVAL_ERROR is permanent: never retried in place
+    assert "boom" in evals[0].error_message
+    assert all(o.status == "completed" and o.outputs["n"] == 10 for o in concurrent)
+    # A run whose eval failure ends it, 20 times in a row, on the same browser.
+    ending = template(
+        'settings: {allow_eval: true, trace: off}\nsteps:\n  - {action: eval, expression: "window.nope()"}'
+    )
+    assert {pg_runtime.run_loaded(ending).error_code for _ in range(20)} == {"EVAL_ERROR"}
+    assert pg_runtime.pool.pid == pid_before and pid_before is not None
+    assert pg_runtime.pool.launches == launches_before
+    assert pg_runtime.pool.connected and pg_runtime.pool.open_contexts == 0
+
+
+def test_failed_run_keeps_snapshot_and_trace_linked_to_failing_step(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        settings: {trace: on_failure, step_timeout_s: 1}
+        steps:
+          - {action: navigate, url: "%s/console-error"}
+          - {action: click, selector: "#does-not-exist", retries: 1}
+        """
+        % demo.url
+    )
+    outcome = any_runtime.run_loaded(loaded)
+    assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND"
+    store = any_runtime.store
+    steps = store.steps(outcome.run_id)
+    failing = [s for s in steps if s.step_path == "1"]
+    assert [s.attempt for s in failing] == [1, 2]
+    artifacts = {a.kind: a for a in store.artifacts(outcome.run_id)}
+    assert set(artifacts) == {"failure_screenshot", "dom", "console", "network", "trace"}
+    for artifact in artifacts.values():
+        assert artifact.step_attempt_id == failing[-1].id
+        assert (any_runtime.settings.artifacts_dir / artifact.path).stat().st_size == artifact.size > 0
+    base = any_runtime.settings.artifacts_dir
+    assert (base / artifacts["failure_screenshot"].path).read_bytes()[:4] == b"\x89PNG"
+    assert "<html" in (base / artifacts["dom"].path).read_text().lower()
+    console = json.loads((base / artifacts["console"].path).read_text())
+    assert any("boom from page" in entry["text"] for entry in console)
+    network = json.loads((base / artifacts["network"].path).read_text())
+    assert any(entry["status"] == 500 and "/status/500" in entry["url"] for entry in network)
+    with zipfile.ZipFile(base / artifacts["trace"].path) as trace:
+        names = trace.namelist()
+        assert any(n.endswith(".trace") for n in names)
+        assert b"does-not-exist" in b"".join(trace.read(n) for n in names if n.endswith(".trace"))
+
+
+def test_successful_run_discards_on_failure_trace_but_keeps_always(any_runtime: Runtime, demo) -> None:
+    for mode, expected in (("on_failure", []), ("always", ["trace"]), ("off", [])):
+        loaded = template(
+            'settings: {trace: %s}\nsteps:\n  - {action: navigate, url: "%s/quotes/"}' % (mode, demo.url)
+        )
+        outcome = any_runtime.run_loaded(loaded)
+        assert outcome.status == "completed"
+        assert [a.kind for a in any_runtime.store.artifacts(outcome.run_id)] == expected, mode
+
+
+def test_two_runs_on_one_worker_share_no_storage(any_runtime: Runtime, demo) -> None:
+    write = template(
+        """
+        settings: {allow_eval: true}
+        steps:
+          - {action: navigate, url: "%s/storage"}
+          - action: eval
+            expression: >-
+              (async () => {
+                document.cookie = 'run1=yes; path=/; max-age=3600';
+                localStorage.setItem('run1', 'yes');
+                await new Promise((resolve, reject) => {
+                  const req = indexedDB.open('run1db', 1);
+                  req.onupgradeneeded = () => req.result.createObjectStore('kv');
+                  req.onsuccess = () => {
+                    const tx = req.result.transaction('kv', 'readwrite');
+                    tx.objectStore('kv').put('yes', 'run1');
+                    tx.oncomplete = () => resolve(true);
+                    tx.onerror = () => reject(tx.error);
+                  };
+                  req.onerror = () => reject(req.error);
+                });
+                return true;
+              })()
+            into: written
+        """
+        % demo.url
+    )
+    read = template(
+        """
+        settings: {allow_eval: true}
+        steps:
+          - {action: navigate, url: "%s/storage"}
+          - action: eval
+            expression: >-
+              (async () => ({
+                cookie: document.cookie,
+                local: localStorage.getItem('run1'),
+                databases: (await indexedDB.databases()).map(d => d.name),
+              }))()
+            into: seen
+        """
+        % demo.url
+    )
+    first = any_runtime.run_loaded(write)
+    assert first.status == "completed" and first.outputs["written"] is True
+    same_run_check = any_runtime.run_loaded(read)
+    seen = same_run_check.outputs["seen"]
+    assert "run1" not in seen["cookie"]
+    assert seen["local"] is None
+    assert "run1db" not in seen["databases"]
+
+
+def test_url_guards_fail_the_run_with_records_intact(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        params:
+          target: {type: string, required: true}
+        settings: {allowed_domains: [127.0.0.1]}
+        steps:
+          - {action: navigate, url: "%s/quotes/"}
+          - {action: navigate, url: "${target}"}
+        """
+        % demo.url
+    )
+    outcome = any_runtime.run_loaded(loaded, {"target": "javascript:alert(1)"})
+    assert (outcome.status, outcome.error_code) == ("failed", "URL_DENIED")
+    outcome = any_runtime.run_loaded(loaded, {"target": demo.url.replace("127.0.0.1", "localhost")})
+    assert (outcome.status, outcome.error_code) == ("failed", "DOMAIN_DENIED")
+    steps = any_runtime.store.steps(outcome.run_id)
+    assert [s.status for s in steps] == ["succeeded", "failed"]
+    assert steps[1].retryable is False
+
+
+def test_interpolation_reads_earlier_outputs(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        steps:
+          - {action: navigate, url: "%s/quotes/"}
+          - {action: get, what: attribute, selector: "li.next a", attribute: href, into: next}
+          - {action: navigate, url: "%s${outputs.next}"}
+          - {action: get, what: url, into: landed}
+        """
+        % (demo.url, demo.url)
+    )
+    outcome = any_runtime.run_loaded(loaded)
+    assert outcome.status == "completed", outcome
+    assert outcome.outputs["landed"] == f"{demo.url}/quotes/page/2/"
