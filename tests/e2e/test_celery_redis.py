@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -178,9 +179,35 @@ def test_clean_shutdown_leaves_no_browser_processes(tmp_path, pg_url, e2e_templa
     config = worker_env(tmp_path, pg_url, REDIS_URL, e2e_templates)
     before = browserq_pids()
     with celery_worker(config, concurrency=2) as proc:
+        # Two children, each with its own driver and Chromium (launched after the fork).
+        deadline = time.monotonic() + 60
+        while len(browser_roots(browserq_pids() - before)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
         started = browserq_pids() - before
-        # Two children, each with a driver and a Chromium tree.
-        assert len([p for p in started if b"--browserq-instance=" in Path(f"/proc/{p}/cmdline").read_bytes()
-                    and b"--type=" not in Path(f"/proc/{p}/cmdline").read_bytes()]) == 2
+        assert len(browser_roots(started)) == 2
+        parent_cmd = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert b"celery" in parent_cmd
+        drivers = [p for p in started if b"playwright/driver" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(drivers) == 2
+        assert all(_parent(p) not in (proc.pid, None) for p in drivers)  # started in children only
     assert proc.returncode == 0
     assert alive(started) == set(), "orphan Chromium/driver processes after a clean shutdown"
+
+
+def browser_roots(pids: set[int]) -> list[int]:
+    roots = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"--browserq-instance=" in cmdline and b"--type=" not in cmdline:
+            roots.append(pid)
+    return roots
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
