@@ -36,9 +36,10 @@ RUN groupadd --system --gid 10001 browserq \
 # Install from a scratch copy of the source, then delete it: /app must not hold a second
 # browserq/ tree, since `python -m celery` puts the working directory first on sys.path and would
 # import that instead of the installed package. (pyproject.toml names README.md as the readme,
-# and the wheel bundles alembic/ as browserq/_migrations.)
+# and the wheel bundles alembic/ and templates/ as browserq/_migrations and browserq/_templates.)
 COPY pyproject.toml README.md /tmp/src/
 COPY alembic /tmp/src/alembic
+COPY templates /tmp/src/templates
 COPY browserq /tmp/src/browserq
 RUN pip install "/tmp/src[flower]" \
     && rm -rf /tmp/src \

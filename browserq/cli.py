@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -106,13 +107,13 @@ def _step_printer(verbose: bool = True) -> Callable[[Any], None]:
             return
         mark = STATUS_MARK.get(event.status, "·")
         style = STATUS_STYLE.get(event.status, "")
-        label = event.step_id or event.action
+        label = (event.step_id or event.action)[:20]
         retry = f" (attempt {event.attempt})" if event.attempt > 1 else ""
         line = Text.assemble(
             (f" {mark} ", style),
             (f"{event.step_path:<10}", "dim"),
-            (f"{label:<16}", "bold"),
-            (f"{event.action:<10}", ""),
+            (f"{label:<21}", "bold"),
+            (f"{event.action:<11}", ""),
             (f"{_ms(event.duration_ms):>9}", "dim"),
             (retry, "yellow"),
         )
@@ -309,17 +310,18 @@ def runs(
 ) -> None:
     """List recent runs, newest first."""
     rows = _store().list_runs(limit=limit, status=status, template=template)
-    table = Table(title=f"Recent runs ({len(rows)})", title_justify="left")
-    for column in ("run id", "template", "status", "attempt", "created", "took", "error"):
-        table.add_column(column, overflow="fold")
+    table = Table(title=f"Recent runs ({len(rows)})  — `browserq show ID` takes any unique prefix",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("run id", "template", "status", "try", "created UTC", "took", "error"):
+        table.add_column(column, no_wrap=column != "error", overflow="fold")
     for r in rows:
         took = (r.finished_at - r.started_at).total_seconds() if r.finished_at and r.started_at else None
         table.add_row(
-            r.id,
+            r.id[:12],
             f"{r.template_name}@{r.template_version}",
             _status(r.status),
             str(r.attempt),
-            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            r.created_at.strftime("%m-%d %H:%M:%S"),
             f"{took:.2f} s" if took is not None else "",
             f"{r.error_code}" if r.error_code else "",
         )
@@ -329,20 +331,25 @@ def runs(
 @app.command()
 @friendly_errors
 def show(
-    run_id: Annotated[str, typer.Argument(help="The run id (from browserq runs).")],
+    run_id: Annotated[str, typer.Argument(help="The run id, or a unique prefix of it (browserq runs).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print run, steps and artifacts as JSON.")] = False,
 ) -> None:
     """Show a run: its outcome, the timeline of every step attempt, and its artifacts."""
     store = _store()
-    run_view = store.get_run(run_id)
+    matches = store.run_ids_starting_with(run_id)
+    if len(matches) > 1:
+        _fail(f"{run_id!r} matches several runs ({', '.join(m[:12] for m in matches)}…); give more of the id")
+    run_view = store.get_run(matches[0]) if matches else None
     if run_view is None:
         _fail(f"no run {run_id!r}; list recent ones with `browserq runs`")
+    run_id = run_view.id
     steps = store.steps(run_id)
     artifacts = store.artifacts(run_id)
     if as_json:
         from dataclasses import asdict
 
-        print(json.dumps({"run": asdict(run_view), "steps": [asdict(s) for s in steps],
+        run_data = {k: v for k, v in asdict(run_view).items() if k != "secrets"}
+        print(json.dumps({"run": run_data, "steps": [asdict(s) for s in steps],
                           "artifacts": [asdict(a) for a in artifacts]}, indent=2, default=str, ensure_ascii=False))
         return
     console.print(Text.assemble(("Run ", "bold"), (run_view.id, "cyan"), "  ", _status(run_view.status)))
@@ -458,10 +465,16 @@ def keygen() -> None:
 
 def main() -> None:
     try:
-        load_settings()
+        settings = load_settings()
     except BrowserqError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise SystemExit(2) from None
+    from browserq.logs import configure_logging
+
+    # The CLI shows progress itself; its logs only speak up for warnings unless asked to.
+    if "BROWSERQ_LOG_LEVEL" not in os.environ:
+        settings = settings.model_copy(update={"log_level": "WARNING"})
+    configure_logging(settings)
     app()
 
 

@@ -106,7 +106,7 @@ class Settings(BaseSettings):
         30, ge=5, description="Celery soft limit = template run timeout + this margin."
     )
     secret_key: str | None = Field(
-        None, description="Fernet key that encrypts secret params in broker messages (browserq keygen)."
+        None, description="Fernet key that encrypts secret params stored with a run (browserq keygen)."
     )
     auto_migrate: bool = Field(True, description="Upgrade the database schema when a worker or CLI starts.")
     log_level: str = Field("INFO", description="Log level of browserq's structured logs.")

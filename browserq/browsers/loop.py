@@ -16,6 +16,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: How long an interrupted caller waits for the cancelled coroutine's cleanup.
+CLEANUP_WAIT_S = 20.0
+
 
 class EventLoopThread:
     def __init__(self, name: str = "browserq-loop") -> None:
@@ -66,19 +69,33 @@ class EventLoopThread:
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and block until it finishes.
 
-        If the caller is interrupted (a Celery soft time limit raises inside ``result()``), the
-        coroutine is cancelled and given a moment to run its cleanup before the exception propagates.
+        If the caller is interrupted (Celery's soft time limit raises inside ``result()``), the
+        coroutine is cancelled and this waits for its cleanup (recording the run, closing its
+        context) before the exception propagates, so the next task starts on a clean slate.
         """
-        future = self.submit(coro)
+        finished = threading.Event()
+        holder: dict[str, asyncio.Task[Any]] = {}
+
+        async def tracked() -> T:
+            task = asyncio.current_task()
+            assert task is not None
+            holder["task"] = task
+            try:
+                return await coro
+            finally:
+                finished.set()
+
+        future = self.submit(tracked())
         try:
             return future.result(timeout)
         except BaseException:
             if not future.done():
-                future.cancel()
-                try:
-                    future.result(10)
-                except BaseException:  # noqa: BLE001 - the original exception is what matters
-                    pass
+                task = holder.get("task")
+                if task is not None:
+                    self.loop.call_soon_threadsafe(task.cancel)
+                else:
+                    future.cancel()
+                finished.wait(CLEANUP_WAIT_S)
             raise
 
     def stop(self, timeout: float = 10) -> None:

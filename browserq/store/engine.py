@@ -99,7 +99,7 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
@@ -110,6 +110,24 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         if mode not in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
             raise ValueError(f"bad {SQLITE_BEGIN_OPTION}: {mode!r}")
         connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _enable_wal(cursor: Any, attempts: int = 50) -> None:
+    """Switch to WAL (persistent once set). Switching needs a moment with no other connection
+    mid-transaction, and SQLite answers "locked" at once instead of waiting: retry briefly."""
+    import sqlite3
+    import time
+
+    for attempt in range(attempts):
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                return
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
 
 
 def _detail(error: BaseException) -> str:

@@ -335,6 +335,15 @@ class Store:
         with self._read("listing runs") as s:
             return [to_view(RunView, run) for run in s.scalars(query)]
 
+    def run_ids_starting_with(self, prefix: str, *, limit: int = 5) -> list[str]:
+        """Run ids that begin with ``prefix`` (so people can type a short id)."""
+        cleaned = "".join(ch for ch in prefix.lower() if ch in "0123456789abcdef")
+        if not cleaned:
+            return []
+        query = select(Run.id).where(Run.id.startswith(cleaned)).order_by(Run.id).limit(limit)
+        with self._read("looking up a run id") as s:
+            return list(s.scalars(query))
+
     # --- steps ------------------------------------------------------------------------------
     def start_step(
         self,

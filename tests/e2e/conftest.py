@@ -21,7 +21,16 @@ from tests.conftest import REPO, TEST_SECRET_KEY
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
 
-STORAGE_TEMPLATES = {
+EXTRA_TEMPLATES = {
+    "slow.yaml": """
+name: slow
+version: 1.0.0
+params:
+  url: {type: url, required: true}
+settings: {timeout_s: 60, step_timeout_s: 60, trace: off}
+steps:
+  - {action: navigate, url: "${url}"}
+""",
     "storage_write.yaml": """
 name: storage_write
 version: 1.0.0
@@ -97,7 +106,7 @@ def e2e_templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("e2e-templates")
     for path in (REPO / "templates").glob("*.yaml"):
         shutil.copy(path, directory / path.name)
-    for name, body in STORAGE_TEMPLATES.items():
+    for name, body in EXTRA_TEMPLATES.items():
         (directory / name).write_text(body.lstrip())
     return directory
 

@@ -211,3 +211,38 @@ def _parent(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except OSError:
         return None
+
+
+def test_message_sent_without_the_producer_is_validated_by_the_worker(redis_config, redis_worker, demo) -> None:
+    from browserq.celery_app import TASK_NAME, app
+
+    good = app.send_task(TASK_NAME, args=["quotes"], kwargs={"params": {"start_url": f"{demo.url}/quotes/",
+                                                                          "max_pages": 1}},
+                         queue=redis_config.queue)
+    value = good.get(timeout=60)
+    assert value["status"] == "completed" and len(value["outputs"]["quotes"]) == 10
+    bad = app.send_task(TASK_NAME, args=["quotes"], kwargs={"params": {"max_pages": 0}}, queue=redis_config.queue)
+    value = bad.get(timeout=60)
+    assert value["status"] == "failed" and value["error"]["code"] == "PARAM_INVALID"
+    assert "start_url" in value["error"]["message"]
+
+
+def test_soft_time_limit_records_the_run_and_frees_the_worker(redis_worker, demo, pg_url) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from browserq import run_template
+    from browserq.store import Store
+
+    hung = run_template.apply_async(args=["slow"], kwargs={"params": {"url": f"{demo.url}/slow?ms=30000"}},
+                                    soft_time_limit=2, time_limit=20)
+    with pytest.raises(SoftTimeLimitExceeded):
+        hung.get(timeout=60)
+    store = Store(pg_url)
+    try:
+        run = store.get_run(hung.id)
+        assert run.status == "failed" and run.error_code == "RUN_TIMEOUT"
+        assert all(s.status != "started" for s in store.steps(hung.id))
+    finally:
+        store.dispose()
+    after = run_template.delay("quotes", params={"start_url": f"{demo.url}/quotes/", "max_pages": 1})
+    assert after.get(timeout=60)["status"] == "completed"
