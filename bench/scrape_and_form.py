@@ -54,6 +54,7 @@ from browserq.logs import configure_logging
 from browserq.runtime import Runtime
 from browserq.settings import Settings, load_settings
 from browserq.store.engine import mask_url, normalize_url
+from browserq.templates import LoadedTemplate, load_template_text
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "templates"
@@ -84,8 +85,14 @@ EXTRACT_QUOTES_JS = """
 
 # Store methods: which ones write. Every call is timed (in the thread that makes it).
 STORE_WRITES = (
-    "save_template", "create_run", "start_run", "start_step", "record_skipped_step",
-    "finish_step", "add_artifact", "finish_run",
+    "save_template",
+    "create_run",
+    "start_run",
+    "start_step",
+    "record_skipped_step",
+    "finish_step",
+    "add_artifact",
+    "finish_run",
 )
 STORE_READS = ("get_run", "get_template_body")
 
@@ -195,14 +202,20 @@ class StoreMeter:
 
 
 class ViaBrowserq:
+    """One Runtime (its own Chromium and store); ``trace_off`` runs the same templates with
+    ``trace: off`` (loaded from the edited YAML text) to price the on_failure tracing."""
+
     def __init__(self, settings: Settings, site_url: str) -> None:
+        self.settings = settings
         self.runtime = Runtime(settings)
         self.site_url = site_url
         self.meter = StoreMeter()
         self.last_run_ids: dict[str, str] = {}
-        self.db_calls: list[int] = []
-        self.db_writes: list[int] = []
-        self.db_ms: list[float] = []
+        self.db_calls: dict[bool, list[int]] = {False: [], True: []}
+        self.db_writes: dict[bool, list[int]] = {False: [], True: []}
+        self.db_ms: dict[bool, list[float]] = {False: [], True: []}
+        self.contexts: list[int] = []
+        self._untraced: dict[str, LoadedTemplate] = {}
 
     def start(self) -> None:
         self.runtime.start()
@@ -211,43 +224,67 @@ class ViaBrowserq:
     def stop(self) -> None:
         self.runtime.stop()
 
-    def iterate(self) -> tuple[list[dict[str, Any]], str]:
+    def _params(self) -> dict[str, dict[str, Any]]:
+        return {
+            "quotes": {"start_url": f"{self.site_url}/quotes/", "max_pages": QUOTE_PAGES},
+            "login_form": {"base_url": self.site_url, "password": DEMO_PASSWORD},
+        }
+
+    def _untraced_template(self, name: str) -> LoadedTemplate:
+        if name not in self._untraced:
+            text = (TEMPLATES / f"{name}.yaml").read_text()
+            if "trace: on_failure" not in text:
+                raise AssertionError(f"templates/{name}.yaml no longer declares trace: on_failure")
+            self._untraced[name] = load_template_text(
+                text.replace("trace: on_failure", "trace: off"),
+                source=f"{name} (bench: trace off)",
+                max_selector_length=self.settings.max_selector_length,
+                max_repeat=self.settings.max_repeat,
+            )
+        return self._untraced[name]
+
+    def iterate(self, trace_off: bool = False) -> tuple[list[dict[str, Any]], str]:
         calls0, secs0 = self.meter.snapshot()
-        quotes_run = self.runtime.run_local(
-            "quotes", {"start_url": f"{self.site_url}/quotes/", "max_pages": QUOTE_PAGES}
-        )
-        form_run = self.runtime.run_local(
-            "login_form", {"base_url": self.site_url, "password": DEMO_PASSWORD}
-        )
+        contexts0 = self.runtime.pool.contexts_created
+        outcomes = {}
+        for name, params in self._params().items():
+            if trace_off:
+                outcomes[name] = self.runtime.run_loaded(self._untraced_template(name), params)
+            else:
+                outcomes[name] = self.runtime.run_local(name, params)
         calls1, secs1 = self.meter.snapshot()
-        for run in (quotes_run, form_run):
+        for run in outcomes.values():
             if run.status != "completed":
                 raise AssertionError(
                     f"browserq run {run.run_id} {run.status}: {run.error_code} {run.error_message}"
                 )
-        self.last_run_ids = {"quotes": quotes_run.run_id, "login_form": form_run.run_id}
-        self.db_calls.append(sum((calls1 - calls0).values()))
-        self.db_writes.append(sum((calls1 - calls0)[n] for n in STORE_WRITES))
-        self.db_ms.append(sum((secs1 - secs0).values()) * 1000)
-        assert quotes_run.outputs.get("last_page_quotes") == 10, quotes_run.outputs
+        calls = calls1 - calls0
+        self.db_calls[trace_off].append(sum(calls.values()))
+        self.db_writes[trace_off].append(sum(calls[n] for n in STORE_WRITES))
+        self.db_ms[trace_off].append(sum((secs1 - secs0).values()) * 1000)
+        if not trace_off:
+            self.last_run_ids = {name: run.run_id for name, run in outcomes.items()}
+            self.contexts.append(self.runtime.pool.contexts_created - contexts0)
+        quotes_run, form_run = outcomes["quotes"], outcomes["login_form"]
+        if quotes_run.outputs.get("last_page_quotes") != 10:
+            raise AssertionError(
+                f"quotes run: last page had {quotes_run.outputs.get('last_page_quotes')} quotes"
+            )
         return quotes_run.outputs["quotes"], form_run.outputs["confirmation"]
 
     def reset_counters(self) -> None:
-        self.db_calls.clear()
-        self.db_writes.clear()
-        self.db_ms.clear()
+        for series in (self.db_calls, self.db_writes, self.db_ms):
+            for values in series.values():
+                values.clear()
+        self.contexts.clear()
 
     def per_run_rows(self) -> dict[str, dict[str, int]]:
         """Step rows and artifacts of the last iteration's runs (read after the timed loop)."""
         store = self.runtime.store
-        rows = {}
-        for kind, run_id in self.last_run_ids.items():
-            steps = store.steps(run_id)
-            rows[kind] = {
-                "step_rows": len(steps),
-                "artifacts": len(store.artifacts(run_id)),
-            }
-        return rows
+        return {
+            kind: {"step_rows": len(store.steps(run_id)), "artifacts": len(store.artifacts(run_id))}
+            for kind, run_id in self.last_run_ids.items()
+        }
 
 
 # --- PostgreSQL scratch database ----------------------------------------------------------------
@@ -279,7 +316,11 @@ def database(db: str | None, tmp: Path) -> Iterator[str]:
 # --- measuring ------------------------------------------------------------------------------------
 def summary(samples_ms: list[float]) -> dict[str, Any]:
     ordered = sorted(samples_ms)
-    p90 = statistics.quantiles(ordered, n=10, method="inclusive")[-1] if len(ordered) > 1 else ordered[0]
+    p90 = (
+        statistics.quantiles(ordered, n=10, method="inclusive")[-1]
+        if len(ordered) > 1
+        else ordered[0]
+    )
     return {
         "median_ms": round(statistics.median(ordered), 1),
         "p90_ms": round(p90, 1),
@@ -300,10 +341,19 @@ def chromium_version(executable: str | None) -> str | None:
     if not executable:
         return None
     try:
-        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [executable, "--version"], check=False, capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
+
+
+LABELS = {
+    "playwright": "(a) hand-written Playwright",
+    "browserq": "(b) browserq run_local",
+    "browserq_trace_off": "(c) browserq, trace: off",
+}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -317,26 +367,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 log_level="WARNING",  # no per-run INFO line on stderr
             )
             configure_logging(settings)
-            loop = asyncio.Runner()  # (a) lives on this thread's loop; browserq has its own
+            loop = asyncio.Runner()  # (a) lives on this thread's loop; browserq has its own thread
             hand = HandWritten(settings, site.url, tmp / "handwritten")
             bq = ViaBrowserq(settings, site.url)
             try:
                 loop.run(hand.start())
                 bq.start()
-
-                def way_a() -> tuple[list[dict[str, Any]], str]:
-                    return loop.run(hand.iterate())
-
                 ways: dict[str, Callable[[], tuple[list[dict[str, Any]], str]]] = {
-                    "playwright": way_a,
+                    "playwright": lambda: loop.run(hand.iterate()),
                     "browserq": bq.iterate,
                 }
-                # Warm-up (not counted); also checks both ways return the very same records.
+                if args.trace_off:
+                    ways["browserq_trace_off"] = lambda: bq.iterate(trace_off=True)
+
+                # Warm-up (not counted); also checks that the ways scrape the very same records.
                 warm = {name: fn() for name, fn in ways.items()}
                 for name, (quotes, confirmation) in warm.items():
                     check(name, quotes, confirmation)
-                if warm["playwright"][0] != warm["browserq"][0]:
-                    raise AssertionError("the two ways scraped different quote records")
+                    if quotes != warm["playwright"][0]:
+                        raise AssertionError(f"{name} scraped other quote records than playwright")
                 bq.reset_counters()
 
                 samples: dict[str, list[float]] = {name: [] for name in ways}
@@ -354,8 +403,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             file=sys.stderr,
                             flush=True,
                         )
-                if len(site.submissions) - submissions_before != 2 * args.iterations:
-                    raise AssertionError("the demo site did not get one form post per way and iteration")
+                if len(site.submissions) - submissions_before != len(ways) * args.iterations:
+                    raise AssertionError(
+                        "the demo site did not get one form post per way and iteration"
+                    )
                 rows = bq.per_run_rows()
                 version = hand.browser.version if hand.browser else None
             finally:
@@ -363,34 +414,50 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 loop.run(hand.stop())
                 loop.close()
 
-            a, b = summary(samples["playwright"]), summary(samples["browserq"])
-            step_rows = sum(r["step_rows"] for r in rows.values())
-            return {
-                "benchmark": "scrape_and_form",
-                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "iterations": args.iterations,
-                "database": mask_url(db_url) if args.db else "sqlite (temporary file)",
-                "dialect": normalize_url(db_url).get_backend_name(),
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "platform": platform.platform(),
-                    "python": platform.python_version(),
-                    "playwright": metadata.version("playwright"),
-                    "chromium": chromium_version(settings.resolve_chromium()) or version,
-                },
-                "playwright": a,
-                "browserq": b,
-                "ratio_median_b_over_a": round(b["median_ms"] / a["median_ms"], 3),
-                "browserq_overhead": {
-                    "median_extra_ms": round(b["median_ms"] - a["median_ms"], 1),
-                    "runs_per_iteration": 2,
-                    "per_run": rows,
-                    "step_rows_per_iteration": step_rows,
-                    "db_calls_per_iteration": statistics.median(bq.db_calls),
-                    "db_writes_per_iteration": statistics.median(bq.db_writes),
-                    "db_ms_per_iteration_median": round(statistics.median(bq.db_ms), 1),
-                },
-            }
+    stats = {name: summary(values) for name, values in samples.items()}
+    a, b = stats["playwright"], stats["browserq"]
+    overhead: dict[str, Any] = {
+        "median_extra_ms": round(b["median_ms"] - a["median_ms"], 1),
+        "runs_per_iteration": 2,
+        "browser_contexts_per_iteration": {
+            "playwright": 1,
+            "browserq": statistics.median(bq.contexts),
+        },
+        "per_run": rows,
+        "step_rows_per_iteration": sum(r["step_rows"] for r in rows.values()),
+        "store_calls_per_iteration": statistics.median(bq.db_calls[False]),
+        "store_writes_per_iteration": statistics.median(bq.db_writes[False]),
+        "store_ms_per_iteration_median": round(statistics.median(bq.db_ms[False]), 1),
+    }
+    if args.trace_off:
+        c = stats["browserq_trace_off"]
+        overhead["trace_on_failure_ms_median"] = round(b["median_ms"] - c["median_ms"], 1)
+        overhead["store_ms_per_iteration_median_trace_off"] = round(
+            statistics.median(bq.db_ms[True]), 1
+        )
+    result: dict[str, Any] = {
+        "benchmark": "scrape_and_form",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "iterations": args.iterations,
+        "database": mask_url(args.db) if args.db else "sqlite (temporary file)",
+        "dialect": normalize_url(db_url).get_backend_name(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "playwright": metadata.version("playwright"),
+            "chromium": chromium_version(settings.resolve_chromium()) or version,
+        },
+        **stats,
+        "ratio_median_b_over_a": round(b["median_ms"] / a["median_ms"], 3),
+        "browserq_overhead": overhead,
+    }
+    if args.trace_off:
+        result["ratio_median_c_over_a"] = round(
+            stats["browserq_trace_off"]["median_ms"] / a["median_ms"], 3
+        )
+    return result
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -399,43 +466,70 @@ def print_table(result: dict[str, Any]) -> None:
 
     console = Console()
     m = result["machine"]
-    title = (
-        f"scrape 5 pages + login/form, {result['iterations']} iterations, "
-        f"store: {result['dialect']}"
+    table = Table(
+        title=f"5 quote pages + login/contact form, {result['iterations']} iterations, "
+        f"store: {result['dialect']} (ms per iteration)"
     )
-    table = Table(title=title)
     table.add_column("way")
-    for col in ("median ms", "p90 ms", "min ms", "max ms"):
+    for col in ("median", "p90", "min", "max"):
         table.add_column(col, justify="right")
-    for way, label in (("playwright", "(a) hand-written Playwright"), ("browserq", "(b) browserq run_local")):
-        s = result[way]
-        table.add_row(label, *(f"{s[k]:.1f}" for k in ("median_ms", "p90_ms", "min_ms", "max_ms")))
+    for way, label in LABELS.items():
+        if way in result:
+            s = result[way]
+            table.add_row(
+                label, *(f"{s[k]:.1f}" for k in ("median_ms", "p90_ms", "min_ms", "max_ms"))
+            )
     console.print(table)
 
     o = result["browserq_overhead"]
-    detail = Table(title="browserq overhead (per iteration = 2 runs)", show_header=False)
+    detail = Table(title="browserq overhead (one iteration = 2 runs)", show_header=False)
     detail.add_column("what")
     detail.add_column("value", justify="right")
     detail.add_row("extra wall time vs (a), median", f"{o['median_extra_ms']:.1f} ms")
-    detail.add_row("store time (sum of Store calls), median", f"{o['db_ms_per_iteration_median']:.1f} ms")
-    detail.add_row("store calls / writes", f"{o['db_calls_per_iteration']:g} / {o['db_writes_per_iteration']:g}")
+    if "trace_on_failure_ms_median" in o:
+        detail.add_row(
+            "of which trace: on_failure (b - c), median",
+            f"{o['trace_on_failure_ms_median']:.1f} ms",
+        )
+    detail.add_row(
+        "time inside Store calls, median", f"{o['store_ms_per_iteration_median']:.1f} ms"
+    )
+    detail.add_row(
+        "Store calls (writes)",
+        f"{o['store_calls_per_iteration']:g} ({o['store_writes_per_iteration']:g})",
+    )
+    contexts = o["browser_contexts_per_iteration"]
+    detail.add_row(
+        "browser contexts: (a) / (b)", f"{contexts['playwright']:g} / {contexts['browserq']:g}"
+    )
     for kind, r in o["per_run"].items():
-        detail.add_row(f"{kind}: step rows, artifacts", f"{r['step_rows']}, {r['artifacts']}")
+        detail.add_row(f"{kind} run: step rows, artifacts", f"{r['step_rows']}, {r['artifacts']}")
     console.print(detail)
     console.print(
         f"[dim]{m['chromium']} · playwright {m['playwright']} · python {m['python']} · "
-        f"{m['cpus']} CPUs · {result['database']}[/dim]"
+        f"{m['cpus']} CPUs (load {m['load_average_1m_at_end']}) · {result['database']}[/dim]",
+        highlight=False,
     )
+    if "ratio_median_c_over_a" in result:
+        print(f"ratio c/a (median): {result['ratio_median_c_over_a']:.2f}")
     print(f"ratio b/a (median): {result['ratio_median_b_over_a']:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--iterations", type=int, default=15, help="measured iterations per way (default 15)")
+    parser.add_argument(
+        "--iterations", type=int, default=15, help="measured iterations per way (default 15)"
+    )
     parser.add_argument(
         "--db",
         default=None,
-        help="SQLAlchemy URL of the store; PostgreSQL gets a scratch database (default: temp SQLite)",
+        help="SQLAlchemy URL of the store; a PostgreSQL URL gets a scratch database on that "
+        "server, dropped afterwards (default: SQLite in a temporary directory)",
+    )
+    parser.add_argument(
+        "--trace-off",
+        action="store_true",
+        help="also run (c): browserq with the templates edited to trace: off, to price the tracing",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
     args = parser.parse_args(argv)

@@ -11,6 +11,7 @@ never in the parent — and closed in ``worker_process_shutdown``.
 
 from __future__ import annotations
 
+import uuid
 from functools import lru_cache
 from typing import Any
 
@@ -125,6 +126,14 @@ class RunTemplateTask(Task):
             ) from exc
 
 
+def _run_id_for(task_id: str | None) -> str:
+    """A run id (32 hex) for a task id, which Celery makes a dashed UUID."""
+    try:
+        return uuid.UUID(str(task_id)).hex
+    except ValueError:
+        return uuid.uuid4().hex
+
+
 def _masked(url: str) -> str:
     from sqlalchemy.engine import make_url
 
@@ -179,7 +188,7 @@ def run_template(self: Task, template: str, params: dict[str, Any] | None = None
     if run_id is None:
         # Sent without browserq's producer (send_task, another language): validate here.
         try:
-            prepared = prepare_run(runtime.registry, template, params, run_id=self.request.id)
+            prepared = prepare_run(runtime.registry, template, params, run_id=_run_id_for(self.request.id))
             record_run(runtime.store, prepared, secret_box=None, task_id=self.request.id)
         except BrowserqError as exc:
             code = getattr(exc, "code", None)

@@ -21,7 +21,7 @@ from playwright.async_api import BrowserContext, Page
 
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
-from browserq.guards import check_url
+from browserq.guards import check_selector_length, check_url
 from browserq.redact import Redactor
 from browserq.runner.actions import element_selector, handler_for, locate, settle
 from browserq.runner.capture import PageActivity
@@ -289,6 +289,8 @@ class TemplateRunner:
             rendered: ActionStep = step
             try:
                 rendered = render_step(step, state.scope())
+                for selector in _selectors(rendered):
+                    check_selector_length(selector, self.settings.max_selector_length)
             except StepFailed as exc:
                 failure = exc
             page = self._page(state)
@@ -466,6 +468,14 @@ class TemplateRunner:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+def _selectors(step: ActionStep) -> list[str]:
+    """Every selector-valued field of a rendered step (built from params at run time)."""
+    found = [getattr(step, name, None) for name in ("selector", "within")]
+    fields = getattr(step, "fields", None) or {}
+    found += [spec.selector for spec in fields.values() if not isinstance(spec, str)]
+    return [s for s in found if isinstance(s, str)]
+
+
 def _step_inputs(step: ActionStep) -> dict[str, Any]:
     return step.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True) | {"action": step.action}
 

@@ -193,3 +193,24 @@ def test_interpolation_reads_earlier_outputs(any_runtime: Runtime, demo) -> None
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "completed", outcome
     assert outcome.outputs["landed"] == f"{demo.url}/quotes/page/2/"
+
+
+def test_values_built_at_run_time_are_checked_like_literal_ones(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        params:
+          sel: {type: string, required: true}
+          shot: {type: string, required: true}
+        steps:
+          - {action: navigate, url: "%s/quotes/"}
+          - {action: screenshot, name: "${shot}"}
+          - {action: click, selector: "${sel}"}
+        """
+        % demo.url
+    )
+    outcome = any_runtime.run_loaded(loaded, {"sel": "a", "shot": "../../escape.png"})
+    assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "PATH_DENIED", "1")
+    assert not list(any_runtime.settings.artifacts_dir.parent.glob("escape.png"))
+    outcome = any_runtime.run_loaded(loaded, {"sel": "a" * 5000, "shot": "ok.png"})
+    assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "INVALID_STEP_INPUT", "2")
+    assert "limit is 1000" in outcome.error_message
