@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import inspect
 import json
 import os
 import platform
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Browser, async_playwright
+from sqlalchemy import event
 
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
 from browserq.demo.site import DEMO_PASSWORD, DEMO_USERNAME, DemoSite
@@ -83,18 +85,9 @@ EXTRACT_QUOTES_JS = """
 }
 """
 
-# Store methods: which ones write. Every call is timed (in the thread that makes it).
-STORE_WRITES = (
-    "save_template",
-    "create_run",
-    "start_run",
-    "start_step",
-    "record_skipped_step",
-    "finish_step",
-    "add_artifact",
-    "finish_run",
-)
-STORE_READS = ("get_run", "get_template_body")
+# Store methods left out of the metering (lifecycle, not per run).
+STORE_UNMETERED = frozenset({"upgrade", "dispose", "current_revision", "from_settings"})
+SQL_WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
 # --- (a) hand-written Playwright --------------------------------------------------------------
@@ -172,33 +165,60 @@ class HandWritten:
 
 # --- (b) browserq -------------------------------------------------------------------------------
 class StoreMeter:
-    """Counts and times every Store call browserq makes (wraps the bound methods of one store)."""
+    """What browserq asks of its store, counted from outside (nothing in browserq is changed).
+
+    Every public method of the Store instance is wrapped (call count and time, outermost call
+    only), and SQLAlchemy engine events count SQL statements (writes = INSERT/UPDATE/DELETE),
+    their execution time and the commits. Thread-safe: the runner calls the store from threads.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.calls: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self._local = threading.local()
+        self.totals: Counter[str] = Counter()
 
     def install(self, store: Any) -> None:
-        for name in STORE_WRITES + STORE_READS:
-            setattr(store, name, self._wrap(name, getattr(store, name)))
+        for name, member in inspect.getmembers(type(store), inspect.isfunction):
+            if not name.startswith("_") and name not in STORE_UNMETERED:
+                setattr(store, name, self._wrap(name, getattr(store, name)))
+        event.listen(store.engine, "before_cursor_execute", self._before_sql)
+        event.listen(store.engine, "after_cursor_execute", self._after_sql)
+        event.listen(store.engine, "commit", self._commit)
+
+    def _add(self, **amounts: float) -> None:
+        with self._lock:
+            self.totals.update(amounts)
 
     def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
+            depth = getattr(self._local, "depth", 0)
+            self._local.depth = depth + 1
             started = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                elapsed = time.perf_counter() - started
-                with self._lock:
-                    self.calls[name] += 1
-                    self.seconds[name] += elapsed
+                self._local.depth = depth
+                if depth == 0:
+                    self._add(
+                        **{"calls": 1, f"call:{name}": 1, "store_s": time.perf_counter() - started}
+                    )
 
         return timed
 
-    def snapshot(self) -> tuple[Counter[str], Counter[str]]:
+    def _before_sql(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        conn.info.setdefault("bench_sql_started", []).append(time.perf_counter())
+
+    def _after_sql(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        started = conn.info["bench_sql_started"].pop()
+        verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "?"
+        self._add(sql=1, sql_write=int(verb in SQL_WRITES), sql_s=time.perf_counter() - started)
+
+    def _commit(self, conn: Any) -> None:
+        self._add(commits=1)
+
+    def snapshot(self) -> Counter[str]:
         with self._lock:
-            return Counter(self.calls), Counter(self.seconds)
+            return Counter(self.totals)
 
 
 class ViaBrowserq:
@@ -211,9 +231,7 @@ class ViaBrowserq:
         self.site_url = site_url
         self.meter = StoreMeter()
         self.last_run_ids: dict[str, str] = {}
-        self.db_calls: dict[bool, list[int]] = {False: [], True: []}
-        self.db_writes: dict[bool, list[int]] = {False: [], True: []}
-        self.db_ms: dict[bool, list[float]] = {False: [], True: []}
+        self.store_use: dict[bool, list[Counter[str]]] = {False: [], True: []}
         self.contexts: list[int] = []
         self._untraced: dict[str, LoadedTemplate] = {}
 
@@ -244,7 +262,7 @@ class ViaBrowserq:
         return self._untraced[name]
 
     def iterate(self, trace_off: bool = False) -> tuple[list[dict[str, Any]], str]:
-        calls0, secs0 = self.meter.snapshot()
+        before = self.meter.snapshot()
         contexts0 = self.runtime.pool.contexts_created
         outcomes = {}
         for name, params in self._params().items():
@@ -252,16 +270,14 @@ class ViaBrowserq:
                 outcomes[name] = self.runtime.run_loaded(self._untraced_template(name), params)
             else:
                 outcomes[name] = self.runtime.run_local(name, params)
-        calls1, secs1 = self.meter.snapshot()
+        used = self.meter.snapshot()
+        used.subtract(before)
         for run in outcomes.values():
             if run.status != "completed":
                 raise AssertionError(
                     f"browserq run {run.run_id} {run.status}: {run.error_code} {run.error_message}"
                 )
-        calls = calls1 - calls0
-        self.db_calls[trace_off].append(sum(calls.values()))
-        self.db_writes[trace_off].append(sum(calls[n] for n in STORE_WRITES))
-        self.db_ms[trace_off].append(sum((secs1 - secs0).values()) * 1000)
+        self.store_use[trace_off].append(used)
         if not trace_off:
             self.last_run_ids = {name: run.run_id for name, run in outcomes.items()}
             self.contexts.append(self.runtime.pool.contexts_created - contexts0)
@@ -273,9 +289,8 @@ class ViaBrowserq:
         return quotes_run.outputs["quotes"], form_run.outputs["confirmation"]
 
     def reset_counters(self) -> None:
-        for series in (self.db_calls, self.db_writes, self.db_ms):
-            for values in series.values():
-                values.clear()
+        for values in self.store_use.values():
+            values.clear()
         self.contexts.clear()
 
     def per_run_rows(self) -> dict[str, dict[str, int]]:
@@ -330,11 +345,44 @@ def summary(samples_ms: list[float]) -> dict[str, Any]:
     }
 
 
+def store_summary(per_iteration: list[Counter[str]]) -> dict[str, Any]:
+    """Medians over the iterations of what the store did (see StoreMeter)."""
+
+    def med(key: str, scale: float = 1.0) -> float:
+        return round(statistics.median(c[key] for c in per_iteration) * scale, 1)
+
+    methods = sorted({k for c in per_iteration for k in c if k.startswith("call:")})
+    return {
+        "calls": med("calls"),
+        "calls_by_method": {k[5:]: med(k) for k in methods},
+        "ms_in_store_calls": med("store_s", 1000),
+        "sql_statements": med("sql"),
+        "sql_writes": med("sql_write"),
+        "ms_executing_sql": med("sql_s", 1000),
+        "commits": med("commits"),
+    }
+
+
 def check(way: str, quotes: list[dict[str, Any]], confirmation: str) -> None:
     if len(quotes) != QUOTES_TOTAL:
         raise AssertionError(f"{way}: {len(quotes)} quotes, expected {QUOTES_TOTAL}")
     if not confirmation.startswith(CONFIRMATION_PREFIX):
         raise AssertionError(f"{way}: unexpected confirmation {confirmation!r}")
+
+
+def browserq_revision() -> str | None:
+    """``git describe`` of the checkout measured, ``-dirty`` when it has local changes."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def chromium_version(executable: str | None) -> str | None:
@@ -425,20 +473,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "per_run": rows,
         "step_rows_per_iteration": sum(r["step_rows"] for r in rows.values()),
-        "store_calls_per_iteration": statistics.median(bq.db_calls[False]),
-        "store_writes_per_iteration": statistics.median(bq.db_writes[False]),
-        "store_ms_per_iteration_median": round(statistics.median(bq.db_ms[False]), 1),
+        "store": store_summary(bq.store_use[False]),
     }
     if args.trace_off:
         c = stats["browserq_trace_off"]
         overhead["trace_on_failure_ms_median"] = round(b["median_ms"] - c["median_ms"], 1)
-        overhead["store_ms_per_iteration_median_trace_off"] = round(
-            statistics.median(bq.db_ms[True]), 1
-        )
+        overhead["store_trace_off"] = store_summary(bq.store_use[True])
     result: dict[str, Any] = {
         "benchmark": "scrape_and_form",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "iterations": args.iterations,
+        "browserq_revision": browserq_revision(),
         "database": mask_url(args.db) if args.db else "sqlite (temporary file)",
         "dialect": normalize_url(db_url).get_backend_name(),
         "machine": {
@@ -491,12 +536,14 @@ def print_table(result: dict[str, Any]) -> None:
             "of which trace: on_failure (b - c), median",
             f"{o['trace_on_failure_ms_median']:.1f} ms",
         )
+    st = o["store"]
     detail.add_row(
-        "time inside Store calls, median", f"{o['store_ms_per_iteration_median']:.1f} ms"
+        "time inside Store calls (SQL execution)",
+        f"{st['ms_in_store_calls']:.1f} ms ({st['ms_executing_sql']:.1f} ms)",
     )
+    detail.add_row("Store calls / commits", f"{st['calls']:g} / {st['commits']:g}")
     detail.add_row(
-        "Store calls (writes)",
-        f"{o['store_calls_per_iteration']:g} ({o['store_writes_per_iteration']:g})",
+        "SQL statements (INSERT/UPDATE/DELETE)", f"{st['sql_statements']:g} ({st['sql_writes']:g})"
     )
     contexts = o["browser_contexts_per_iteration"]
     detail.add_row(
@@ -507,7 +554,9 @@ def print_table(result: dict[str, Any]) -> None:
     console.print(detail)
     console.print(
         f"[dim]{m['chromium']} · playwright {m['playwright']} · python {m['python']} · "
-        f"{m['cpus']} CPUs (load {m['load_average_1m_at_end']}) · {result['database']}[/dim]",
+        f"{m['cpus']} CPUs (load {m['load_average_1m_at_end']}) · {result['database']}"
+        + (f" · browserq {result['browserq_revision']}" if result["browserq_revision"] else "")
+        + "[/dim]",
         highlight=False,
     )
     if "ratio_median_c_over_a" in result:

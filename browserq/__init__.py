@@ -41,13 +41,20 @@ __all__ = [
     "TemplateNotFound",
     "__version__",
     "app",
+    "batch_summary",
+    "cancel_run",
+    "run_batch",
     "run_template",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in {"run_template", "app"}:
+    if name in {"run_template", "app", "cancel_run"}:
         from browserq import celery_app
 
         return getattr(celery_app, name)
+    if name in {"run_batch", "batch_summary"}:
+        from browserq import batches
+
+        return getattr(batches, name)
     raise AttributeError(f"module 'browserq' has no attribute {name!r}")

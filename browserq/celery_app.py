@@ -11,6 +11,7 @@ never in the parent — and closed in ``worker_process_shutdown``.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from functools import lru_cache
 from typing import Any
@@ -20,18 +21,19 @@ from celery import Celery, Task
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from browserq.errors import BrokerUnavailable, BrowserqError
+from browserq.errors import BrokerUnavailable, BrowserqError, ParamError
 from browserq.logs import configure_logging
-from browserq.runs import prepare_run, record_run
-from browserq.runtime import Runtime
+from browserq.runs import PreparedRun, prepare_run, record_run
+from browserq.runtime import RetryLater, RunBusy, Runtime
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
-from browserq.store import Store
-from browserq.templates import TemplateRegistry
+from browserq.store import DuplicateRun, Store
+from browserq.templates import TemplateRegistry, render
 
 log = structlog.get_logger(__name__)
 
 TASK_NAME = "browserq.run_template"
+SWEEP_TASK_NAME = "browserq.sweep"
 #: Seconds between Celery's soft limit (the run is interrupted and recorded) and the hard kill.
 HARD_LIMIT_GRACE_S = 30
 
@@ -65,6 +67,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
         "broker_connection_timeout": 4,
         "worker_hijack_root_logger": False,
+        # The sweeper: re-enqueues runs whose worker vanished or whose message was lost.
+        "beat_schedule": {
+            "browserq-sweep": {"task": SWEEP_TASK_NAME, "schedule": settings.sweep_interval_s},
+        },
     }
 
 
@@ -100,14 +106,27 @@ class RunTemplateTask(Task):
             return super().apply_async(args, kwargs, **options)
         template = args.pop(0) if args else kwargs.pop("template", None)
         params = args.pop(0) if args else kwargs.pop("params", None)
+        idempotency_key = kwargs.pop("idempotency_key", None)
         if args or kwargs:
             unexpected = ", ".join([*map(repr, args), *kwargs])
-            raise TypeError(f"run_template(template, params=None) got unexpected arguments: {unexpected}")
+            raise TypeError(
+                "run_template(template, params=None, idempotency_key=None) got unexpected "
+                f"arguments: {unexpected}"
+            )
         registry, store, secret_box = _producer_services()
         prepared = prepare_run(registry, template, params)
         settings = get_settings()
         queue = options.get("queue") or settings.queue
-        record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue)
+        key = idempotency_key_for(prepared, idempotency_key)
+        if key is not None:
+            existing = store.find_run_by_idempotency_key(key)
+            if existing is not None:
+                return self.AsyncResult(existing.id)  # joins the run already submitted
+        try:
+            record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue,
+                       idempotency_key=key)
+        except DuplicateRun as duplicate:  # another producer won the race for this key
+            return self.AsyncResult(duplicate.existing_run_id)
         soft_limit = prepared.loaded.template.settings.timeout_s + settings.run_time_limit_margin_s
         options.setdefault("soft_time_limit", soft_limit)
         options.setdefault("time_limit", soft_limit + HARD_LIMIT_GRACE_S)
@@ -116,7 +135,9 @@ class RunTemplateTask(Task):
         options["argsrepr"] = repr([prepared.loaded.ref])
         options["kwargsrepr"] = repr({"params": prepared.redacted_params, "run_id": prepared.run_id})
         try:
-            return super().apply_async([prepared.loaded.ref], {"run_id": prepared.run_id}, **options)
+            result = super().apply_async([prepared.loaded.ref], {"run_id": prepared.run_id}, **options)
+            store.mark_enqueued(prepared.run_id)
+            return result
         except KombuOperationalError as exc:
             store.delete_run(prepared.run_id)
             url = _masked(settings.broker_url)
@@ -180,9 +201,11 @@ def _stop_browser(**_: Any) -> None:
         _runtime = None
 
 
-@app.task(bind=True, base=RunTemplateTask, name=TASK_NAME)
-def run_template(self: Task, template: str, params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
-    """Execute one template run; returns ``{run_id, status, outputs, error}``."""
+@app.task(bind=True, base=RunTemplateTask, name=TASK_NAME, max_retries=None)
+def run_template(
+    self: Task, template: str, params: dict[str, Any] | None = None, run_id: str | None = None
+) -> dict[str, Any]:
+    """Execute (or resume) one template run; returns ``{run_id, status, outputs, error}``."""
     runtime = worker_runtime()
     secrets = None
     if run_id is None:
@@ -201,6 +224,62 @@ def run_template(self: Task, template: str, params: dict[str, Any] | None = None
         run_id, secrets = prepared.run_id, prepared.secret_values
     structlog.contextvars.bind_contextvars(run_id=run_id, task_id=self.request.id)
     try:
-        return runtime.execute(run_id, secrets=secrets).as_result()
+        result = runtime.execute(run_id, secrets=secrets)
+    except RunBusy as busy:
+        # A duplicate delivery while another worker runs it: look again when its lease would end.
+        log.info("run busy elsewhere; will check again", holder=busy.holder, retry_in_s=busy.retry_in_s)
+        raise self.retry(countdown=busy.retry_in_s) from None
     finally:
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
+    if isinstance(result, RetryLater):
+        runtime.store.mark_enqueued(run_id)
+        raise self.retry(countdown=result.countdown_s)
+    return result.as_result()
+
+
+@app.task(name=SWEEP_TASK_NAME)
+def sweep() -> dict[str, int]:
+    """Re-enqueue runs that nobody is executing: expired leases, lost messages (run by beat)."""
+    settings = get_settings()
+    _registry, store, _box = _producer_services()
+    return {"requeued": sweep_stuck_runs(store, settings)}
+
+
+def sweep_stuck_runs(store: Store, settings: Settings) -> int:
+    """Send a fresh message for every stuck run; the lease makes duplicates harmless."""
+    count = 0
+    for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
+        if run.status == "running":
+            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
+        run_template.apply_async(
+            args=[f"{run.template_name}@{run.template_version}"],
+            kwargs={"run_id": run.id},
+            queue=run.queue or settings.queue,
+            soft_time_limit=run.timeout_s + settings.run_time_limit_margin_s,
+            time_limit=run.timeout_s + settings.run_time_limit_margin_s + HARD_LIMIT_GRACE_S,
+        )
+        store.mark_enqueued(run.id)
+        count += 1
+        log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
+    return count
+
+
+def idempotency_key_for(prepared: PreparedRun, explicit: str | None) -> str | None:
+    """The caller's key, else the template's ``settings.idempotency_key`` rendered from params."""
+    if explicit is not None:
+        if not isinstance(explicit, str) or not explicit.strip() or len(explicit) > 150:
+            raise ParamError(prepared.loaded.ref, ["idempotency_key must be a non-empty string of at most 150 characters"])
+        return explicit
+    pattern = prepared.loaded.template.settings.idempotency_key
+    if not pattern:
+        return None
+    rendered = render(pattern, prepared.params)
+    return f"{prepared.loaded.name}:{hashlib.sha256(str(rendered).encode()).hexdigest()[:40]}"
+
+
+def cancel_run(run_id: str, reason: str = "cancelled by request") -> str:
+    """Cancel a queued or running run; returns the status it has now (``cancelled``, or
+    ``running`` until its worker notices within a lease renewal)."""
+    _registry, store, _box = _producer_services()
+    view = store.request_cancel(run_id, reason=reason)
+    return view.status

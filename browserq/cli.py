@@ -336,13 +336,9 @@ def show(
 ) -> None:
     """Show a run: its outcome, the timeline of every step attempt, and its artifacts."""
     store = _store()
-    matches = store.run_ids_starting_with(run_id)
-    if len(matches) > 1:
-        _fail(f"{run_id!r} matches several runs ({', '.join(m[:12] for m in matches)}…); give more of the id")
-    run_view = store.get_run(matches[0]) if matches else None
-    if run_view is None:
-        _fail(f"no run {run_id!r}; list recent ones with `browserq runs`")
-    run_id = run_view.id
+    run_id = _resolve_run_id(store, run_id)
+    run_view = store.get_run(run_id)
+    assert run_view is not None
     steps = store.steps(run_id)
     artifacts = store.artifacts(run_id)
     if as_json:
@@ -359,6 +355,11 @@ def show(
     console.print(f"  queued    {run_view.queued_at or run_view.created_at}   started {run_view.started_at or '-'}   finished {run_view.finished_at or '-'}")
     if run_view.error_code:
         console.print(f"  error     {run_view.error_code} at step {run_view.error_step_path}: {run_view.error_message}", style="red")
+    history = store.transitions(run_id)
+    if history:
+        console.print("  history   " + "  →  ".join(
+            f"{t.to_status} ({t.at.strftime('%H:%M:%S')}{', ' + t.reason if t.reason and t.to_status != 'queued' else ''})"
+            for t in history), highlight=False)
     table = Table(title="Steps", title_justify="left")
     for column in ("step", "id", "action", "try", "duration", "status", "error", "url after"):
         table.add_column(column, overflow="fold")
@@ -381,6 +382,61 @@ def show(
     if run_view.outputs:
         for name, value in run_view.outputs.items():
             console.print(_output_table(name, value))
+
+
+@app.command()
+@friendly_errors
+def cancel(
+    run_id: Annotated[str, typer.Argument(help="The run id, or a unique prefix of it.")],
+    reason: Annotated[str, typer.Option(help="Recorded with the run.")] = "cancelled by operator",
+) -> None:
+    """Cancel a queued or running run. A running run stops at its next lease renewal."""
+    store = _store()
+    full_id = _resolve_run_id(store, run_id)
+    view = store.request_cancel(full_id, reason=reason)
+    if view.status == "cancelled":
+        console.print(f"run {full_id} cancelled")
+    elif view.cancel_requested_at is not None and view.status == "running":
+        console.print(f"run {full_id} is running: cancellation requested, it stops within "
+                      f"{get_settings().lease_ttl_s / 3:.0f} s")
+    else:
+        console.print(f"run {full_id} already ended: {view.status}")
+
+
+@app.command()
+@friendly_errors
+def sweep() -> None:
+    """Re-enqueue stuck runs now (expired leases, lost messages); beat does this periodically."""
+    from browserq.celery_app import _producer_services, sweep_stuck_runs
+
+    _registry, store, _box = _producer_services()
+    count = sweep_stuck_runs(store, get_settings())
+    console.print(f"re-enqueued {count} run(s)")
+
+
+@app.command()
+@friendly_errors
+def batch(batch_id: Annotated[str, typer.Argument(help="The batch id run_batch returned.")]) -> None:
+    """Show a batch: counts per status, success rate, circuit breaker."""
+    summary = _store().batch_summary(batch_id)
+    table = Table(title=f"Batch {batch_id}", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("total", "queued", "running", "completed", "failed", "needs_review", "cancelled", "success"):
+        table.add_column(column, justify="right")
+    rate = f"{summary.success_rate:.0%}" if summary.success_rate is not None else "-"
+    table.add_row(*(str(getattr(summary, c)) for c in
+                    ("total", "queued", "running", "completed", "failed", "needs_review", "cancelled")), rate)
+    console.print(table)
+    if summary.breaker_tripped_at:
+        console.print(f"circuit breaker tripped: {summary.breaker_reason}", style="red")
+
+
+def _resolve_run_id(store: Any, run_id: str) -> str:
+    matches = store.run_ids_starting_with(run_id)
+    if len(matches) > 1:
+        _fail(f"{run_id!r} matches several runs ({', '.join(m[:12] for m in matches)}…); give more of the id")
+    if not matches:
+        _fail(f"no run {run_id!r}; list recent ones with `browserq runs`")
+    return matches[0]
 
 
 @templates_app.command("list")

@@ -76,6 +76,12 @@ class Codes:
     PAGE_CRASHED = _code("PAGE_CRASHED", ErrorClass.RETRY_RUN, "the page's renderer crashed or closed")
     BROWSER_CRASHED = _code("BROWSER_CRASHED", ErrorClass.INFRASTRUCTURE, "the browser crashed")
     CANCELLED = _code("CANCELLED", ErrorClass.PERMANENT, "the run was cancelled")
+    OUTCOME_UNKNOWN = _code(
+        "OUTCOME_UNKNOWN", ErrorClass.PERMANENT, "a side effect may or may not have happened"
+    )
+    WORKER_LOST_REPEATEDLY = _code(
+        "WORKER_LOST_REPEATEDLY", ErrorClass.PERMANENT, "the run's worker died too many times (poison)"
+    )
     WORKER_LOST = _code("WORKER_LOST", ErrorClass.RETRY_RUN, "the worker died mid-run")
     INTERNAL = _code("INTERNAL", ErrorClass.PERMANENT, "a bug in browserq")
 
@@ -148,6 +154,13 @@ class StepFailed(BrowserqError):
     @property
     def retryable(self) -> bool:
         return self.code.retryable
+
+
+class NeedsReview(StepFailed):
+    """A side effect's outcome is unknown and may not be repeated: a person must decide."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Codes.OUTCOME_UNKNOWN, message)
 
 
 class InfrastructureError(StepFailed):

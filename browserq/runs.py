@@ -65,6 +65,8 @@ def record_run(
     secret_box: SecretBox | None,
     task_id: str | None = None,
     queue: str | None = None,
+    idempotency_key: str | None = None,
+    batch_id: str | None = None,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all)."""
     loaded = prepared.loaded
@@ -90,4 +92,6 @@ def record_run(
         task_id=task_id,
         queue=queue,
         secrets=secrets_token,
+        idempotency_key=idempotency_key,
+        batch_id=batch_id,
     )

@@ -3,34 +3,85 @@
 A :class:`Runtime` owns the event-loop thread, the browser pool, the store and the artifact
 directory. Celery workers build one per prefork child (after the fork); the CLI builds one
 in-process. Both then call :meth:`Runtime.execute` with a recorded run's id.
+
+``execute`` is where durability is decided: it takes the run's lease (so a duplicate delivery
+cannot run it twice at once), marks steps a dead worker left unfinished, resumes from the last
+checkpoint, and chooses between finishing the run, resuming at once (the browser died) and a
+run-level retry with backoff.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import structlog
+from celery.utils.time import get_exponential_backoff_interval
 
 from browserq.browsers import BrowserPool, EventLoopThread
-from browserq.errors import Codes, ConfigError, StoreError, TemplateError
+from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
+from browserq.runner.checkpoint import Checkpoint, parse_path
 from browserq.runs import PreparedRun, prepare_loaded, prepare_run, record_run
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
-from browserq.store import ArtifactDir, RunView, Store
-from browserq.templates import LoadedTemplate, TemplateRegistry, load_template_text, secret_names
+from browserq.store import ArtifactDir, LeaseBusy, RunAlreadyFinished, RunView, Store
+from browserq.templates import LoadedTemplate, RepeatStep, TemplateRegistry, load_template_text, secret_names
 
 log = structlog.get_logger(__name__)
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "needs_review"})
+FINISHED_STATUSES = frozenset({"completed", "failed", "cancelled", "needs_review"})
 BROWSER_START_TIMEOUT_S = 60.0
+#: Resumes in the same process after the browser died, per execute() call.
+MAX_IN_PROCESS_RESUMES = 3
+
+
+class RunBusy(BrowserqError):
+    """Another live worker holds this run's lease (a duplicate delivery): try again later."""
+
+    def __init__(self, run_id: str, holder: str, retry_in_s: float) -> None:
+        self.run_id, self.holder, self.retry_in_s = run_id, holder, retry_in_s
+        super().__init__(f"run {run_id} is being executed by {holder}; retry in {retry_in_s:.0f} s")
+
+
+@dataclass(frozen=True)
+class RetryLater:
+    """A run-level failure with retries left: the run is ``retrying`` until ``countdown_s``."""
+
+    outcome: RunOutcome
+    countdown_s: float
+
+
+def _process_start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """``host:pid:start``: unique per process, and checkable for liveness on the same host."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start_time(pid) or '0'}"
+
+
+def holder_dead(owner: str) -> bool:
+    """True when a lease holder is a process on this host that no longer exists.
+
+    Lets a redelivered run be taken over at once after its worker was killed, instead of waiting
+    for the lease to expire; holders on other hosts are never judged (their lease must expire).
+    """
+    host, _, rest = owner.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    current = _process_start_time(int(pid_text))
+    return current is None or (start not in ("", "0") and current != start)
 
 
 class Runtime:
@@ -46,7 +97,10 @@ class Runtime:
         self.secret_box = SecretBox(self.settings.secret_key)
         self.loop = EventLoopThread()
         self.pool = BrowserPool(self.settings)
-        self.runner = TemplateRunner(self.pool, self.store, self.artifacts, self.settings, listener)
+        self.runner = TemplateRunner(
+            self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box
+        )
+        self.owner = worker_name()
         self._started = False
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -63,7 +117,7 @@ class Runtime:
             self.loop.stop()
             raise
         self._started = True
-        log.info("runtime started", worker=worker_name(), browser_pid=self.pool.pid)
+        log.info("runtime started", worker=self.owner, browser_pid=self.pool.pid)
         return self
 
     def stop(self) -> None:
@@ -83,7 +137,7 @@ class Runtime:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # --- running -----------------------------------------------------------------------------
+    # --- in-process runs (CLI, embedding, tests) ------------------------------------------------
     def submit_local(self, template_ref: str, params: dict[str, Any] | None = None) -> PreparedRun:
         """Validate and record a run for in-process execution (secrets stay in memory)."""
         prepared = prepare_run(self.registry, template_ref, params)
@@ -93,34 +147,80 @@ class Runtime:
     def run_local(self, template_ref: str, params: dict[str, Any] | None = None) -> RunOutcome:
         """Validate, record and execute a run in this process (the CLI's embedded mode)."""
         prepared = self.submit_local(template_ref, params)
-        return self.execute(prepared.run_id, secrets=prepared.secret_values)
+        return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 
     def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None) -> RunOutcome:
         """Like :meth:`run_local` for a template loaded from text rather than the registry."""
         prepared = prepare_loaded(loaded, params)
         record_run(self.store, prepared, secret_box=None)
-        return self.execute(prepared.run_id, secrets=prepared.secret_values)
+        return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 
-    def execute(self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None) -> RunOutcome:
-        """Execute a recorded run; a run that already ended returns its recorded outcome."""
+    def run_to_end(self, run_id: str, *, secrets: dict[str, Any] | None = None) -> RunOutcome:
+        """Execute, sleeping through run-level retries in this process (there is no broker)."""
+        while True:
+            result = self.execute(run_id, secrets=secrets)
+            if isinstance(result, RunOutcome):
+                return result
+            time.sleep(result.countdown_s)
+
+    # --- the durable path -------------------------------------------------------------------------
+    def execute(
+        self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> RunOutcome | RetryLater:
+        """Execute or resume a recorded run under its lease.
+
+        Returns the final outcome (a run that already ended returns its recorded outcome), or
+        :class:`RetryLater` for a run-level failure with retries left. Raises :class:`RunBusy`
+        while another live worker holds the run.
+        """
         run = self.store.get_run(run_id)
         if run is None:
             raise StoreError(f"no run {run_id!r} in the store")
-        if run.status in TERMINAL_STATUSES:
+        if run.status in FINISHED_STATUSES:
             return outcome_of(run)
         try:
-            request = self._request_for(run, secrets)
+            loaded, params, names = self._materialize(run, secrets)
         except (TemplateError, ConfigError) as exc:
-            code = getattr(exc, "code", Codes.TEMPLATE_INVALID)
-            if isinstance(exc, ConfigError):
-                code = Codes.PARAM_INVALID
+            code = exc.code if isinstance(exc, TemplateError) else Codes.PARAM_INVALID
             self.store.finish_run(run_id, status="failed", outputs=None, error_code=code.code, error_message=str(exc))
             return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
         if not self._started:
             self.start()
-        return self.loop.run(self.runner.run(request), timeout=timeout)
+        resumes = 0
+        while True:
+            try:
+                lease = self.store.acquire_lease(
+                    run_id, owner=self.owner, ttl_s=self.settings.lease_ttl_s, holder_dead=holder_dead
+                )
+            except RunAlreadyFinished as finished:
+                return outcome_of(finished.run)
+            except LeaseBusy as busy:
+                wait = max(1.0, (busy.expires_at.timestamp() - time.time()) + 1.0)
+                raise RunBusy(run_id, busy.holder, wait) from None
+            if lease.takeovers > self.settings.max_worker_losses:
+                return self._finish(
+                    run_id, lease.token, RunOutcome(
+                        run_id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
+                        f"the run's worker died {lease.takeovers} times while running it; giving up so a "
+                        "poison run cannot loop forever (raise BROWSERQ_MAX_WORKER_LOSSES to allow more)",
+                    ),
+                )
+            request = self._request(run_id, lease, loaded, params, names)
+            outcome = self.loop.run(self.runner.run(request), timeout=timeout)
+            if outcome.lease_lost:
+                return outcome
+            decision = self._decide(run_id, lease, outcome, loaded, resumes)
+            if decision == "resume":
+                resumes += 1
+                continue
+            if isinstance(decision, RetryLater):
+                return decision
+            return self._finish(run_id, lease.token, outcome)
 
-    def _request_for(self, run: RunView, secrets: dict[str, Any] | None) -> RunRequest:
+    def _materialize(
+        self, run: RunView, secrets: dict[str, Any] | None
+    ) -> tuple[LoadedTemplate, dict[str, Any], frozenset[str]]:
+        """The run's stored template body and params, secrets decrypted into memory."""
         record = self.store.get_template_body(run.template_id)
         loaded = load_template_text(
             record.body,
@@ -130,21 +230,130 @@ class Runtime:
         )
         names = frozenset(secret_names(loaded.template))
         params = dict(run.params or {})
-        if names and secrets is None:
-            wanted = {n for n in names if params.get(n) == mask(n)}
-            secrets = self.secret_box.decrypt(run.secrets, why="this run has secret params") if wanted and run.secrets else {}
-            missing = wanted - set(secrets)
-            if missing:
-                raise ConfigError(f"secret params {sorted(missing)} of this run are not available to the worker")
+        wanted = {n for n in names if params.get(n) == mask(n)}
+        if wanted and secrets is None:
+            if not run.secrets:
+                raise ConfigError(f"secret params {sorted(wanted)} of this run were not stored")
+            secrets = self.secret_box.decrypt(run.secrets, why="this run has secret params")
         params.update(secrets or {})
-        started = self.store.start_run(run.id, worker=worker_name())
+        missing = {n for n in wanted if params.get(n) == mask(n)}
+        if missing:
+            raise ConfigError(f"secret params {sorted(missing)} of this run are not available to the worker")
+        return loaded, params, names
+
+    def _request(
+        self, run_id: str, lease: Any, loaded: LoadedTemplate, params: dict[str, Any], names: frozenset[str]
+    ) -> RunRequest:
+        interrupted = self.store.mark_interrupted_steps(run_id, before_attempt=lease.attempt)
+        unknown = frozenset(s.step_path for s in interrupted if _is_side_effect(loaded, s.step_path))
+        run = self.store.get_run(run_id)
+        assert run is not None
+        checkpoint = Checkpoint.from_record(run.checkpoint, self.secret_box) if run.checkpoint else None
+        if lease.takeover or checkpoint is not None:
+            log.info(
+                "resuming run", run_id=run_id, attempt=lease.attempt, takeover=lease.takeover,
+                checkpoint=checkpoint.path if checkpoint else None, unknown_side_effects=sorted(unknown),
+            )
         return RunRequest(
-            run_id=run.id,
-            run_attempt=started.attempt,
+            run_id=run_id,
+            run_attempt=lease.attempt,
             loaded=loaded,
             params=params,
             secret_names=names,
+            token=lease.token,
+            lease_ttl_s=self.settings.lease_ttl_s,
+            resume=checkpoint,
+            unknown_side_effects=unknown,
         )
+
+    def _decide(
+        self, run_id: str, lease: Any, outcome: RunOutcome, loaded: LoadedTemplate, resumes: int
+    ) -> str | RetryLater | None:
+        """Finish (None), resume now ("resume") or retry later (RetryLater)."""
+        if outcome.status != "failed":
+            return None
+        error_class = outcome.error_class
+        retries_used = max(0, lease.attempt - 1 - lease.takeovers)
+        budget = loaded.template.settings.run_retries
+        budget = self.settings.run_retries if budget is None else budget
+        if error_class is ErrorClass.INFRASTRUCTURE and resumes < MAX_IN_PROCESS_RESUMES:
+            self.store.transition(run_id, "retrying", reason=f"browser lost ({outcome.error_code}); resuming",
+                                  worker=self.owner, token=lease.token)
+            return "resume"
+        if error_class in (ErrorClass.RETRY_RUN, ErrorClass.ROTATE_IDENTITY, ErrorClass.INFRASTRUCTURE):
+            if retries_used < budget:
+                countdown = get_exponential_backoff_interval(
+                    factor=self.settings.run_retry_backoff_s,
+                    retries=retries_used,
+                    maximum=self.settings.run_retry_backoff_max_s,
+                    full_jitter=True,
+                )
+                self.store.transition(
+                    run_id, "retrying",
+                    reason=f"{outcome.error_code}: retry {retries_used + 1} of {budget} in {countdown:.0f} s",
+                    worker=self.owner, token=lease.token,
+                    fields={"error_code": outcome.error_code, "error_message": outcome.error_message},
+                )
+                self.store.release_lease(run_id, token=lease.token)
+                return RetryLater(outcome, float(countdown))
+        return None
+
+    def _finish(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
+        self.store.finish_run(
+            run_id,
+            status=outcome.status,
+            outputs=outcome.outputs,
+            error_code=outcome.error_code,
+            error_message=outcome.error_message,
+            error_step_path=outcome.error_step_path,
+            token=token,
+            worker=self.owner,
+            reason=outcome.error_message if outcome.status == "needs_review" else None,
+        )
+        self.store.release_lease(run_id, token=token)
+        log.info("run finished", run_id=run_id, status=outcome.status, error_code=outcome.error_code)
+        run = self.store.get_run(run_id)
+        if run is not None and run.batch_id:
+            self._check_batch(run.batch_id)
+        return outcome
+
+    def _check_batch(self, batch_id: str) -> None:
+        """Trip the batch's circuit breaker when too many of its first runs failed."""
+        summary = self.store.batch_summary(batch_id)
+        breaker = summary.breaker or {}
+        min_runs = int(breaker.get("min_runs", 0) or 0)
+        limit = breaker.get("max_failure_rate")
+        if limit is not None and summary.finished >= max(min_runs, 1) and summary.breaker_tripped_at is None:
+            failed = summary.failed + summary.needs_review
+            rate = failed / summary.finished
+            if rate > float(limit):
+                reason = (
+                    f"circuit breaker: {failed} of the first {summary.finished} runs failed "
+                    f"({rate:.0%} > {float(limit):.0%})"
+                )
+                if self.store.trip_breaker(batch_id, reason=reason):
+                    cancelled = self.store.cancel_batch_remaining(batch_id, reason=reason)
+                    log.warning("batch circuit breaker tripped", batch_id=batch_id, cancelled=cancelled)
+        self.store.finish_batch_if_done(batch_id)
+
+
+def _is_side_effect(loaded: LoadedTemplate, path: str) -> bool:
+    """Whether the step at an execution path (``1[3].0``) is declared ``side_effect: true``."""
+    try:
+        segments = parse_path(path)
+    except ValueError:
+        return False
+    steps: list[Any] = loaded.template.steps
+    step: Any = None
+    for index, _pass in segments:
+        if step is not None:
+            if not isinstance(step, RepeatStep):
+                return False
+            steps = step.repeat.steps
+        if index >= len(steps):
+            return False
+        step = steps[index]
+    return bool(getattr(step, "side_effect", False))
 
 
 def outcome_of(run: RunView) -> RunOutcome:

@@ -7,6 +7,7 @@ Flower, nor the database ever holds them in clear; the worker decrypts them in m
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 
@@ -28,15 +29,25 @@ class SecretBox:
             except (ValueError, TypeError) as exc:
                 raise ConfigError(f"BROWSERQ_SECRET_KEY is not a valid Fernet key ({exc}); {KEY_HINT}") from None
 
+    @property
+    def enabled(self) -> bool:
+        return self._fernet is not None
+
     def _require(self, why: str) -> Fernet:
         if self._fernet is None:
             raise ConfigError(f"BROWSERQ_SECRET_KEY is not set, but {why}; {KEY_HINT}")
         return self._fernet
 
     def encrypt(self, values: dict[str, str], *, why: str = "this run has secret params") -> str:
-        return self._require(why).encrypt(json.dumps(values).encode()).decode()
+        return self.encrypt_json(values, why=why)
 
     def decrypt(self, token: str, *, why: str = "this run has secret params") -> dict[str, str]:
+        return self.decrypt_json(token, why=why)
+
+    def encrypt_json(self, value: Any, *, why: str = "data must be stored encrypted") -> str:
+        return self._require(why).encrypt(json.dumps(value).encode()).decode()
+
+    def decrypt_json(self, token: str, *, why: str = "data is stored encrypted") -> Any:
         try:
             return json.loads(self._require(why).decrypt(token.encode()))
         except InvalidToken:

@@ -105,6 +105,19 @@ class Settings(BaseSettings):
     run_time_limit_margin_s: int = Field(
         30, ge=5, description="Celery soft limit = template run timeout + this margin."
     )
+    lease_ttl_s: float = Field(
+        30.0, ge=1, description="A running run's lease lasts this long; renewed every third of it."
+    )
+    max_worker_losses: int = Field(
+        3, ge=0, description="Takeovers after dead workers before a run fails as poison."
+    )
+    run_retries: int = Field(2, ge=0, le=20, description="Retries of a whole run for run-level errors.")
+    run_retry_backoff_s: float = Field(5.0, ge=0, description="First run-level retry delay (exponential, jittered).")
+    run_retry_backoff_max_s: float = Field(300.0, ge=0, description="Longest run-level retry delay.")
+    requeue_after_s: float = Field(
+        600.0, ge=1, description="The sweeper re-sends a queued run whose message may be lost after this."
+    )
+    sweep_interval_s: float = Field(30.0, ge=1, description="How often beat runs the sweeper.")
     secret_key: str | None = Field(
         None, description="Fernet key that encrypts secret params stored with a run (browserq keygen)."
     )

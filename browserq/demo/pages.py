@@ -398,3 +398,14 @@ def console_error_page() -> str:
         'throw new Error("uncaught boom from page");\n'
         "</script>",
     )
+
+
+def tickets_page(ref: str, count: int) -> str:
+    """Whether contact-form posts mentioning ``ref`` arrived (how a side effect is verified)."""
+    items = "".join(f'<li class="ticket">Ticket {i + 1} for {escape(ref)}</li>' for i in range(count))
+    status = (
+        f'<p id="ticket-found">{count} ticket(s) for {escape(ref)}</p>'
+        if count
+        else f'<p id="no-ticket">No ticket for {escape(ref)}</p>'
+    )
+    return document("Tickets", f'<h1>Tickets</h1>\n{status}\n<ul id="tickets">{items}</ul>')

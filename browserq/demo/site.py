@@ -27,6 +27,8 @@ Pages and the selectors tests may rely on:
   ``#counter``, ``#status``, ``iframe#frame`` (``/frame``: ``#in-frame``, ``#frame-status``),
   ``shadow-box#shadow-host`` with ``.shadow-text`` and ``.shadow-button`` in an open shadow root,
   ``#to-quotes``.
+* ``/account/tickets?ref=R`` (logged in): ``#ticket-found`` when a posted message contains R,
+  else ``#no-ticket``; ``li.ticket`` per match.
 * ``/slow?ms=N`` (cap 60000, ``#slow``), ``/status/N`` (200..599), ``/flaky?key=K&fail=N``
   (500 for the first N requests of key K, then 200), ``/storage``, ``/console-error``.
 """
@@ -101,6 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         path = parts.path or "/"
         site._count(path)
+        if site.latency_ms > 0:  # tests slow the site down to land faults mid-run
+            time.sleep(site.latency_ms / 1000)
         self.query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         self.form: dict[str, str] = {}
         if method == "POST":
@@ -220,7 +224,16 @@ class _Handler(BaseHTTPRequestHandler):
             if not name:
                 return self._send(200, pages.account_page(user, error="Please enter your name"))
             ticket = site._submit(dict(self.form))
+            if site.confirm_delay_ms > 0:  # the side effect happened; its answer is still on the way
+                time.sleep(site.confirm_delay_ms / 1000)
             return self._send(200, pages.confirmation_page(name, ticket))
+
+        if path == "/account/tickets":
+            if self._session_user() is None:
+                return self._redirect("/login")
+            ref = self.query.get("ref", "")
+            found = [s for s in site.submissions_snapshot() if ref and ref in s.get("message", "")]
+            return self._send(200, pages.tickets_page(ref, len(found)))
 
         simple = {
             "/scroll": pages.scroll_page,
@@ -282,6 +295,10 @@ class DemoSite:
         self.host = host
         self.port = port
         self.submissions: list[dict[str, str]] = []
+        #: Added to every response, so tests can land a fault in the middle of a run.
+        self.latency_ms = 0
+        #: Delay between recording a contact-form post and answering it (a window to crash in).
+        self.confirm_delay_ms = 0
         self._lock = threading.Lock()
         self._hits: Counter[str] = Counter()
         self._flaky: Counter[str] = Counter()
@@ -363,6 +380,8 @@ class DemoSite:
             self._hits.clear()
             self._flaky.clear()
             self.submissions.clear()
+            self.latency_ms = 0
+            self.confirm_delay_ms = 0
 
     def _count(self, path: str) -> None:
         with self._lock:
@@ -372,6 +391,14 @@ class DemoSite:
         with self._lock:
             self.submissions.append(form)
             return len(self.submissions)
+
+    def submissions_snapshot(self) -> list[dict[str, str]]:
+        with self._lock:
+            return list(self.submissions)
+
+    def submissions_with(self, ref: str) -> int:
+        """How many contact-form posts carried ``ref`` in their message (a side-effect counter)."""
+        return sum(1 for s in self.submissions_snapshot() if ref in s.get("message", ""))
 
     def _flaky_attempt(self, key: str) -> int:
         with self._lock:

@@ -20,15 +20,17 @@ import structlog
 from playwright.async_api import BrowserContext, Page
 
 from browserq.browsers.pool import BrowserPool
-from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
+from browserq.errors import Codes, ErrorClass, InfrastructureError, NeedsReview, StepFailed, StoreError
 from browserq.guards import check_selector_length, check_url
 from browserq.redact import Redactor
-from browserq.runner.actions import element_selector, handler_for, locate, settle
+from browserq.runner.actions import element_selector, handler_for, locate, settle, url_matcher
+from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.capture import PageActivity
 from browserq.runner.context import StepContext
 from browserq.runner.translate import first_line, translate
 from browserq.settings import Settings
-from browserq.store import ArtifactDir, Store
+from browserq.secrets import SecretBox
+from browserq.store import ArtifactDir, LeaseLost, Store
 from browserq.store.artifacts import StoredFile
 from browserq.templates import ActionStep, LoadedTemplate, RepeatStep, render, render_step
 
@@ -49,6 +51,10 @@ class RunRequest:
     loaded: LoadedTemplate
     params: dict[str, Any]  # validated, secrets in clear (memory only)
     secret_names: frozenset[str] = frozenset()
+    token: int | None = None  # the lease's fencing token: every write carries it
+    lease_ttl_s: float = 30.0
+    resume: Checkpoint | None = None  # continue after this checkpoint
+    unknown_side_effects: frozenset[str] = frozenset()  # paths whose outcome is unknown
 
 
 @dataclass
@@ -59,6 +65,11 @@ class RunOutcome:
     error_code: str | None = None
     error_message: str | None = None
     error_step_path: str | None = None
+    lease_lost: bool = False  # another worker took the run over: nothing may be written
+
+    @property
+    def error_class(self) -> ErrorClass | None:
+        return Codes.by_name(self.error_code).error_class if self.error_code else None
 
     def as_result(self) -> dict[str, Any]:
         """The JSON-serializable value a Celery task returns."""
@@ -94,18 +105,27 @@ class _RunState:
     artifact_base: Path
     page: Page | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
-    loops: list[dict[str, int]] = field(default_factory=list)
+    loops: list[dict[str, Any]] = field(default_factory=list)
     failed_attempt_id: int | None = None
     failed_path: str | None = None
     crashed: bool = False
+    context: BrowserContext | None = None
+    cursor: ResumeCursor | None = None
+    checkpoint_seq: int = 0
+    interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
+    interrupt_reason: str = ""
 
     def scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = dict(self.request.params)
         scope["outputs"] = self.outputs
         scope["run"] = {"id": self.request.run_id, "attempt": self.request.run_attempt}
         if self.loops:
-            scope["loop"] = self.loops[-1]
+            scope["loop"] = {k: self.loops[-1][k] for k in ("index", "iteration")}
         return scope
+
+    @property
+    def token(self) -> int | None:
+        return self.request.token
 
 
 class TemplateRunner:
@@ -116,12 +136,14 @@ class TemplateRunner:
         artifacts: ArtifactDir,
         settings: Settings,
         listener: StepListener | None = None,
+        secret_box: SecretBox | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
         self.artifacts = artifacts
         self.settings = settings
         self.listener = listener
+        self.secret_box = secret_box or SecretBox(settings.secret_key)
 
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Store calls are synchronous; keep them off the event loop."""
@@ -129,6 +151,7 @@ class TemplateRunner:
 
     # --- a whole run -------------------------------------------------------------------------
     async def run(self, request: RunRequest) -> RunOutcome:
+        """Execute (or resume) a run and return its outcome; the caller records the final status."""
         template = request.loaded.template
         tsettings = template.settings
         redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
@@ -138,12 +161,23 @@ class TemplateRunner:
             deadline=time.monotonic() + tsettings.timeout_s,
             artifact_base=self.artifacts.base / request.run_id,
         )
+        if request.resume is not None:
+            state.outputs = dict(request.resume.outputs)
+            state.cursor = ResumeCursor(request.resume)
+            state.checkpoint_seq = request.resume.seq
         failure: StepFailed | None = None
-        cancelled = False  # set by explicit cancellation (a later feature); time limits fail the run
+        status = "failed"
         context: BrowserContext | None = None
         activity: PageActivity | None = None
+        main = asyncio.current_task()
+        assert main is not None
+        heartbeat = (
+            asyncio.create_task(self._heartbeat(state, main)) if request.token is not None else None
+        )
         try:
-            context = await self.pool.new_context()
+            storage = request.resume.storage if request.resume else None
+            context = await self.pool.new_context(**({"storage_state": storage} if storage else {}))
+            state.context = context
             activity = PageActivity(
                 context,
                 console_lines=self.settings.snapshot_console_lines,
@@ -156,23 +190,105 @@ class TemplateRunner:
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
             try:
                 async with asyncio.timeout(tsettings.timeout_s):
+                    if request.resume is not None:
+                        await self._restore(request.resume, state)
                     await self._run_steps(template.steps, "", state)
+                status = "completed"
             except TimeoutError:
                 failure = StepFailed(
                     Codes.RUN_TIMEOUT, f"the run did not finish within timeout_s={tsettings.timeout_s:g}"
                 )
+        except NeedsReview as exc:
+            failure, status = exc, "needs_review"
         except StepFailed as exc:
             failure = exc
+        except LeaseLost:
+            state.interrupt = "lease_lost"
         except asyncio.CancelledError:
-            # Interrupted from outside (Celery's soft time limit, shutdown): still recorded.
-            failure = StepFailed(Codes.RUN_TIMEOUT, "the run was interrupted before it finished (time limit)")
+            if state.interrupt is None:
+                # Interrupted from outside (Celery's soft time limit, shutdown): still recorded.
+                failure = StepFailed(Codes.RUN_TIMEOUT, "the run was interrupted before it finished (time limit)")
+            else:
+                main.uncancel()  # our own heartbeat interrupted the run; handled here
+                if state.interrupt == "cancel":
+                    failure, status = StepFailed(Codes.CANCELLED, state.interrupt_reason), "cancelled"
         except Exception as exc:  # noqa: BLE001 - anything else is recorded, never lost
             failure = translate(exc, browser_connected=self.pool.connected)
             if failure.code is Codes.INTERNAL:
                 log.exception("unexpected error in run", run_id=request.run_id)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+        if state.interrupt == "lease_lost":
+            if context is not None:
+                await self.pool.close_context(context)
+            log.warning("lease lost: another worker owns this run now", run_id=request.run_id)
+            return RunOutcome(request.run_id, "running", {}, lease_lost=True)
         if context is not None:
-            await self._finish_context(context, activity, state, failure)
-        return await self._finish_run(state, failure, cancelled)
+            await self._finish_context(context, activity, state, failure if status == "failed" else None)
+        return self._outcome(state, status, failure)
+
+    async def _heartbeat(self, state: _RunState, main: asyncio.Task[Any]) -> None:
+        """Renew the lease while the run progresses; stop the run if it was lost or cancelled."""
+        request = state.request
+        interval = max(0.5, request.lease_ttl_s / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                view = await self._db(
+                    self.store.renew_lease, request.run_id, token=request.token, ttl_s=request.lease_ttl_s
+                )
+            except LeaseLost:
+                state.interrupt = "lease_lost"
+                main.cancel()
+                return
+            except StoreError as exc:  # the database is away: keep trying while the lease lasts
+                log.warning("lease renewal failed", run_id=request.run_id, error=str(exc))
+                continue
+            if view.cancel_requested_at is not None:
+                state.interrupt = "cancel"
+                state.interrupt_reason = view.cancel_reason or "cancelled"
+                main.cancel()
+                return
+
+    async def _restore(self, checkpoint: Checkpoint, state: _RunState) -> None:
+        """Open the checkpoint's page in the fresh context (storage already restored)."""
+        page = self._page(state)
+        path = f"{checkpoint.path}~resume"
+        attempt_id = await self._db(
+            self.store.start_step,
+            run_id=state.request.run_id,
+            run_attempt=state.request.run_attempt,
+            step_path=path,
+            step_id=None,
+            attempt=1,
+            action="resume",
+            inputs={"checkpoint": checkpoint.path, "url": state.redactor.text(checkpoint.url), "seq": checkpoint.seq},
+            url_before=None,
+            token=state.token,
+        )
+        failure = None
+        started = time.monotonic()
+        try:
+            if checkpoint.url.startswith(("http://", "https://")):
+                await page.goto(checkpoint.url, timeout=state.request.loaded.template.settings.step_timeout_s * 1000)
+        except Exception as exc:  # noqa: BLE001
+            failure = translate(exc, browser_connected=self.pool.connected)
+        await self._db(
+            self.store.finish_step,
+            attempt_id,
+            status="failed" if failure else "succeeded",
+            url_after=state.redactor.text(page.url),
+            output={"resumed_from": checkpoint.path},
+            error_code=failure.code.code if failure else None,
+            error_message=state.redactor.text(failure.message) if failure else None,
+            retryable=failure.retryable if failure else None,
+            token=state.token,
+        )
+        self._notify(path, None, "resume", 1, "failed" if failure else "succeeded", started, failure, page.url)
+        if failure:
+            state.failed_attempt_id, state.failed_path = attempt_id, path
+            raise failure
 
     async def _finish_context(
         self,
@@ -198,58 +314,71 @@ class TemplateRunner:
         finally:
             await self.pool.close_context(context)
 
-    async def _finish_run(self, state: _RunState, failure: StepFailed | None, cancelled: bool) -> RunOutcome:
+    def _outcome(self, state: _RunState, status: str, failure: StepFailed | None) -> RunOutcome:
         request = state.request
         outputs = state.redactor.data(state.outputs)
         if failure is None:
-            outcome = RunOutcome(request.run_id, "completed", outputs)
-        else:
-            outcome = RunOutcome(
-                request.run_id,
-                "cancelled" if cancelled else "failed",
-                outputs,
-                error_code=failure.code.code,
-                error_message=state.redactor.text(failure.message),
-                error_step_path=state.failed_path,
-            )
-        await self._db(
-            self.store.finish_run,
+            return RunOutcome(request.run_id, status, outputs)
+        return RunOutcome(
             request.run_id,
-            status=outcome.status,
-            outputs=outputs,
-            error_code=outcome.error_code,
-            error_message=outcome.error_message,
-            error_step_path=outcome.error_step_path,
+            status,
+            outputs,
+            error_code=failure.code.code,
+            error_message=state.redactor.text(failure.message),
+            error_step_path=state.failed_path,
         )
-        log.info(
-            "run finished", run_id=request.run_id, status=outcome.status, error_code=outcome.error_code
-        )
-        return outcome
 
     # --- control flow ------------------------------------------------------------------------
     async def _run_steps(self, steps: list[Any], prefix: str, state: _RunState) -> None:
+        resume_at = state.cursor.at_this_level() if state.cursor else None
         for index, step in enumerate(steps):
             path = f"{prefix}{index}"
+            if resume_at is not None:  # resuming: skip what the checkpoint already covers
+                target, resume_pass = resume_at
+                if index < target:
+                    continue
+                resume_at = None
+                assert state.cursor is not None
+                if isinstance(step, RepeatStep) and resume_pass is not None:
+                    await self._run_repeat(step, path, state, resume_pass=resume_pass)
+                else:
+                    state.cursor.finish()  # the checkpointed step itself is done
+                continue
             if isinstance(step, RepeatStep):
                 await self._run_repeat(step, path, state)
             else:
                 await self._run_action(step, path, state)
 
-    async def _run_repeat(self, step: RepeatStep, path: str, state: _RunState) -> None:
-        """Run the body up to ``max`` times, stopping on the until_missing/while_present condition."""
+    async def _run_repeat(
+        self, step: RepeatStep, path: str, state: _RunState, resume_pass: int | None = None
+    ) -> None:
+        """Run the body up to ``max`` times, stopping on the until_missing/while_present condition.
+
+        ``resume_pass``: re-enter the loop at that pass (1-based), with the stop decision the
+        checkpoint recorded for it, instead of starting over.
+        """
         spec = step.repeat
         try:
             bound = int(render(spec.max, state.scope()))
         except (TypeError, ValueError) as exc:
             state.failed_path = path
             raise StepFailed(Codes.INVALID_STEP_INPUT, f"repeat.max is not a whole number: {exc}") from exc
-        for index in range(bound):
-            if spec.while_present and not await self._present(spec.while_present, path, state):
-                break
-            # until_missing is read at the start of a pass: the pass that begins without the
-            # selector (the last page, without "next") still runs, and is the last one.
-            last_pass = bool(spec.until_missing) and not await self._present(spec.until_missing, path, state)
-            state.loops.append({"index": index, "iteration": index + 1})
+        first = (resume_pass - 1) if resume_pass else 0
+        for index in range(first, bound):
+            resuming = resume_pass is not None and index == first
+            if resuming:
+                assert state.cursor is not None
+                depth = len(state.loops)
+                saved = state.cursor.loops[depth] if len(state.cursor.loops) > depth else {}
+                last_pass = bool(saved.get("last_pass", False))
+                state.cursor.descend()
+            else:
+                if spec.while_present and not await self._present(spec.while_present, path, state):
+                    break
+                # until_missing is read at the start of a pass: the pass that begins without the
+                # selector (the last page, without "next") still runs, and is the last one.
+                last_pass = bool(spec.until_missing) and not await self._present(spec.until_missing, path, state)
+            state.loops.append({"index": index, "iteration": index + 1, "last_pass": last_pass})
             try:
                 await self._run_steps(spec.steps, f"{path}[{index + 1}].", state)
             finally:
@@ -282,6 +411,9 @@ class TemplateRunner:
         request = state.request
         tsettings = request.loaded.template.settings
         max_retries = self._max_retries(step, state)
+        if step.side_effect and path in request.unknown_side_effects:
+            if await self._settle_unknown_side_effect(step, path, state):
+                return  # it happened: recorded as recovered, not executed again
         attempt = 0
         while True:
             attempt += 1
@@ -294,6 +426,7 @@ class TemplateRunner:
             except StepFailed as exc:
                 failure = exc
             page = self._page(state)
+            url_before = page.url
             inputs = state.redactor.data(_step_inputs(rendered))
             attempt_id: int = await self._db(
                 self.store.start_step,
@@ -304,7 +437,8 @@ class TemplateRunner:
                 attempt=attempt,
                 action=step.action,
                 inputs=inputs,
-                url_before=state.redactor.text(page.url),
+                url_before=state.redactor.text(url_before),
+                token=state.token,
             )
             started = time.monotonic()
             output: Any = None
@@ -321,8 +455,13 @@ class TemplateRunner:
                     failure = exc
                 except asyncio.CancelledError:
                     state.failed_attempt_id, state.failed_path = attempt_id, path
-                    await self._record_end(state, attempt_id, step, attempt, started, path, "failed",
-                                           StepFailed(Codes.CANCELLED, "interrupted by the run's time limit"))
+                    reason = "cancelled" if state.interrupt == "cancel" else "interrupted by the run's time limit"
+                    if state.interrupt != "lease_lost":
+                        try:
+                            await self._record_end(state, attempt_id, step, attempt, started, path, "failed",
+                                                   StepFailed(Codes.CANCELLED, reason))
+                        except Exception:  # noqa: BLE001 - being interrupted; the run record says why
+                            pass
                     raise
                 except Exception as exc:  # noqa: BLE001 - translated into a code below
                     missing = None
@@ -336,7 +475,12 @@ class TemplateRunner:
                 if not skipped:
                     _store_output(state.outputs, rendered, output)
                 status = "skipped" if skipped else "succeeded"
-                await self._record_end(state, attempt_id, step, attempt, started, path, status, None, output)
+                checkpoint = None
+                if not skipped and self._wants_checkpoint(step, url_before, page.url, tsettings):
+                    checkpoint = await self._checkpoint(path, state)
+                await self._record_end(
+                    state, attempt_id, step, attempt, started, path, status, None, output, checkpoint
+                )
                 return
             if time.monotonic() >= state.deadline and failure.code in (Codes.TIMEOUT, Codes.NAVIGATION_FAILED):
                 failure = StepFailed(Codes.RUN_TIMEOUT, f"cut short by the run's timeout_s: {failure.message}")
@@ -379,7 +523,9 @@ class TemplateRunner:
         status: str,
         failure: StepFailed | None,
         output: Any = None,
+        checkpoint: dict[str, Any] | None = None,
     ) -> None:
+        """Finish the attempt's record and, in the same transaction, the checkpoint after it."""
         redactor = state.redactor
         url = redactor.text(state.page.url) if state.page and not state.page.is_closed() else None
         message = redactor.text(failure.message) if failure else None
@@ -392,21 +538,134 @@ class TemplateRunner:
             error_code=failure.code.code if failure else None,
             error_message=message,
             retryable=failure.retryable if failure else None,
+            token=state.token,
+            checkpoint=checkpoint,
         )
-        if self.listener is not None:
-            self.listener(
-                StepEvent(
-                    step_path=path,
-                    step_id=step.id,
-                    action=step.action,
-                    attempt=attempt,
-                    status=status,
-                    duration_ms=(time.monotonic() - started) * 1000,
-                    error_code=failure.code.code if failure else None,
-                    error_message=message,
-                    url=url,
-                )
+        self._notify(path, step.id, step.action, attempt, status, started, failure, url, redactor)
+
+    def _notify(
+        self,
+        path: str,
+        step_id: str | None,
+        action: str,
+        attempt: int,
+        status: str,
+        started: float,
+        failure: StepFailed | None,
+        url: str | None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        if self.listener is None:
+            return
+        message = failure.message if failure else None
+        if redactor is not None and message:
+            message = redactor.text(message)
+        self.listener(
+            StepEvent(
+                step_path=path,
+                step_id=step_id,
+                action=action,
+                attempt=attempt,
+                status=status,
+                duration_ms=(time.monotonic() - started) * 1000,
+                error_code=failure.code.code if failure else None,
+                error_message=message,
+                url=url,
             )
+        )
+
+    # --- checkpoints and side effects ----------------------------------------------------------
+    @staticmethod
+    def _wants_checkpoint(step: ActionStep, url_before: str, url_after: str, tsettings: Any) -> bool:
+        """Explicit checkpoints, every side effect, and (``checkpoints: auto``) every step that
+        landed on a new page."""
+        if step.checkpoint or step.side_effect:
+            return True
+        return tsettings.checkpoints == "auto" and url_after != url_before and url_after.startswith("http")
+
+    async def _checkpoint(self, path: str, state: _RunState) -> dict[str, Any]:
+        """What a resumed run needs to continue after ``path`` (stored with the step's result)."""
+        assert state.context is not None and state.page is not None
+        storage = await state.context.storage_state(indexed_db=True)
+        state.checkpoint_seq += 1
+        checkpoint = Checkpoint(
+            path=path,
+            url=state.page.url,
+            outputs=json.loads(json.dumps(state.outputs, default=str)),
+            loops=[dict(loop) for loop in state.loops],
+            storage=storage,
+            seq=state.checkpoint_seq,
+        )
+        return checkpoint.to_record(self.secret_box)
+
+    async def _settle_unknown_side_effect(self, step: ActionStep, path: str, state: _RunState) -> bool:
+        """A side effect that started but never reported: probe, never re-run blindly.
+
+        Returns True when its postcondition shows it happened (recorded as recovered); False when
+        the template says it is safe to repeat (``on_unknown: retry``); otherwise the run goes to
+        ``needs_review``.
+        """
+        page = self._page(state)
+        started = time.monotonic()
+        url_before = page.url
+        held, detail = False, "no postcondition declared"
+        if step.postcondition is not None:
+            held, detail = await self._probe(step, state)
+        condition = step.postcondition.model_dump(exclude_none=True) if step.postcondition else None
+        attempt_id = await self._db(
+            self.store.start_step,
+            run_id=state.request.run_id,
+            run_attempt=state.request.run_attempt,
+            step_path=path,
+            step_id=step.id,
+            attempt=1,
+            action=step.action,
+            inputs={"probe": "postcondition", "postcondition": state.redactor.data(condition)},
+            url_before=state.redactor.text(url_before),
+            token=state.token,
+        )
+        if held:
+            checkpoint = await self._checkpoint(path, state)
+            await self._record_end(
+                state, attempt_id, step, 1, started, path, "succeeded", None,
+                {"recovered": True, "detail": detail}, checkpoint,
+            )
+            return True
+        if step.on_unknown == "retry":
+            await self._record_end(
+                state, attempt_id, step, 1, started, path, "failed",
+                StepFailed(Codes.OUTCOME_UNKNOWN, f"outcome unknown ({detail}); on_unknown: retry"),
+            )
+            return False
+        failure = NeedsReview(
+            f"step {step.id or path} ({step.action}) changes the world and may or may not have "
+            f"happened before its worker stopped: {detail}. Check it, then resolve the run."
+        )
+        await self._record_end(state, attempt_id, step, 1, started, path, "failed", failure)
+        state.failed_attempt_id, state.failed_path = attempt_id, path
+        raise failure
+
+    async def _probe(self, step: ActionStep, state: _RunState) -> tuple[bool, str]:
+        """Check a side effect's postcondition (opening its ``url`` first, when it has one)."""
+        assert step.postcondition is not None
+        condition = render(step.postcondition.model_dump(exclude_none=True), state.scope())
+        page = self._page(state)
+        timeout = min(5000.0, max(1000.0, (state.deadline - time.monotonic()) * 1000))
+        try:
+            if condition.get("url"):
+                check_url(condition["url"], state.request.loaded.template.settings.allowed_domains)
+                await page.goto(condition["url"], timeout=timeout)
+            if condition.get("url_matches"):
+                await page.wait_for_url(url_matcher(condition["url_matches"]), wait_until="commit", timeout=timeout)
+            if condition.get("selector"):
+                await locate(page, condition["selector"]).first.wait_for(state="attached", timeout=timeout)
+            if condition.get("text"):
+                await page.get_by_text(condition["text"]).first.wait_for(state="attached", timeout=timeout)
+        except StepFailed as exc:
+            return False, f"postcondition could not be checked: {exc.message}"
+        except Exception as exc:  # noqa: BLE001 - a timeout means "does not hold"
+            return False, f"postcondition does not hold ({first_line(exc)})"
+        return True, "postcondition holds"
 
     # --- artifacts ---------------------------------------------------------------------------
     async def _save_artifact(
@@ -422,6 +681,7 @@ class TemplateRunner:
             content_type=content_type,
             size=stored.size,
             sha256=stored.sha256,
+            token=state.token,
         )
         return stored
 

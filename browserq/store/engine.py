@@ -19,6 +19,20 @@ from browserq.errors import StoreError
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: How long a PostgreSQL connection attempt may take, unless the URL says otherwise.
 PG_CONNECT_TIMEOUT_S = 10
+#: libpq options that make a dead server noticed on an open connection (unless the URL sets them):
+#: TCP keepalives for idle connections, and a limit on how long sent data may stay unacknowledged
+#: (without it, a write to a vanished host waits for the kernel's retransmission timeout).
+PG_LIVENESS_OPTIONS: dict[str, int] = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
+#: SQLSTATEs worth retrying the whole transaction for (besides every connection-level error):
+#: admin/crash shutdown, "the database system is starting up", too many connections,
+#: serialization failure and deadlock (the transaction was rolled back either way).
+PG_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01"})
 
 #: Execution option read by the SQLite ``begin`` hook: "DEFERRED" (reads) or "IMMEDIATE" (writes).
 SQLITE_BEGIN_OPTION = "browserq_sqlite_begin"
@@ -79,8 +93,10 @@ def create_store_engine(
             Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     elif backend == "postgresql":
         kwargs["pool_pre_ping"] = True
-        if url.get_driver_name() == "psycopg" and "connect_timeout" not in url.query:
-            kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+        if url.get_driver_name() == "psycopg":
+            connect_args: dict[str, Any] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+            connect_args.update(PG_LIVENESS_OPTIONS)
+            kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in url.query}
     try:
         engine = create_engine(url, **kwargs)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as e:
@@ -143,6 +159,51 @@ def scrub(message: str, url: URL) -> str:
             if secret:
                 message = message.replace(secret, "***")
     return message
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for errors after which the same transaction may simply be tried again.
+
+    Connection-level failures (refused, reset, "server closed the connection unexpectedly",
+    "terminating connection due to administrator command", pool checkout timeouts), PostgreSQL
+    deadlocks and serialization failures, and SQLite's "database is locked". Never integrity or
+    programming errors: those would fail the same way again.
+    """
+    if isinstance(error, exc.TimeoutError):  # the pool had no connection to give
+        return True
+    if not isinstance(error, exc.DBAPIError) or isinstance(error, exc.IntegrityError):
+        return False
+    if error.connection_invalidated:
+        return True
+    orig = error.orig
+    if orig is None:
+        return False
+    module = type(orig).__module__
+    if module.startswith("psycopg"):
+        import psycopg
+
+        if not isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError):
+            return False
+        sqlstate = getattr(orig, "sqlstate", None)
+        # No SQLSTATE: the failure happened on the client side of the wire (connect, I/O).
+        return sqlstate is None or sqlstate.startswith("08") or sqlstate in PG_TRANSIENT_SQLSTATES
+    if module.startswith("sqlite3"):
+        import sqlite3
+
+        text = str(orig).lower()
+        return isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+    return False
+
+
+def is_disconnect(error: BaseException) -> bool:
+    """True when the error means the connection (or the server) is gone, not just busy."""
+    if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+        return True
+    orig = getattr(error, "orig", None)
+    if orig is not None and type(orig).__module__.startswith("psycopg"):
+        sqlstate = getattr(orig, "sqlstate", None)
+        return sqlstate is None or sqlstate.startswith(("08", "57P"))
+    return False
 
 
 def to_store_error(error: exc.SQLAlchemyError, url: URL, action: str) -> StoreError:

@@ -1,5 +1,8 @@
 """The run store's schema: templates, runs, step attempts and artifacts (SQLAlchemy 2 typed ORM).
 
+Schema history: ``0001`` templates/runs/step_attempts/artifacts; ``0002`` durable runs (leases
+with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``).
+
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
 * timestamps are ``UTCDateTime``: ``timestamptz`` on PostgreSQL, and always handed back as
@@ -71,6 +74,8 @@ class StepStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
+    #: The step was ``started`` when its worker died: whether it took effect is unknown.
+    UNKNOWN = "unknown"
 
 
 class ArtifactKind(StrEnum):
@@ -142,12 +147,31 @@ class TemplateRecord(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class Batch(Base):
+    """A group of runs submitted together, with an optional failure-rate circuit breaker."""
+
+    __tablename__ = "batches"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    template_name: Mapped[str] = mapped_column(String(200))
+    template_version: Mapped[str] = mapped_column(String(100))
+    total: Mapped[int] = mapped_column(Integer)
+    #: e.g. ``{"min_runs": 10, "max_failure_rate": 0.5}``; NULL: no breaker.
+    breaker: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    breaker_tripped_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    breaker_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
 class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_status_created_at", "status", "created_at"),
         Index("ix_runs_template_name_template_version", "template_name", "template_version"),
         Index("ix_runs_created_at", "created_at"),
+        Index("ix_runs_status_lease_expires_at", "status", "lease_expires_at"),
+        Index("ix_runs_batch_id", "batch_id"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -174,6 +198,36 @@ class Run(Base):
     checkpoint: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     secrets: Mapped[str | None] = mapped_column(Text)  # Fernet token of the secret params
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # --- 0002: durable runs ---
+    #: The worker holding the lease (NULL: nobody); the lease is live until ``lease_expires_at``.
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    #: Fencing token: bumped by every lease grant and by leaving ``running``; never decreases.
+    lease_token: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: How many times the run was taken over from a dead or expired worker.
+    takeovers: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    cancel_reason: Mapped[str | None] = mapped_column(Text)
+    batch_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("batches.id"))
+    #: The last time a task message was sent for the run.
+    enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: Why the run is in its current status (e.g. why it needs review).
+    status_reason: Mapped[str | None] = mapped_column(Text)
+
+
+class RunTransition(Base):
+    """One status change of a run (append-only); ``from_status`` is NULL for the creation."""
+
+    __tablename__ = "run_transitions"
+    __table_args__ = (Index("ix_run_transitions_run_id_id", "run_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    from_status: Mapped[str | None] = mapped_column(String(20))
+    to_status: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str] = mapped_column(Text)
+    worker: Mapped[str | None] = mapped_column(String(200))
 
 
 class StepAttempt(Base):

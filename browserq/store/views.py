@@ -35,11 +35,24 @@ class RunView:
     checkpoint: dict[str, Any] | None
     secrets: str | None  # encrypted; see browserq.secrets
     created_at: datetime
+    lease_owner: str | None = None
+    lease_token: int = 0
+    lease_expires_at: datetime | None = None
+    takeovers: int = 0
+    cancel_requested_at: datetime | None = None
+    cancel_reason: str | None = None
+    batch_id: str | None = None
+    enqueued_at: datetime | None = None
+    status_reason: str | None = None
 
     @property
     def terminal(self) -> bool:
         """True when the run reached a final status (completed, failed, cancelled, needs_review)."""
         return RunStatus(self.status).terminal
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_requested_at is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +88,61 @@ class ArtifactView:
     size: int
     sha256: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionView:
+    id: int
+    run_id: str
+    at: datetime
+    from_status: str | None  # None for the creation
+    to_status: str
+    reason: str
+    worker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to execute a run until ``expires_at``; ``token`` fences every write it makes."""
+
+    run_id: str
+    owner: str
+    token: int
+    expires_at: datetime
+    attempt: int
+    takeover: bool  # taken over from a dead or expired worker (the run was already running)
+    takeovers: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchView:
+    id: str
+    template_name: str
+    template_version: str
+    total: int
+    breaker: dict[str, Any] | None
+    created_at: datetime
+    finished_at: datetime | None
+    breaker_tripped_at: datetime | None
+    breaker_reason: str | None
+    queued: int
+    running: int
+    retrying: int
+    completed: int
+    failed: int
+    cancelled: int
+    needs_review: int
+    finished: int  # runs in a final status: completed + failed + cancelled + needs_review
+    success_rate: float | None  # completed / finished; None while nothing has finished
+
+    @property
+    def tripped(self) -> bool:
+        return self.breaker_tripped_at is not None
+
+    @property
+    def created(self) -> int:
+        """How many of the batch's runs exist (``total`` is how many were meant to)."""
+        return self.queued + self.running + self.retrying + self.finished
 
 
 V = TypeVar("V")

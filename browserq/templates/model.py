@@ -207,9 +207,35 @@ class TemplateSettings(_Model):
     )
     allow_eval: bool = False
     step_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    #: Retries of the whole run (from its last checkpoint, fresh context) for run-level errors.
+    run_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    #: ``auto``: also checkpoint after every step that lands on a new URL; ``explicit``: only
+    #: steps marked ``checkpoint: true`` (and side effects, which always checkpoint).
+    checkpoints: Literal["auto", "explicit"] = "auto"
+    #: Derive an idempotency key from the params, e.g. ``"order-${order_id}"``: a second submit
+    #: with the same key joins the first run instead of starting another.
+    idempotency_key: str | None = None
 
 
 # --- steps ---------------------------------------------------------------------------------
+
+
+class Postcondition(_Model):
+    """How to tell that a side effect happened: probed when its outcome is unknown after a crash.
+
+    ``url`` (optional) is opened first; then every given check must hold.
+    """
+
+    url: str | None = None
+    selector: Selector | None = None
+    text: Text | None = None
+    url_matches: str | None = None
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> Postcondition:
+        if self.selector is None and self.text is None and self.url_matches is None:
+            raise ValueError("postcondition needs at least one of selector, text, url_matches")
+        return self
 
 
 class ActionStep(_Model):
@@ -223,6 +249,10 @@ class ActionStep(_Model):
         "retries",
         "description",
         "continue_on_error",
+        "checkpoint",
+        "side_effect",
+        "postcondition",
+        "on_unknown",
     )
 
     id: StepId | None = None
@@ -233,6 +263,20 @@ class ActionStep(_Model):
     description: str | None = None
     #: Record the failure and go on with the next step instead of failing the run.
     continue_on_error: bool = False
+    #: Save a checkpoint after this step: a resumed run continues from here.
+    checkpoint: bool = False
+    #: This step changes the world (submit, pay, send): never re-executed blindly.
+    side_effect: bool = False
+    postcondition: Postcondition | None = None
+    #: What to do when a side effect's outcome is unknown and its postcondition does not hold:
+    #: ``needs_review`` (default) stops the run for a person; ``retry`` says it is safe to repeat.
+    on_unknown: Literal["needs_review", "retry"] = "needs_review"
+
+    @model_validator(mode="after")
+    def _side_effect_fields(self) -> ActionStep:
+        if not self.side_effect and (self.postcondition is not None or self.on_unknown != "needs_review"):
+            raise ValueError("postcondition and on_unknown only apply to steps with side_effect: true")
+        return self
 
     @classmethod
     def own_fields(cls) -> list[str]:

@@ -23,7 +23,7 @@ PG_ADMIN_URL = os.environ.get(
     "BROWSERQ_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgresql")
-TABLES = ("artifacts", "step_attempts", "runs", "templates")
+TABLES = ("artifacts", "step_attempts", "run_transitions", "runs", "batches", "templates")
 
 
 def _pg_url(dbname: str) -> str:

@@ -23,13 +23,16 @@ from browserq.store import migrations as migrations_module
 from browserq.store.migrations import alembic_config
 
 REPO = Path(__file__).resolve().parents[2]
-TABLES = {"templates", "runs", "step_attempts", "artifacts"}
+TABLES = {"templates", "runs", "step_attempts", "artifacts", "run_transitions", "batches"}
 INDEXES = {
     "runs": {
         "ix_runs_status_created_at",
         "ix_runs_template_name_template_version",
         "ix_runs_created_at",
+        "ix_runs_status_lease_expires_at",
+        "ix_runs_batch_id",
     },
+    "run_transitions": {"ix_run_transitions_run_id_id"},
     "step_attempts": {"ix_step_attempts_run_id_id", "ix_step_attempts_error_code"},
     "artifacts": {"ix_artifacts_run_id", "ix_artifacts_step_attempt_id"},
 }
@@ -41,8 +44,8 @@ def _diff(store: Store, metadata: MetaData) -> list:
         return compare_metadata(context, metadata)
 
 
-def test_head_is_the_initial_migration() -> None:
-    assert head_revision() == "0001"
+def test_head_is_the_durability_migration() -> None:
+    assert head_revision() == "0002"
     assert find_migrations_dir() == REPO / "alembic"
 
 
@@ -224,6 +227,107 @@ def test_concurrent_upgrades_from_several_processes(new_empty_url: Callable[[], 
         assert out.strip() == head_revision()
     store = Store(url)
     try:
+        assert _diff(store, Base.metadata) == []
+    finally:
+        store.dispose()
+
+
+def _migrate(store: Store, how: Callable[[Config, str], None], revision: str) -> None:
+    with store.engine.connect() as conn:
+        config = alembic_config()
+        config.attributes["connection"] = conn
+        how(config, revision)
+        conn.commit()
+
+
+def _rows(store: Store, table: str) -> list[dict]:
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(text(f"SELECT * FROM {table} ORDER BY id"))]
+
+
+def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
+    from sqlalchemy import text
+
+    store = Store(empty_url)
+    try:
+        _migrate(store, command.upgrade, "0001")
+        assert store.current_revision() == "0001"
+        with store.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO templates (name, version, content_hash, body, source, created_at) "
+                    "VALUES ('t', '1', :h, 'steps: []', 't.yaml', :now)"
+                ),
+                {"h": "0" * 64, "now": "2026-11-30 10:00:00+00"},
+            )
+            for run_id, status in (("r1", "completed"), ("r2", "running"), ("r3", "queued")):
+                conn.execute(
+                    text(
+                        "INSERT INTO runs (id, template_id, template_name, template_version, params, "
+                        "status, attempt, worker, timeout_s, queued_at, started_at, created_at) "
+                        "VALUES (:id, 1, 't', '1', '{}', :status, 1, 'old-w', 30, :now, :now, :now)"
+                    ),
+                    {"id": run_id, "status": status, "now": "2026-11-30 10:00:00+00"},
+                )
+            conn.execute(
+                text(
+                    "INSERT INTO step_attempts (run_id, run_attempt, step_path, attempt, action, inputs, "
+                    "status, started_at) VALUES ('r2', 1, '0', 1, 'click', '{}', 'started', :now)"
+                ),
+                {"now": "2026-11-30 10:00:00+00"},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO artifacts (run_id, step_attempt_id, kind, path, content_type, size, "
+                    "sha256, created_at) VALUES ('r2', 1, 'dom', 'r2/dom.html', 'text/html', 3, :h, :now)"
+                ),
+                {"h": "1" * 64, "now": "2026-11-30 10:00:00+00"},
+            )
+        before = {t: _rows(store, t) for t in ("templates", "step_attempts", "artifacts")}
+
+        store.upgrade()
+        assert store.current_revision() == "0002"
+        assert _diff(store, Base.metadata) == []  # an upgraded database equals a fresh one
+        for table, rows in before.items():
+            assert _rows(store, table) == rows, table
+        runs = {r.id: r for r in store.list_runs()}
+        assert {k: v.status for k, v in runs.items()} == {
+            "r1": "completed",
+            "r2": "running",
+            "r3": "queued",
+        }
+        for run in runs.values():
+            assert (run.lease_token, run.takeovers, run.lease_owner, run.batch_id) == (
+                0,
+                0,
+                None,
+                None,
+            )
+            assert run.cancel_requested_at is None and run.status_reason is None
+
+        # The old rows work with the new API.
+        lease = store.acquire_lease("r2", owner="new-w", ttl_s=30)
+        assert lease.takeover and lease.token == 1 and lease.attempt == 2
+        assert [s.id for s in store.mark_interrupted_steps("r2", before_attempt=2)] == [1]
+        store.finish_run("r2", status="completed", outputs={}, token=lease.token)
+        assert store.request_cancel("r3", reason="x").status == "cancelled"
+        assert [t.to_status for t in store.transitions("r2")] == ["running", "completed"]
+        store.create_batch(
+            batch_id="b", template_name="t", template_version="1", total=1, breaker=None
+        )
+
+        # And back down: 0001's tables and rows are still there (SQLite rebuilds `runs`).
+        _migrate(store, command.downgrade, "0001")
+        assert store.current_revision() == "0001"
+        names = set(inspect(store.engine).get_table_names())
+        assert {"templates", "runs", "step_attempts", "artifacts"} <= names
+        assert not {"run_transitions", "batches"} & names
+        assert [r["id"] for r in _rows(store, "runs")] == ["r1", "r2", "r3"]
+        assert len(_rows(store, "step_attempts")) == 1 and len(_rows(store, "artifacts")) == 1
+        assert _rows(store, "artifacts")[0]["step_attempt_id"] == 1
+        store.upgrade()
         assert _diff(store, Base.metadata) == []
     finally:
         store.dispose()

@@ -190,6 +190,7 @@ def test_json_round_trip_with_unicode(store: Store) -> None:
         "empty": {},
     }
     run_id = _run(store, _template(store), params={"q": "café", "list": [1, 2, {"a": "ß"}]})
+    store.start_run(run_id, worker="w")
     store.finish_run(run_id, status="completed", outputs=outputs)
     run = store.get_run(run_id)
     assert run is not None
@@ -199,6 +200,7 @@ def test_json_round_trip_with_unicode(store: Store) -> None:
 
 def test_none_json_is_sql_null(store: Store) -> None:
     run_id = _run(store, _template(store))
+    store.start_run(run_id, worker="w")
     store.finish_run(run_id, status="completed", outputs=None)
     with store.engine.connect() as conn:
         nulls = conn.execute(
@@ -261,8 +263,9 @@ def test_list_runs_filters_and_orders_newest_first(store: Store) -> None:
     for i in range(6):
         tid, name = (login, "login") if i % 2 == 0 else (search, "search")
         created.append(_run(store, tid, name=name))
-    store.finish_run(created[0], status="completed", outputs={})
-    store.finish_run(created[4], status="completed", outputs={})
+    for done in (created[0], created[4]):
+        store.start_run(done, worker="w")
+        store.finish_run(done, status="completed", outputs={})
 
     assert [r.id for r in store.list_runs()] == created[::-1]
     assert [r.id for r in store.list_runs(limit=2)] == created[:-3:-1]
@@ -465,7 +468,7 @@ def test_delete_run_cascades(store: Store) -> None:
 
 
 def test_unreachable_postgres_is_a_store_error_without_password() -> None:
-    store = Store("postgresql://browserq:s3cr3t-pw@127.0.0.1:1/browserq")
+    store = Store("postgresql://browserq:s3cr3t-pw@127.0.0.1:1/browserq", retry_window_s=0)
     try:
         for call in (lambda: store.get_run("x"), store.upgrade, store.current_revision):
             with pytest.raises(StoreError) as caught:

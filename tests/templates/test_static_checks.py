@@ -142,7 +142,8 @@ def test_unknown_field_names_allowed_fields(problems) -> None:
     found = one(problems(HEAD + "steps:\n  - action: hover\n    selector: a\n    delay: 5\n"))
     assert found == (
         "line 6: steps[0]: unknown field 'delay' for action 'hover'; allowed fields: selector "
-        "(and the common id, optional, timeout_s, retries, description, continue_on_error)"
+        "(and the common id, optional, timeout_s, retries, description, continue_on_error, "
+            "checkpoint, side_effect, postcondition, on_unknown)"
     )
 
 

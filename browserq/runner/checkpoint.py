@@ -1,0 +1,98 @@
+"""Checkpoints: what a run needs to continue elsewhere, and how to find its place again.
+
+A step path names one execution of one step: ``"2"`` is top-level step 2, ``"1[3].0"`` is step 0
+of pass 3 of the repeat at step 1. A checkpoint records the path of the last step it covers, the
+page URL, the browser storage (cookies, localStorage, IndexedDB), the outputs so far and the state
+of every enclosing repeat. A resumed run restores the storage in a fresh context, opens the URL,
+and skips every step up to and including that path.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from browserq.secrets import SecretBox
+
+_SEGMENT = re.compile(r"^(\d+)(?:\[(\d+)\])?$")
+CHECKPOINT_VERSION = 1
+
+
+def parse_path(path: str) -> list[tuple[int, int | None]]:
+    """``"1[3].0"`` → ``[(1, 3), (0, None)]`` (step index, repeat pass or None)."""
+    segments = []
+    for part in path.split("."):
+        match = _SEGMENT.match(part)
+        if not match:
+            raise ValueError(f"not a step path: {path!r}")
+        segments.append((int(match.group(1)), int(match.group(2)) if match.group(2) else None))
+    return segments
+
+
+@dataclass
+class Checkpoint:
+    path: str  # the last step this checkpoint covers
+    url: str
+    outputs: dict[str, Any]
+    loops: list[dict[str, Any]]  # enclosing repeats: index, iteration, last_pass
+    storage: dict[str, Any] | None  # Playwright storage_state (cookies, origins incl. IndexedDB)
+    seq: int = 0
+    at: float = field(default_factory=time.time)
+
+    def to_record(self, box: SecretBox) -> dict[str, Any]:
+        """The JSON kept in ``runs.checkpoint``: outputs and storage encrypted when a key is set
+        (cookies are credentials, and outputs may hold what a logged-in page showed)."""
+        record: dict[str, Any] = {
+            "v": CHECKPOINT_VERSION,
+            "path": self.path,
+            "url": self.url,
+            "loops": self.loops,
+            "seq": self.seq,
+            "at": self.at,
+        }
+        state = {"outputs": self.outputs, "storage": self.storage}
+        if box.enabled:
+            record["state_encrypted"] = box.encrypt_json(state)
+        else:
+            record["state"] = state
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], box: SecretBox) -> Checkpoint:
+        if "state_encrypted" in record:
+            state = box.decrypt_json(record["state_encrypted"], why="this run's checkpoint is encrypted")
+        else:
+            state = record.get("state") or {}
+        return cls(
+            path=record["path"],
+            url=record["url"],
+            outputs=state.get("outputs") or {},
+            loops=record.get("loops") or [],
+            storage=state.get("storage"),
+            seq=record.get("seq", 0),
+            at=record.get("at", 0.0),
+        )
+
+
+class ResumeCursor:
+    """Walks a checkpoint's path while the runner descends, telling it what to skip."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        self.segments = parse_path(checkpoint.path)
+        self.loops = checkpoint.loops
+        self.depth = 0
+        self.active = True
+
+    def at_this_level(self) -> tuple[int, int | None] | None:
+        if not self.active or self.depth >= len(self.segments):
+            return None
+        return self.segments[self.depth]
+
+    def descend(self) -> None:
+        self.depth += 1
+
+    def finish(self) -> None:
+        """The checkpointed step has been passed: from here on, everything runs."""
+        self.active = False

@@ -1,0 +1,449 @@
+"""Chaos tests: real prefork Celery workers, a real broker and PostgreSQL, faults injected mid-run.
+
+Every test builds a :class:`Cluster` (its own queue, workers, optional beat, log files), submits
+``chaos_order`` runs from this process through ``run_template.delay`` and then breaks something:
+a worker child, a whole worker, a browser, the broker, the database. Afterwards it reads the
+records (``runs``, ``step_attempts``, ``run_transitions``) and the demo site's submissions and
+checks that nothing was lost, nothing ran twice, and resumed runs skipped what they had done.
+
+Processes: every worker, beat and everything they start (drivers, Chromium) carries the
+environment variable ``CHAOS_TAG=<uuid>`` of its cluster; teardown kills the process groups it
+started, then any process still carrying the tag (orphaned browsers), by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from browserq.demo.site import DEMO_PASSWORD, DemoSite
+from browserq.runner.checkpoint import parse_path
+from browserq.store import Store
+from tests.conftest import REPO, TEST_SECRET_KEY
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+ORDER_REF = "chaos_order@1"
+EVAL_REF = "chaos_eval@1"
+FINAL = frozenset({"completed", "failed", "cancelled", "needs_review"})
+#: Every step path a completed chaos_order run must have a final record for (in any attempt).
+ORDER_PATHS = (
+    ["0", "1", "2", "3", "4"]
+    + [f"5[{p}].{i}" for p in (1, 2, 3) for i in (0, 1)]
+    + ["6", "7", "8", "9", "10"]
+)
+#: The exact command scripts/services.sh starts Redis with (this Redis keeps nothing on disk).
+REDIS_START = [
+    "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
+    "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log",
+]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A chaos test may wait on a worker for a while: give each one its own generous timeout."""
+    for item in items:
+        if item.get_closest_marker("chaos") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(240))
+
+
+# --- processes -----------------------------------------------------------------------------------
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def ppid_of(pid: int) -> int | None:
+    stat = _stat(pid)
+    return int(stat[1]) if stat else None
+
+
+def is_alive(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def tagged_pids(tag: str) -> set[int]:
+    """Live processes whose environment carries ``CHAOS_TAG=tag`` (everything a cluster started)."""
+    needle = f"CHAOS_TAG={tag}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and is_alive(int(entry.name)):
+            found.add(int(entry.name))
+    return found
+
+
+def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class Cluster:
+    """Workers, beat and their environment for one test, on its own queue."""
+
+    tmp: Path
+    env: dict[str, str]
+    queue: str
+    tag: str
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    logs: dict[str, Path] = field(default_factory=dict)
+    _files: list[Any] = field(default_factory=list)
+
+    # --- start ---------------------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = self.tmp / f"{name}.log"
+        handle = log.open("ab")
+        self._files.append(handle)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", *argv],
+            env=self.env, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+        )
+        self.procs[name], self.logs[name] = proc, log
+        return proc
+
+    def start_worker(self, name: str = "w1", concurrency: int = 2, timeout: float = 90) -> subprocess.Popen:
+        """A prefork worker; returns once every child has launched its browser."""
+        proc = self._spawn(name, [
+            "worker", "--pool", "prefork", "--concurrency", str(concurrency), "-Q", self.queue,
+            "-n", f"{self.queue}-{name}@%h", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+            "--without-heartbeat",
+        ])
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"worker {name} exited at start:\n{self.log(name)[-4000:]}")
+            text = self.log(name)
+            return "ready." in text and text.count("runtime started") >= concurrency
+
+        wait_for(ready, timeout, f"worker {name} to start")
+        return proc
+
+    def start_beat(self) -> subprocess.Popen:
+        proc = self._spawn("beat", ["beat", "-s", str(self.tmp / "beat-schedule"), "--loglevel", "INFO"])
+        wait_for(lambda: "beat: Starting" in self.log("beat") or proc.poll() is not None, 30, "beat to start")
+        assert proc.poll() is None, self.log("beat")[-3000:]
+        return proc
+
+    # --- look ----------------------------------------------------------------------------------
+    def log(self, name: str | None = None) -> str:
+        names = [name] if name else list(self.logs)
+        return "".join(self.logs[n].read_text(errors="replace") for n in names if self.logs[n].exists())
+
+    def children(self, name: str = "w1") -> set[int]:
+        """The worker's live prefork children."""
+        parent = self.procs[name].pid
+        return {pid for pid in tagged_pids(self.tag) if ppid_of(pid) == parent and b"celery" in _cmdline(pid)}
+
+    def browser_roots(self) -> dict[int, int]:
+        """Chromium browser processes (not its helpers) of this cluster → the worker child above it."""
+        children = set().union(*(self.children(n) for n in self.procs if n != "beat"))
+        roots = {}
+        for pid in tagged_pids(self.tag):
+            cmd = _cmdline(pid)
+            if b"--browserq-instance=" not in cmd or b"--type=" in cmd:
+                continue
+            up = ppid_of(pid)
+            while up and up > 1 and up not in children:
+                up = ppid_of(up)
+            roots[pid] = up if up in children else 0
+        return roots
+
+    # --- stop ----------------------------------------------------------------------------------
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL the whole worker: its parent and its children (the process group)."""
+        proc = self.procs[name]
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+
+    def close(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM if name != "beat" else signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 15
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group, even after a clean exit
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+        for _ in range(50):  # orphaned drivers/browsers still carrying our tag
+            left = tagged_pids(self.tag)
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+        for handle in self._files:
+            handle.close()
+
+
+@pytest.fixture
+def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
+    """``make_cluster(broker_url, database_url=None, **env)`` → a :class:`Cluster`; torn down after."""
+    clusters: list[Cluster] = []
+
+    def make(broker_url: str = REDIS_URL, database_url: str | None = None, **extra: str) -> Cluster:
+        db = database_url or pg_url
+        queue = f"bq_chaos_{uuid.uuid4().hex[:8]}"
+        tag = uuid.uuid4().hex
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+        env.update({
+            "BROWSERQ_BROKER_URL": broker_url,
+            "BROWSERQ_RESULT_BACKEND": f"db+{db}",
+            "BROWSERQ_DATABASE_URL": db,
+            "BROWSERQ_TEMPLATES_DIR": str(TEMPLATES),
+            "BROWSERQ_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
+            "BROWSERQ_QUEUE": queue,
+            "BROWSERQ_SECRET_KEY": TEST_SECRET_KEY,
+            "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
+            "BROWSERQ_LEASE_TTL_S": "4",
+            "BROWSERQ_SWEEP_INTERVAL_S": "2",
+            "BROWSERQ_REQUEUE_AFTER_S": "8",
+            "BROWSERQ_RUN_RETRY_BACKOFF_S": "1",
+            "BROWSERQ_RUN_RETRY_BACKOFF_MAX_S": "5",
+            "BROWSERQ_LOG_LEVEL": "INFO",
+            "PYTHONPATH": str(REPO),
+            "PYTHONUNBUFFERED": "1",
+            "CHAOS_TAG": tag,
+        })
+        env.update(extra)
+        directory = tmp_path / f"cluster{len(clusters)}"
+        directory.mkdir()
+        cluster = Cluster(tmp=directory, env=env, queue=queue, tag=tag)
+        clusters.append(cluster)
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in clusters:
+            cluster.close()
+
+
+@contextmanager
+def producer(cluster: Cluster, database_url: str) -> Iterator[None]:
+    """Make this test process a browserq producer for the cluster (its broker, queue, database)."""
+    from browserq import celery_app
+    from browserq.settings import get_settings, reset_settings_cache
+
+    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
+
+    def configure() -> None:
+        reset_settings_cache()
+        celery_app.reset_producer_cache()
+        celery_app.app.conf.update(celery_app.celery_config(get_settings()))
+        celery_app.app._after_fork()  # forget pooled broker connections to the previous broker
+
+    for key in saved:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in cluster.env.items() if k.startswith("BROWSERQ_")})
+    os.environ["BROWSERQ_DATABASE_URL"] = database_url  # the producer never goes through a proxy
+    configure()
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+        configure()
+
+
+def submit_orders(demo: DemoSite, n: int) -> list[str]:
+    from browserq import run_template
+
+    return [
+        run_template.delay(ORDER_REF, params={"base_url": demo.url, "password": DEMO_PASSWORD}).id
+        for _ in range(n)
+    ]
+
+
+# --- the records ---------------------------------------------------------------------------------
+@pytest.fixture
+def store(pg_url: str) -> Iterator[Store]:
+    s = Store(pg_url)
+    yield s
+    s.dispose()
+
+
+def statuses(store: Store, run_ids: list[str]) -> dict[str, str]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.text("select id, status from runs where id = any(:ids)"), {"ids": run_ids})
+        return dict(rows.all())
+
+
+def wait_finished(store: Store, run_ids: list[str], timeout: float) -> dict[str, str]:
+    """Poll until every run is in a final status or the deadline passes; returns the statuses."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = statuses(store, run_ids)
+        if all(now.get(r) in FINAL for r in run_ids) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
+def running_runs(store: Store, run_ids: list[str], *, mid_run: bool = True) -> list[dict[str, Any]]:
+    """Runs executing right now under a lease (and, ``mid_run``, past their first step)."""
+    query = """
+        select r.id, r.lease_owner, r.takeovers, r.attempt from runs r
+        where r.id = any(:ids) and r.status = 'running' and r.lease_owner is not null
+          and r.lease_expires_at > now()
+    """
+    if mid_run:
+        query += """ and exists (select 1 from step_attempts s where s.run_id = r.id
+                     and s.run_attempt = r.attempt and s.status = 'succeeded')"""
+    with store.engine.connect() as conn:
+        return [dict(row._mapping) for row in conn.execute(sa.text(query), {"ids": run_ids})]
+
+
+def owner_pid(owner: str) -> int:
+    return int(owner.split(":")[1])
+
+
+def order_key(path: str) -> list[tuple[int, int]]:
+    return [(i, p or 0) for i, p in parse_path(path.split("~")[0])]
+
+
+def resume_violations(store: Store, run_id: str) -> tuple[int, list[str]]:
+    """(resumes, problems): a resuming attempt must not record any step at or before its checkpoint."""
+    steps = store.steps(run_id)
+    problems, resumes = [], 0
+    for resume in (s for s in steps if s.action == "resume"):
+        resumes += 1
+        at = resume.inputs["checkpoint"]
+        for s in steps:
+            if s.run_attempt == resume.run_attempt and s.action != "resume" and order_key(s.step_path) <= order_key(at):
+                problems.append(f"attempt {s.run_attempt} resumed after {at} but recorded {s.step_path}")
+    return resumes, problems
+
+
+def duplicate_step_attempts(store: Store, run_ids: list[str]) -> list[tuple]:
+    query = """
+        select run_id, run_attempt, step_path, attempt, count(*) from step_attempts
+        where run_id = any(:ids) group by run_id, run_attempt, step_path, attempt having count(*) > 1
+    """
+    with store.engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(sa.text(query), {"ids": run_ids})]
+
+
+@dataclass
+class Figures:
+    runs: int
+    statuses: Counter
+    lost: int
+    duplicated_side_effects: int
+    resumed_from_checkpoint: int
+    takeovers: int
+
+    def line(self, name: str, **extra: Any) -> str:
+        parts = [
+            f"runs={self.runs}", f"completed={self.statuses['completed']}",
+            f"needs_review={self.statuses['needs_review']}", f"failed={self.statuses['failed']}",
+            f"lost={self.lost}", f"duplicated_side_effects={self.duplicated_side_effects}",
+            f"resumed_from_checkpoint={self.resumed_from_checkpoint}", f"takeovers={self.takeovers}",
+        ]
+        parts += [f"{k}={v}" for k, v in extra.items()]
+        return f"chaos {name}: " + " ".join(parts)
+
+
+def check_orders(store: Store, demo: DemoSite, run_ids: list[str], final: dict[str, str]) -> Figures:
+    """The invariants every chaos_order test shares; returns the figures for the summary line."""
+    counts = Counter(final.get(r, "missing") for r in run_ids)
+    lost = [r for r in run_ids if final.get(r) not in FINAL]
+    problems: list[str] = []
+    resumed = takeovers = duplicated = 0
+    for run_id in run_ids:
+        sent = demo.submissions_with(run_id)
+        duplicated += max(0, sent - 1)
+        run = store.get_run(run_id)
+        takeovers += run.takeovers if run else 0
+        if final.get(run_id) == "completed":
+            if sent != 1:
+                problems.append(f"{run_id}: completed with {sent} submissions")
+            quotes = [q["text"] for q in (run.outputs or {}).get("quotes", [])]
+            if len(quotes) != 30 or len(set(quotes)) != 30:
+                problems.append(f"{run_id}: {len(quotes)} quotes ({len(set(quotes))} distinct), expected 30")
+            done = {s.step_path for s in store.steps(run_id) if s.status in ("succeeded", "skipped")}
+            missing = [p for p in ORDER_PATHS if p not in done]
+            if missing:
+                problems.append(f"{run_id}: completed without a final record of steps {missing}")
+        elif sent > 1:
+            problems.append(f"{run_id}: {final.get(run_id)} with {sent} submissions")
+        if final.get(run_id) in FINAL:
+            open_steps = [s.step_path for s in store.steps(run_id) if s.status == "started"]
+            if open_steps:
+                problems.append(f"{run_id}: {final.get(run_id)} but steps {open_steps} are still 'started'")
+        count, violations = resume_violations(store, run_id)
+        resumed += count > 0
+        problems += [f"{run_id}: {v}" for v in violations]
+    figures = Figures(len(run_ids), counts, len(lost), duplicated, resumed, takeovers)
+    assert not lost, f"runs not finished in time: { {r: final.get(r) for r in lost} }"
+    assert counts["completed"] + counts["needs_review"] == len(run_ids), dict(counts)
+    assert duplicated == 0 and not problems, "\n".join(problems)
+    return figures
+
+
+@pytest.fixture
+def report(capsys: pytest.CaptureFixture[str]) -> Any:
+    """Print a summary line past pytest's output capture (so ``-q`` runs show it too)."""
+
+    def emit(line: str) -> None:
+        with capsys.disabled():
+            print(f"\n{line}", flush=True)
+
+    return emit
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    seed = int(os.environ.get("CHAOS_SEED", time.time_ns() % 1_000_000))
+    print(f"chaos seed {seed} (CHAOS_SEED={seed} repeats the choices)")
+    return random.Random(seed)

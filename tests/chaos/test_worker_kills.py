@@ -1,0 +1,126 @@
+"""SIGKILL worker processes mid-run: a prefork child (Celery redelivers its message), or a whole
+worker (nobody redelivers: the sweeper re-sends once the lease expires)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from browserq.store import Store
+from tests.chaos.conftest import (
+    FINAL,
+    check_orders,
+    owner_pid,
+    producer,
+    running_runs,
+    statuses,
+    submit_orders,
+    wait_finished,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.chaos]
+
+RUNS = 24
+MIN_KILLS = 5
+MAX_KILLS = 8
+
+
+def test_sigkill_a_worker_child_every_two_seconds(
+    make_cluster, demo, pg_url: str, store: Store, report, rng: random.Random
+) -> None:
+    cluster = make_cluster()
+    cluster.start_worker("w1", concurrency=2)
+    demo.latency_ms = 120
+    with producer(cluster, pg_url):
+        run_ids = submit_orders(demo, RUNS)
+    kills: list[tuple[str, int]] = []  # (run id, child pid)
+    deadline = time.monotonic() + 170
+    next_kill = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        now = statuses(store, run_ids)
+        if all(now.get(r) in FINAL for r in run_ids):
+            break
+        if len(kills) < MAX_KILLS and time.monotonic() >= next_kill:
+            children = cluster.children("w1")
+            # A run already taken over twice is spared: this test is about recovery, not about
+            # the poison-run limit (max_worker_losses).
+            candidates = [
+                r for r in running_runs(store, run_ids)
+                if owner_pid(r["lease_owner"]) in children and r["takeovers"] < 2
+            ]
+            if candidates:
+                victim = rng.choice(candidates)
+                pid = owner_pid(victim["lease_owner"])
+                os.kill(pid, signal.SIGKILL)
+                kills.append((victim["id"], pid))
+                next_kill = time.monotonic() + rng.uniform(1.5, 2.5)
+        time.sleep(0.1)
+    final = wait_finished(store, run_ids, timeout=max(1.0, deadline - time.monotonic()))
+    figures = check_orders(store, demo, run_ids, final)
+    log = cluster.log("w1")
+    lost_children = log.count("exited with 'signal 9 (SIGKILL)'")
+    recovered = sum(
+        1 for r in run_ids for s in store.steps(r) if (s.output or {}) == {"recovered": True} or
+        (isinstance(s.output, dict) and s.output.get("recovered") is True)
+    )
+    report(figures.line(
+        "worker_child_sigkill", kills=len(kills), children_lost_per_celery=lost_children,
+        side_effects_recovered_by_postcondition=recovered,
+    ))
+    assert len(kills) >= MIN_KILLS, f"only {len(kills)} kills landed mid-run"
+    assert lost_children == len(kills)
+    for run_id, pid in kills:  # every killed run was redelivered and taken over from its dead child
+        run = store.get_run(run_id)
+        assert run.takeovers >= 1 or run.attempt >= 2, (run_id, pid, run.status, run.takeovers)
+    assert figures.takeovers >= len({r for r, _ in kills})
+    assert figures.resumed_from_checkpoint >= 1
+
+
+def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
+    make_cluster, demo, pg_url: str, store: Store, report
+) -> None:
+    cluster = make_cluster()
+    cluster.start_worker("w1", concurrency=1)
+    cluster.start_worker("w2", concurrency=1)
+    cluster.start_beat()
+    demo.latency_ms = 120
+    with producer(cluster, pg_url):
+        run_ids = submit_orders(demo, 6)
+    w1_children = cluster.children("w1")
+    w2_children = cluster.children("w2")
+
+    def w1_past_a_checkpoint() -> list[dict]:
+        return [
+            r for r in running_runs(store, run_ids)
+            if owner_pid(r["lease_owner"]) in w1_children
+            and store.get_run(r["id"]).checkpoint is not None
+        ]
+
+    deadline = time.monotonic() + 60
+    victims: list[dict] = []
+    while not victims and time.monotonic() < deadline:
+        victims = w1_past_a_checkpoint()
+        time.sleep(0.05)
+    assert victims, "worker w1 never got past a checkpoint"
+    cluster.kill_worker("w1")  # parent and child at once, like an OOM kill of the container
+    killed_at = time.time()
+    final = wait_finished(store, run_ids, timeout=120)
+    figures = check_orders(store, demo, run_ids, final)
+    victim = store.get_run(victims[0]["id"])
+    reasons = [t.reason for t in store.transitions(victim.id)]
+    sweeps = cluster.log().count("re-enqueued stuck run")
+    report(figures.line(
+        "whole_worker_sigkill", kills=1, victim_status=victim.status,
+        victim_finished_after_s=f"{victim.finished_at.timestamp() - killed_at:.1f}",
+        sweeper_requeues=sweeps,
+    ))
+    assert victim.status in ("completed", "needs_review")
+    assert owner_pid(victim.worker) in w2_children, (victim.worker, w2_children)
+    assert any("re-enqueued by the sweeper" in r for r in reasons), reasons
+    steps = store.steps(victim.id)
+    assert any(s.action == "resume" for s in steps), "the victim restarted instead of resuming"
+    assert {owner_pid(r["lease_owner"]) for r in victims} <= w1_children
