@@ -13,6 +13,7 @@ run-level retry with backoff.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import time
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from celery.utils.time import get_exponential_backoff_interval
 
 from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
@@ -282,11 +282,8 @@ class Runtime:
             return "resume"
         if error_class in (ErrorClass.RETRY_RUN, ErrorClass.ROTATE_IDENTITY, ErrorClass.INFRASTRUCTURE):
             if retries_used < budget:
-                countdown = get_exponential_backoff_interval(
-                    factor=self.settings.run_retry_backoff_s,
-                    retries=retries_used,
-                    maximum=self.settings.run_retry_backoff_max_s,
-                    full_jitter=True,
+                countdown = backoff_s(
+                    retries_used, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s
                 )
                 self.store.transition(
                     run_id, "retrying",
@@ -335,6 +332,13 @@ class Runtime:
                     cancelled = self.store.cancel_batch_remaining(batch_id, reason=reason)
                     log.warning("batch circuit breaker tripped", batch_id=batch_id, cancelled=cancelled)
         self.store.finish_batch_if_done(batch_id)
+
+
+def backoff_s(retries: int, base_s: float, max_s: float) -> float:
+    """Exponential backoff with "equal jitter": half fixed, half random, so a batch of runs that
+    failed together does not retry together. (Celery's helper only takes whole seconds.)"""
+    ceiling = min(max_s, base_s * (2**retries))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 def _is_side_effect(loaded: LoadedTemplate, path: str) -> bool:

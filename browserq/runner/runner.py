@@ -646,25 +646,31 @@ class TemplateRunner:
         raise failure
 
     async def _probe(self, step: ActionStep, state: _RunState) -> tuple[bool, str]:
-        """Check a side effect's postcondition (opening its ``url`` first, when it has one)."""
-        assert step.postcondition is not None
+        """Check a side effect's postcondition. With a ``url`` the check happens in a second tab,
+        so the run's own page (and what was filled in on it) stays as it was."""
+        assert step.postcondition is not None and state.context is not None
         condition = render(step.postcondition.model_dump(exclude_none=True), state.scope())
-        page = self._page(state)
         timeout = min(5000.0, max(1000.0, (state.deadline - time.monotonic()) * 1000))
+        probe_page = await state.context.new_page() if condition.get("url") else self._page(state)
         try:
             if condition.get("url"):
                 check_url(condition["url"], state.request.loaded.template.settings.allowed_domains)
-                await page.goto(condition["url"], timeout=timeout)
+                await probe_page.goto(condition["url"], timeout=timeout)
             if condition.get("url_matches"):
-                await page.wait_for_url(url_matcher(condition["url_matches"]), wait_until="commit", timeout=timeout)
+                await probe_page.wait_for_url(
+                    url_matcher(condition["url_matches"]), wait_until="commit", timeout=timeout
+                )
             if condition.get("selector"):
-                await locate(page, condition["selector"]).first.wait_for(state="attached", timeout=timeout)
+                await locate(probe_page, condition["selector"]).first.wait_for(state="attached", timeout=timeout)
             if condition.get("text"):
-                await page.get_by_text(condition["text"]).first.wait_for(state="attached", timeout=timeout)
+                await probe_page.get_by_text(condition["text"]).first.wait_for(state="attached", timeout=timeout)
         except StepFailed as exc:
             return False, f"postcondition could not be checked: {exc.message}"
         except Exception as exc:  # noqa: BLE001 - a timeout means "does not hold"
             return False, f"postcondition does not hold ({first_line(exc)})"
+        finally:
+            if probe_page is not state.page:
+                await probe_page.close()
         return True, "postcondition holds"
 
     # --- artifacts ---------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def test_redis_restart_loses_queued_messages_the_sweeper_resends_them(
     requeued = log.count("re-enqueued stuck run")
     report(figures.line(
         "redis_restart", messages_vanished=waiting, sweeper_requeues=requeued,
-        deliveries=len(re.findall(r"Task browserq\.run_template\[\w+\] received", log)),
+        deliveries=len(re.findall(r"Task browserq\.run_template\[[\w-]+\] received", log)),
         duplicate_deliveries_refused=log.count("run busy elsewhere"),
     ))
     assert waiting >= 1, "no message was waiting in Redis when it stopped: the restart tested nothing"
@@ -122,7 +122,7 @@ def test_rabbitmq_restart_loses_nothing(make_cluster, demo, pg_url: str, store: 
         log = cluster.log()
         report(figures.line(
             "rabbitmq_restart", sweeper_requeues=log.count("re-enqueued stuck run"),
-            deliveries=len(re.findall(r"Task browserq\.run_template\[\w+\] received", log)),
+            deliveries=len(re.findall(r"Task browserq\.run_template\[[\w-]+\] received", log)),
             duplicate_deliveries_refused=log.count("run busy elsewhere"),
         ))
         for run_id in run_ids:  # a redelivery never ran a run a second time

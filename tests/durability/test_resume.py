@@ -238,8 +238,9 @@ def test_browser_killed_mid_run_is_relaunched_and_the_run_resumes(pg_runtime: Ru
     assert len(outcome.outputs["quotes"]) == 50
     assert pg_runtime.pool.launches == launches + 1
     assert demo.hits("/quotes/page/2/") == 1  # before the checkpoint: not re-executed
-    codes = [s.error_code for s in store.steps(run_id) if s.error_code]
-    assert "BROWSER_CRASHED" in codes or "PAGE_CRASHED" in codes
+    reasons = [t.reason for t in store.transitions(run_id) if t.to_status == "retrying"]
+    assert len(reasons) == 1 and "browser lost" in reasons[0]
+    assert [s.action for s in store.steps(run_id)].count("resume") == 1
 
 
 def test_run_level_retry_with_backoff(pg_runtime: Runtime, demo) -> None:
