@@ -206,7 +206,11 @@ class Runtime:
                     ),
                 )
             request = self._request(run_id, lease, loaded, params, names)
-            outcome = self.loop.run(self.runner.run(request), timeout=timeout)
+            try:
+                outcome = self.loop.run(self.runner.run(request), timeout=timeout)
+            except BaseException:  # Celery's soft time limit, or the process is stopping
+                self._finish_interrupted(run_id, lease.token)
+                raise
             if outcome.lease_lost:
                 return outcome
             decision = self._decide(run_id, lease, outcome, loaded, resumes)
@@ -294,6 +298,16 @@ class Runtime:
                 self.store.release_lease(run_id, token=lease.token)
                 return RetryLater(outcome, float(countdown))
         return None
+
+    def _finish_interrupted(self, run_id: str, token: int) -> None:
+        """Record a run whose execution was interrupted from outside (it cleaned up already)."""
+        try:
+            self._finish(run_id, token, RunOutcome(
+                run_id, "failed", {}, Codes.RUN_TIMEOUT.code,
+                "the run was interrupted before it finished (Celery time limit or shutdown)",
+            ))
+        except Exception as exc:  # noqa: BLE001 - the lease will expire and the sweeper take over
+            log.warning("could not record the interrupted run", run_id=run_id, error=str(exc))
 
     def _finish(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
         self.store.finish_run(

@@ -344,6 +344,14 @@ def running_runs(store: Store, run_ids: list[str], *, mid_run: bool = True) -> l
         return [dict(row._mapping) for row in conn.execute(sa.text(query), {"ids": run_ids})]
 
 
+def current_step(store: Store, run_id: str, attempt: int) -> str | None:
+    """The path of the step the run's attempt recorded last (the one under way, or just done)."""
+    query = """select step_path from step_attempts where run_id = :r and run_attempt = :a
+               order by id desc limit 1"""
+    with store.engine.connect() as conn:
+        return conn.execute(sa.text(query), {"r": run_id, "a": attempt}).scalar()
+
+
 def owner_pid(owner: str) -> int:
     return int(owner.split(":")[1])
 
@@ -382,6 +390,13 @@ class Figures:
     duplicated_side_effects: int
     resumed_from_checkpoint: int
     takeovers: int
+    problems: list[str] = field(default_factory=list)
+
+    def verify(self) -> None:
+        """Nothing lost or stuck, every run completed or needs_review, no invariant broken."""
+        assert self.lost == 0, f"{self.lost} runs not finished in time: {dict(self.statuses)}"
+        assert self.statuses["completed"] + self.statuses["needs_review"] == self.runs, dict(self.statuses)
+        assert self.duplicated_side_effects == 0 and not self.problems, "\n".join(self.problems)
 
     def line(self, name: str, **extra: Any) -> str:
         parts = [
@@ -395,7 +410,8 @@ class Figures:
 
 
 def check_orders(store: Store, demo: DemoSite, run_ids: list[str], final: dict[str, str]) -> Figures:
-    """The invariants every chaos_order test shares; returns the figures for the summary line."""
+    """The invariants every chaos_order test shares: the figures for the summary line, with every
+    broken invariant in ``problems`` (``Figures.verify()`` asserts them)."""
     counts = Counter(final.get(r, "missing") for r in run_ids)
     lost = [r for r in run_ids if final.get(r) not in FINAL]
     problems: list[str] = []
@@ -424,11 +440,8 @@ def check_orders(store: Store, demo: DemoSite, run_ids: list[str], final: dict[s
         count, violations = resume_violations(store, run_id)
         resumed += count > 0
         problems += [f"{run_id}: {v}" for v in violations]
-    figures = Figures(len(run_ids), counts, len(lost), duplicated, resumed, takeovers)
-    assert not lost, f"runs not finished in time: { {r: final.get(r) for r in lost} }"
-    assert counts["completed"] + counts["needs_review"] == len(run_ids), dict(counts)
-    assert duplicated == 0 and not problems, "\n".join(problems)
-    return figures
+    problems += [f"{r}: not finished in time ({final.get(r)})" for r in lost]
+    return Figures(len(run_ids), counts, len(lost), duplicated, resumed, takeovers, problems)
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ import redis
 
 from browserq.store import Store
 from tests.chaos.conftest import (
+    AMQP_URL,
     REDIS_START,
     REDIS_URL,
-    AMQP_URL,
     check_orders,
     producer,
     running_runs,
@@ -52,7 +52,7 @@ def redis_answers() -> bool:
 def redis_down() -> Iterator[None]:
     """Stop Redis (nothing saved) for the body; it is started again even if the test fails."""
     try:
-        subprocess.run(["redis-cli", "shutdown", "nosave"], capture_output=True, timeout=10)
+        subprocess.run(["redis-cli", "shutdown", "nosave"], check=False, capture_output=True, timeout=10)
         wait_for(lambda: not port_open(6379), 10, "Redis to stop")
         yield
     finally:
@@ -62,7 +62,7 @@ def redis_down() -> Iterator[None]:
 
 
 def rabbitmq_answers() -> bool:
-    done = subprocess.run(["rabbitmqctl", "await_startup", "--timeout", "2"], capture_output=True, timeout=30)
+    done = subprocess.run(["rabbitmqctl", "await_startup", "--timeout", "2"], check=False, capture_output=True, timeout=30)
     return done.returncode == 0 and port_open(5672)
 
 
@@ -74,9 +74,9 @@ def rabbitmq_down() -> Iterator[None]:
         wait_for(lambda: not port_open(5672), 20, "RabbitMQ to stop listening")
         yield
     finally:
-        subprocess.run(["rabbitmqctl", "start_app"], capture_output=True, timeout=120)
+        subprocess.run(["rabbitmqctl", "start_app"], check=False, capture_output=True, timeout=120)
         if not rabbitmq_answers():  # the node itself died: start it the way scripts/services.sh does
-            subprocess.run(["rabbitmq-server", "-detached"], capture_output=True, timeout=30)
+            subprocess.run(["rabbitmq-server", "-detached"], check=False, capture_output=True, timeout=30)
         wait_for(rabbitmq_answers, 120, "RabbitMQ to come back", interval=1)
 
 
@@ -102,6 +102,7 @@ def test_redis_restart_loses_queued_messages_the_sweeper_resends_them(
         deliveries=len(re.findall(r"Task browserq\.run_template\[[\w-]+\] received", log)),
         duplicate_deliveries_refused=log.count("run busy elsewhere"),
     ))
+    figures.verify()
     assert waiting >= 1, "no message was waiting in Redis when it stopped: the restart tested nothing"
     assert requeued >= waiting
 
@@ -125,9 +126,10 @@ def test_rabbitmq_restart_loses_nothing(make_cluster, demo, pg_url: str, store: 
             deliveries=len(re.findall(r"Task browserq\.run_template\[[\w-]+\] received", log)),
             duplicate_deliveries_refused=log.count("run busy elsewhere"),
         ))
+        figures.verify()
         for run_id in run_ids:  # a redelivery never ran a run a second time
             starts = [t for t in store.transitions(run_id) if t.to_status == "running"]
             assert len(starts) == store.get_run(run_id).attempt
     finally:
         cluster.close()
-        subprocess.run(["rabbitmqctl", "delete_queue", cluster.queue], capture_output=True, timeout=30)
+        subprocess.run(["rabbitmqctl", "delete_queue", cluster.queue], check=False, capture_output=True, timeout=30)

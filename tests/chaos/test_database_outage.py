@@ -58,6 +58,7 @@ def test_postgres_outage_mid_run_loses_and_doubles_no_record(
             "postgres_outage", outage_s=f"{outage:.1f}", store_retries_logged=retries,
             duplicate_step_attempts=len(duplicates), site_hits_during_outage=hits_during,
         ))
+        figures.verify()
         assert not duplicates, duplicates
         assert retries >= 2, "the workers never noticed the outage"
         assert "StoreUnavailable" not in log

@@ -66,6 +66,7 @@ def test_a_message_delivered_twice_runs_once(make_cluster, demo, pg_url: str, st
         "duplicate_delivery", messages_sent=sent, deliveries=deliveries,
         duplicates_refused_busy=busy, runs_executed_more_than_once=len(overlapping),
     ))
+    figures.verify()
     assert busy >= 1, "no duplicate ever met its run while it executed"
     assert not overlapping, overlapping
 

@@ -14,12 +14,14 @@ from browserq.store import Store
 from tests.chaos.conftest import (
     FINAL,
     check_orders,
+    current_step,
     owner_pid,
     producer,
     running_runs,
     statuses,
     submit_orders,
     wait_finished,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.chaos]
@@ -27,6 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.chaos]
 RUNS = 24
 MIN_KILLS = 5
 MAX_KILLS = 8
+LAST_STEP = "10"
 
 
 def test_sigkill_a_worker_child_every_two_seconds(
@@ -51,6 +54,7 @@ def test_sigkill_a_worker_child_every_two_seconds(
             candidates = [
                 r for r in running_runs(store, run_ids)
                 if owner_pid(r["lease_owner"]) in children and r["takeovers"] < 2
+                and current_step(store, r["id"], r["attempt"]) != LAST_STEP  # about to finish
             ]
             if candidates:
                 victim = rng.choice(candidates)
@@ -71,6 +75,7 @@ def test_sigkill_a_worker_child_every_two_seconds(
         "worker_child_sigkill", kills=len(kills), children_lost_per_celery=lost_children,
         side_effects_recovered_by_postcondition=recovered,
     ))
+    figures.verify()
     assert len(kills) >= MIN_KILLS, f"only {len(kills)} kills landed mid-run"
     assert lost_children == len(kills)
     for run_id, pid in kills:  # every killed run was redelivered and taken over from its dead child
@@ -97,7 +102,8 @@ def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
         return [
             r for r in running_runs(store, run_ids)
             if owner_pid(r["lease_owner"]) in w1_children
-            and store.get_run(r["id"]).checkpoint is not None
+            and (store.get_run(r["id"]).checkpoint or {}).get("path") not in (None, "9")
+            and current_step(store, r["id"], r["attempt"]) != LAST_STEP
         ]
 
     deadline = time.monotonic() + 60
@@ -115,12 +121,40 @@ def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
     sweeps = cluster.log().count("re-enqueued stuck run")
     report(figures.line(
         "whole_worker_sigkill", kills=1, victim_status=victim.status,
-        victim_finished_after_s=f"{victim.finished_at.timestamp() - killed_at:.1f}",
+        victim_finished_after_s=(
+            f"{victim.finished_at.timestamp() - killed_at:.1f}" if victim.finished_at else "never"
+        ),
         sweeper_requeues=sweeps,
     ))
+    figures.verify()
     assert victim.status in ("completed", "needs_review")
     assert owner_pid(victim.worker) in w2_children, (victim.worker, w2_children)
     assert any("re-enqueued by the sweeper" in r for r in reasons), reasons
     steps = store.steps(victim.id)
     assert any(s.action == "resume" for s in steps), "the victim restarted instead of resuming"
     assert {owner_pid(r["lease_owner"]) for r in victims} <= w1_children
+
+
+def test_sigkill_a_worker_child_while_its_side_effect_is_answered(
+    make_cluster, demo, pg_url: str, store: Store, report
+) -> None:
+    """The form post reached the site, the answer is delayed, the child dies: Celery redelivers,
+    the new child finds step 9 'started', probes the postcondition and does not post again."""
+    cluster = make_cluster()
+    cluster.start_worker("w1", concurrency=1)
+    demo.latency_ms = 100
+    demo.confirm_delay_ms = 3000
+    with producer(cluster, pg_url):
+        (run_id,) = submit_orders(demo, 1)
+    wait_for(lambda: demo.submissions_with(run_id) == 1, 60, "the form post")
+    (child,) = cluster.children("w1")
+    os.kill(child, signal.SIGKILL)
+    demo.confirm_delay_ms = 0
+    final = wait_finished(store, [run_id], timeout=60)
+    figures = check_orders(store, demo, [run_id], final)
+    send = [(s.run_attempt, s.status, s.error_code, (s.output or {}).get("recovered")) for s in store.steps(run_id)
+            if s.step_path == "9"]
+    report(figures.line("worker_child_sigkill_during_side_effect", kills=1, send_records=send))
+    figures.verify()
+    assert final[run_id] == "completed"
+    assert send == [(1, "unknown", "WORKER_LOST", None), (2, "succeeded", None, True)], send

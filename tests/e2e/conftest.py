@@ -31,6 +31,24 @@ settings: {timeout_s: 60, step_timeout_s: 60, trace: off}
 steps:
   - {action: navigate, url: "${url}"}
 """,
+    "order.yaml": """
+name: order
+version: 1.0.0
+params:
+  base_url: {type: url, required: true}
+  password: {type: secret, required: true}
+settings: {trace: off, step_timeout_s: 10, run_retries: 0, idempotency_key: "order-${base_url}"}
+steps:
+  - {action: navigate, url: "${base_url}/login"}
+  - {action: fill, selector: "#username", value: demo}
+  - {action: fill, selector: "#password", value: "${password}"}
+  - {action: click, selector: "button[type=submit]"}
+  - {action: assert, url: "**/account", message: "login failed"}
+  - {action: fill, selector: "#name", value: "Batch"}
+  - {action: fill, selector: "#message", value: "order ${run.id}"}
+  - {id: send, action: click, selector: "#send", side_effect: true}
+  - {action: assert, selector: "#confirmation"}
+""",
     "storage_write.yaml": """
 name: storage_write
 version: 1.0.0
@@ -170,3 +188,41 @@ def run_producer(config: WorkerEnv, code: str, timeout: float = 120) -> subproce
     return subprocess.run(
         [sys.executable, "-c", code], env=config.env, cwd=REPO, capture_output=True, text=True, timeout=timeout
     )
+
+
+@pytest.fixture(scope="session")
+def redis_config(tmp_path_factory: pytest.TempPathFactory, pg_url: str, e2e_templates: Path) -> Iterator[WorkerEnv]:
+    config = worker_env(tmp_path_factory.mktemp("redis-e2e"), pg_url, REDIS_URL, e2e_templates)
+    # This test process is the producer: point browserq's settings at the same servers.
+    from browserq import celery_app
+    from browserq.settings import get_settings, reset_settings_cache
+
+    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
+    os.environ.update({k: v for k, v in config.env.items() if k.startswith("BROWSERQ_")})
+    reset_settings_cache()
+    celery_app.reset_producer_cache()
+    celery_app.app.conf.update(celery_app.celery_config(get_settings()))
+    yield config
+    for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
+        del os.environ[key]
+    os.environ.update(saved)
+    reset_settings_cache()
+    celery_app.reset_producer_cache()
+
+
+@pytest.fixture(scope="session")
+def redis_worker(redis_config: WorkerEnv) -> Iterator[None]:
+    with celery_worker(redis_config, concurrency=1):
+        yield
+
+
+def wait_until(predicate, timeout_s: float = 60, interval_s: float = 0.1):  # noqa: ANN001, ANN201
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s} s")
+        time.sleep(interval_s)

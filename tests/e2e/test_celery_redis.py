@@ -26,32 +26,6 @@ from tests.e2e.conftest import (
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def redis_config(tmp_path_factory: pytest.TempPathFactory, pg_url: str, e2e_templates: Path) -> Iterator[WorkerEnv]:
-    config = worker_env(tmp_path_factory.mktemp("redis-e2e"), pg_url, REDIS_URL, e2e_templates)
-    # This test process is the producer: point browserq's settings at the same servers.
-    from browserq import celery_app
-    from browserq.settings import get_settings, reset_settings_cache
-
-    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
-    os.environ.update({k: v for k, v in config.env.items() if k.startswith("BROWSERQ_")})
-    reset_settings_cache()
-    celery_app.reset_producer_cache()
-    celery_app.app.conf.update(celery_app.celery_config(get_settings()))
-    yield config
-    for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
-        del os.environ[key]
-    os.environ.update(saved)
-    reset_settings_cache()
-    celery_app.reset_producer_cache()
-
-
-@pytest.fixture(scope="module")
-def redis_worker(redis_config: WorkerEnv) -> Iterator[None]:
-    with celery_worker(redis_config, concurrency=1):
-        yield
-
-
 def run_count(pg_url: str) -> int:
     engine = sa.create_engine(pg_url)
     try:
