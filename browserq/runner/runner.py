@@ -701,9 +701,12 @@ class TemplateRunner:
         assert page is not None
         attempt_id = state.failed_attempt_id
         try:  # a page still loading (the usual reason for a timeout) would stall the capture
-            await asyncio.wait_for(page.evaluate("window.stop()"), 1.0)
-        except Exception:  # noqa: BLE001
-            pass
+            assert state.context is not None
+            cdp = await state.context.new_cdp_session(page)
+            await asyncio.wait_for(cdp.send("Page.stopLoading"), 1.0)
+            await cdp.detach()
+        except Exception as exc:  # noqa: BLE001 - the capture below still tries
+            log.debug("could not stop loading before the snapshot", error=first_line(exc))
         try:
             png = await page.screenshot(full_page=True, timeout=SNAPSHOT_TIMEOUT_S * 1000)
             await self._save_artifact(state, attempt_id, "failure_screenshot", "failure.png", png, "image/png")

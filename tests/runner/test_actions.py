@@ -290,7 +290,7 @@ def test_http_status_codes_map_to_error_codes(any_runtime: Runtime, demo) -> Non
 def test_run_timeout_bounds_a_hung_page(any_runtime: Runtime, demo) -> None:
     loaded = template(
         """
-        settings: {timeout_s: 1.5, step_timeout_s: 30}
+        settings: {timeout_s: 1.5, step_timeout_s: 30, run_retries: 0}
         steps:
           - {action: navigate, url: "%s/slow?ms=20000"}
         """
