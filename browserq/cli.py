@@ -393,6 +393,10 @@ def cancel(
     """Cancel a queued or running run. A running run stops at its next lease renewal."""
     store = _store()
     full_id = _resolve_run_id(store, run_id)
+    before = store.get_run(full_id)
+    if before is not None and before.status in {"completed", "failed", "cancelled", "needs_review"}:
+        console.print(f"run {full_id} already ended: {before.status}")
+        return
     view = store.request_cancel(full_id, reason=reason)
     if view.status == "cancelled":
         console.print(f"run {full_id} cancelled")

@@ -93,3 +93,22 @@ def test_demo_runs_every_bundled_template(tmp_path: Path) -> None:
     assert done.stdout.count("COMPLETED") == 3
     assert "quotes: 50 items" in done.stdout
     assert (tmp_path / "cli.db").exists() and "Artifacts:" in done.stdout
+
+
+def test_cancel_a_queued_run_and_show_its_history(tmp_path: Path, site) -> None:
+    from browserq.runs import prepare_run, record_run
+    from browserq.store import Store
+    from browserq.templates import TemplateRegistry
+
+    store = Store(f"sqlite:///{tmp_path / 'cli.db'}")
+    store.upgrade()
+    prepared = prepare_run(TemplateRegistry(REPO / "templates"), "quotes", {"start_url": f"{site.url}/quotes/"})
+    record_run(store, prepared, secret_box=None)
+    done = browserq(tmp_path, "cancel", prepared.run_id[:8], "--reason", "not today")
+    assert done.returncode == 0 and "cancelled" in done.stdout
+    assert store.get_run(prepared.run_id).status == "cancelled"
+    shown = browserq(tmp_path, "show", prepared.run_id[:8])
+    assert "cancelled" in shown.stdout and "not today" in shown.stdout
+    again = browserq(tmp_path, "cancel", prepared.run_id)
+    assert "already ended: cancelled" in again.stdout
+    store.dispose()
