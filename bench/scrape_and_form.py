@@ -371,7 +371,12 @@ def check(way: str, quotes: list[dict[str, Any]], confirmation: str) -> None:
 
 
 def browserq_revision() -> str | None:
-    """``git describe`` of the checkout measured, ``-dirty`` when it has local changes."""
+    """``git describe`` of the checkout measured, ``-dirty`` when it has local changes.
+
+    Outside a git checkout (an exported tree) ``BROWSERQ_BENCH_REVISION`` is reported instead.
+    """
+    if os.environ.get("BROWSERQ_BENCH_REVISION"):
+        return os.environ["BROWSERQ_BENCH_REVISION"]
     try:
         out = subprocess.run(
             ["git", "-C", str(REPO), "describe", "--always", "--dirty"],

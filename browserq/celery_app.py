@@ -38,6 +38,11 @@ SWEEP_TASK_NAME = "browserq.sweep"
 HARD_LIMIT_GRACE_S = 30
 
 
+def sweep_queue(settings: Settings) -> str:
+    """The queue of the sweeper task; ``browserq worker`` consumes it next to the runs' queue."""
+    return f"{settings.queue}.sweep"
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     """Celery settings derived from browserq's; see docs in README ("Celery settings we rely on")."""
     return {
@@ -68,8 +73,15 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_timeout": 4,
         "worker_hijack_root_logger": False,
         # The sweeper: re-enqueues runs whose worker vanished or whose message was lost.
+        # On its own queue, so a sweep never waits behind a backlog of runs (the backlog may be
+        # what it has to rescue); a sweep not taken within one interval is dropped.
+        "task_routes": {SWEEP_TASK_NAME: {"queue": sweep_queue(settings)}},
         "beat_schedule": {
-            "browserq-sweep": {"task": SWEEP_TASK_NAME, "schedule": settings.sweep_interval_s},
+            "browserq-sweep": {
+                "task": SWEEP_TASK_NAME,
+                "schedule": settings.sweep_interval_s,
+                "options": {"expires": settings.sweep_interval_s},
+            },
         },
     }
 

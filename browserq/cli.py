@@ -275,11 +275,13 @@ def worker(
 
     Extra arguments are passed to `celery worker`.
     """
+    from browserq.celery_app import sweep_queue
+
     settings = get_settings()
     argv = [
         sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
         "--pool", "prefork", "--concurrency", str(concurrency), "--loglevel", loglevel,
-        "-Q", settings.queue, "-E", *ctx.args,
+        "-Q", f"{settings.queue},{sweep_queue(settings)}", "-E", *ctx.args,
     ]
     os.execv(sys.executable, argv)
 

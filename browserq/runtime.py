@@ -248,8 +248,13 @@ class Runtime:
     def _request(
         self, run_id: str, lease: Any, loaded: LoadedTemplate, params: dict[str, Any], names: frozenset[str]
     ) -> RunRequest:
-        interrupted = self.store.mark_interrupted_steps(run_id, before_attempt=lease.attempt)
-        unknown = frozenset(s.step_path for s in interrupted if _is_side_effect(loaded, s.step_path))
+        self.store.mark_interrupted_steps(run_id, before_attempt=lease.attempt)
+        latest: dict[str, str] = {}
+        for record in self.store.steps(run_id):  # ordered: the last record of a path wins
+            latest[record.step_path] = record.status
+        unknown = frozenset(
+            path for path, status in latest.items() if status == "unknown" and _is_side_effect(loaded, path)
+        )
         run = self.store.get_run(run_id)
         assert run is not None
         checkpoint = Checkpoint.from_record(run.checkpoint, self.secret_box) if run.checkpoint else None

@@ -36,6 +36,7 @@ class BrowserPool:
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._marker: str | None = None
+        self._pid: int | None = None  # remembered: a dead browser can no longer be looked up
         self._lock = asyncio.Lock()
         self._contexts: set[BrowserContext] = set()
         self.launches = 0
@@ -78,13 +79,14 @@ class BrowserPool:
             if self._playwright is None:
                 raise RuntimeError("BrowserPool.start() was not called")
             if self._browser is not None:
-                log.warning("browser disconnected; relaunching", previous_pid=self.pid)
+                log.warning("browser disconnected; relaunching", previous_pid=self._pid)
                 self._contexts.clear()
                 try:
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
                 except Exception:  # noqa: BLE001 - it is already gone
                     pass
             self._browser, self._marker = await launch_chromium(self._playwright, self._settings)
+            self._pid = find_browser_pid(self._marker)
             self.launches += 1
             log.info("browser launched", pid=self.pid, launches=self.launches)
             return self._browser

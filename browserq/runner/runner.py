@@ -484,6 +484,19 @@ class TemplateRunner:
                 return
             if time.monotonic() >= state.deadline and failure.code in (Codes.TIMEOUT, Codes.NAVIGATION_FAILED):
                 failure = StepFailed(Codes.RUN_TIMEOUT, f"cut short by the run's timeout_s: {failure.message}")
+            if step.side_effect and _may_have_happened(failure):
+                # The action was dispatched; whether it took effect is unknown. Never retry blindly.
+                await self._record_end(state, attempt_id, step, attempt, started, path, "unknown", failure)
+                if isinstance(failure, InfrastructureError) or failure.code is Codes.PAGE_CRASHED or state.crashed:
+                    state.failed_attempt_id, state.failed_path = attempt_id, path
+                    raise failure  # resumed after the relaunch, where the probe happens
+                attempt += 1
+                if await self._settle_unknown_side_effect(step, path, state, attempt=attempt):
+                    return
+                if attempt > max_retries:
+                    state.failed_attempt_id, state.failed_path = attempt_id, path
+                    raise failure
+                continue
             await self._record_end(state, attempt_id, step, attempt, started, path, "failed", failure)
             in_place = failure.code.error_class is ErrorClass.RETRY_IN_PLACE
             if isinstance(failure, InfrastructureError) or not in_place or attempt > max_retries:
@@ -598,7 +611,9 @@ class TemplateRunner:
         )
         return checkpoint.to_record(self.secret_box)
 
-    async def _settle_unknown_side_effect(self, step: ActionStep, path: str, state: _RunState) -> bool:
+    async def _settle_unknown_side_effect(
+        self, step: ActionStep, path: str, state: _RunState, attempt: int = 1
+    ) -> bool:
         """A side effect that started but never reported: probe, never re-run blindly.
 
         Returns True when its postcondition shows it happened (recorded as recovered); False when
@@ -618,7 +633,7 @@ class TemplateRunner:
             run_attempt=state.request.run_attempt,
             step_path=path,
             step_id=step.id,
-            attempt=1,
+            attempt=attempt,
             action=step.action,
             inputs={"probe": "postcondition", "postcondition": state.redactor.data(condition)},
             url_before=state.redactor.text(url_before),
@@ -627,13 +642,13 @@ class TemplateRunner:
         if held:
             checkpoint = await self._checkpoint(path, state)
             await self._record_end(
-                state, attempt_id, step, 1, started, path, "succeeded", None,
+                state, attempt_id, step, attempt, started, path, "succeeded", None,
                 {"recovered": True, "detail": detail}, checkpoint,
             )
             return True
         if step.on_unknown == "retry":
             await self._record_end(
-                state, attempt_id, step, 1, started, path, "failed",
+                state, attempt_id, step, attempt, started, path, "failed",
                 StepFailed(Codes.OUTCOME_UNKNOWN, f"outcome unknown ({detail}); on_unknown: retry"),
             )
             return False
@@ -641,7 +656,7 @@ class TemplateRunner:
             f"step {step.id or path} ({step.action}) changes the world and may or may not have "
             f"happened before its worker stopped: {detail}. Check it, then resolve the run."
         )
-        await self._record_end(state, attempt_id, step, 1, started, path, "failed", failure)
+        await self._record_end(state, attempt_id, step, attempt, started, path, "failed", failure)
         state.failed_attempt_id, state.failed_path = attempt_id, path
         raise failure
 
@@ -737,6 +752,17 @@ class TemplateRunner:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+#: Failures that happen before an action reaches the page: nothing can have taken effect.
+_BEFORE_DISPATCH = frozenset({
+    Codes.SELECTOR_NOT_FOUND, Codes.INVALID_STEP_INPUT, Codes.URL_DENIED, Codes.DOMAIN_DENIED,
+    Codes.PATH_DENIED, Codes.EVAL_DISABLED,
+})
+
+
+def _may_have_happened(failure: StepFailed) -> bool:
+    return failure.code not in _BEFORE_DISPATCH
+
+
 def _selectors(step: ActionStep) -> list[str]:
     """Every selector-valued field of a rendered step (built from params at run time)."""
     found = [getattr(step, name, None) for name in ("selector", "within")]

@@ -80,7 +80,9 @@ T = TypeVar("T")
 #: Alembic's ``context`` is process-global: upgrades from several threads take turns.
 _UPGRADE_LOCK = threading.Lock()
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_FINAL_STEP_STATUSES = frozenset({StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED})
+_FINAL_STEP_STATUSES = frozenset(
+    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.UNKNOWN}
+)
 
 #: Backoff between tries of a transaction that hit a transient database error.
 RETRY_FIRST_DELAY_S = 0.2

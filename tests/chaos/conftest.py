@@ -140,7 +140,7 @@ class Cluster:
     def start_worker(self, name: str = "w1", concurrency: int = 2, timeout: float = 90) -> subprocess.Popen:
         """A prefork worker; returns once every child has launched its browser."""
         proc = self._spawn(name, [
-            "worker", "--pool", "prefork", "--concurrency", str(concurrency), "-Q", self.queue,
+            "worker", "--pool", "prefork", "--concurrency", str(concurrency), "-Q", f"{self.queue},{self.queue}.sweep",
             "-n", f"{self.queue}-{name}@%h", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
             "--without-heartbeat",
         ])

@@ -80,19 +80,12 @@ def test_browser_killed_mid_run_is_relaunched_and_runs_complete(
     live = set(cluster.browser_roots()) & {int(pid) for pid in launched}
     assert len(live) == 2 and not live & {browser for _, browser in kills}, live
     for run_id, _browser in kills:
+        # The crash shows on the step it interrupted, or (between steps) on the run's history.
         codes = {s.error_code for s in store.steps(run_id) if s.error_code}
-        assert codes & {"BROWSER_CRASHED", "PAGE_CRASHED"}, (run_id, codes)
+        reasons = " ".join(t.reason or "" for t in store.transitions(run_id))
+        assert codes & {"BROWSER_CRASHED", "PAGE_CRASHED"} or "browser lost" in reasons, (run_id, codes, reasons)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "browserq bug: a side-effect step cut short by a browser crash is recorded 'failed' "
-        "(BROWSER_CRASHED), not 'unknown'; Runtime.execute resumes in process from the checkpoint "
-        "before it and clicks #send again (2 submissions). Only records left 'started' by a dead "
-        "worker (Store.mark_interrupted_steps) get the postcondition probe."
-    ),
-)
 def test_browser_killed_during_the_side_effect_does_not_repeat_it(
     make_cluster, demo, pg_url: str, store: Store, report
 ) -> None:

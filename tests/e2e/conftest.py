@@ -155,7 +155,7 @@ def celery_worker(config: WorkerEnv, concurrency: int = 1, timeout_s: float = 60
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
-            "--pool", "prefork", "--concurrency", str(concurrency), "-Q", config.queue,
+            "--pool", "prefork", "--concurrency", str(concurrency), "-Q", f"{config.queue},{config.queue}.sweep",
             "-n", f"{config.queue}@%h", "--loglevel", "INFO", "-E",
             "--without-gossip", "--without-mingle",
         ],
