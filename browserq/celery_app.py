@@ -172,7 +172,7 @@ def _masked(url: str) -> str:
 
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - not an URL SQLAlchemy can parse
+    except Exception:
         return url.split("@")[-1]
 
 

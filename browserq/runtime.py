@@ -31,7 +31,13 @@ from browserq.runs import PreparedRun, prepare_loaded, prepare_run, record_run
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import ArtifactDir, LeaseBusy, RunAlreadyFinished, RunView, Store
-from browserq.templates import LoadedTemplate, RepeatStep, TemplateRegistry, load_template_text, secret_names
+from browserq.templates import (
+    LoadedTemplate,
+    RepeatStep,
+    TemplateRegistry,
+    load_template_text,
+    secret_names,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -125,7 +131,7 @@ class Runtime:
         if self._started:
             try:
                 self.loop.run(self.pool.stop(), timeout=30)
-            except Exception as exc:  # noqa: BLE001 - shutting down anyway
+            except Exception as exc:
                 log.warning("browser pool stop failed", error=str(exc))
             self._started = False
         self.loop.stop()
@@ -289,19 +295,19 @@ class Runtime:
             self.store.transition(run_id, "retrying", reason=f"browser lost ({outcome.error_code}); resuming",
                                   worker=self.owner, token=lease.token)
             return "resume"
-        if error_class in (ErrorClass.RETRY_RUN, ErrorClass.ROTATE_IDENTITY, ErrorClass.INFRASTRUCTURE):
-            if retries_used < budget:
-                countdown = backoff_s(
-                    retries_used, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s
-                )
-                self.store.transition(
-                    run_id, "retrying",
-                    reason=f"{outcome.error_code}: retry {retries_used + 1} of {budget} in {countdown:.0f} s",
-                    worker=self.owner, token=lease.token,
-                    fields={"error_code": outcome.error_code, "error_message": outcome.error_message},
-                )
-                self.store.release_lease(run_id, token=lease.token)
-                return RetryLater(outcome, float(countdown))
+        run_level = (ErrorClass.RETRY_RUN, ErrorClass.ROTATE_IDENTITY, ErrorClass.INFRASTRUCTURE)
+        if error_class in run_level and retries_used < budget:
+            countdown = backoff_s(
+                retries_used, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s
+            )
+            self.store.transition(
+                run_id, "retrying",
+                reason=f"{outcome.error_code}: retry {retries_used + 1} of {budget} in {countdown:.0f} s",
+                worker=self.owner, token=lease.token,
+                fields={"error_code": outcome.error_code, "error_message": outcome.error_message},
+            )
+            self.store.release_lease(run_id, token=lease.token)
+            return RetryLater(outcome, float(countdown))
         return None
 
     def _finish_interrupted(self, run_id: str, token: int) -> None:
@@ -311,7 +317,7 @@ class Runtime:
                 run_id, "failed", {}, Codes.RUN_TIMEOUT.code,
                 "the run was interrupted before it finished (Celery time limit or shutdown)",
             ))
-        except Exception as exc:  # noqa: BLE001 - the lease will expire and the sweeper take over
+        except Exception as exc:
             log.warning("could not record the interrupted run", run_id=run_id, error=str(exc))
 
     def _finish(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:

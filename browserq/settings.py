@@ -13,13 +13,15 @@ import shutil
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from browserq.errors import ConfigError
+from browserq.limits.rate import parse_rate_map
+from browserq.limits.tenants import parse_caps
 
 #: Flags Chromium needs on locked-down hosts (root in a container) and on closed networks.
 CHROMIUM_BASE_ARGS: tuple[str, ...] = (
@@ -95,6 +97,17 @@ class Settings(BaseSettings):
         None, description="Pass --no-sandbox; default: only when running as root."
     )
 
+    context_prewarm: int = Field(
+        1, ge=0, le=8, description="Spare contexts each worker keeps pre-warmed for the next runs."
+    )
+    browser_max_contexts: int = Field(
+        500, ge=0, description="Recycle the browser after this many contexts (0 = never)."
+    )
+    browser_max_age_s: float = Field(3600.0, ge=0, description="Recycle the browser after this long (0 = never).")
+    browser_max_rss_mb: float = Field(
+        1536.0, ge=0, description="Recycle the browser when its process tree's RSS passes this (0 = never)."
+    )
+
     # --- limits and policies -----------------------------------------------------------------
     step_retries: int = Field(2, ge=0, le=10, description="Retries in place of a retryable step failure.")
     step_retry_delay_s: float = Field(0.25, ge=0, description="First delay between step retries.")
@@ -124,6 +137,39 @@ class Settings(BaseSettings):
     auto_migrate: bool = Field(True, description="Upgrade the database schema when a worker or CLI starts.")
     log_level: str = Field("INFO", description="Log level of browserq's structured logs.")
     log_format: Literal["console", "json"] = Field("console", description="Log rendering.")
+
+    # --- proxies (browserq.proxies) ----------------------------------------------------------
+    # A string is split on commas/newlines by browserq.proxies.config; a JSON list arrives as a list.
+    proxies: str | list[str] = Field(
+        default_factory=list,
+        description="Proxy URLs (http, https, socks5; user:pass@; #region=xx): a JSON list or comma/newline-separated.",
+    )
+    proxies_file: Path | None = Field(None, description="File of proxy URLs, one per line; # starts a comment.")
+    proxy_strategy: Literal["round_robin", "random", "least_used", "sticky_domain", "sticky_identity"] = Field(
+        "round_robin", description="How a run's proxy is chosen."
+    )
+    proxy_cooldown_s: float = Field(30.0, gt=0, description="First cooldown of a failing proxy (doubles per failure).")
+    proxy_cooldown_max_s: float = Field(900.0, gt=0, description="Longest cooldown of a failing proxy.")
+    proxy_redis_url: str | None = Field(
+        None, description="Redis for shared proxy health; default: the broker if redis://, else redis://127.0.0.1:6379/0."
+    )
+    proxy_sticky_ttl_s: float = Field(
+        86400.0, ge=1, description="A sticky domain/identity -> proxy assignment is forgotten after this idle time."
+    )
+
+    # --- fleet-wide limits (browserq.limits) ---------------------------------------------------
+    limits_redis_url: str | None = Field(
+        None, description="Redis holding rate limits and tenant slots; default: the broker if Redis."
+    )
+    rate_limits: Annotated[dict[str, str], NoDecode, BeforeValidator(parse_rate_map)] = Field(
+        default_factory=dict,
+        description='Per-domain request rates, JSON {"example.com": "2/s", "*": "10/s"} or "host=rate; ...".',
+    )
+    tenant_caps: Annotated[dict[str, int], NoDecode, BeforeValidator(parse_caps)] = Field(
+        default_factory=dict, description='Concurrent runs per tenant, JSON {"acme": 2, "*": 5} or "acme=2; *=5".'
+    )
+    tenant_slot_ttl_s: float = Field(30.0, ge=1, description="A dead worker's tenant slot frees itself after this.")
+    tenant_wait_s: float = Field(60.0, ge=0, description="How long a run waits for a tenant slot (then TenantBusy).")
 
     @classmethod
     def settings_customise_sources(

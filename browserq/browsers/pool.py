@@ -1,13 +1,28 @@
 """One long-lived Chromium per worker process, handing out a fresh isolated context per run.
 
 The browser is launched once and reused; a *context* (cookies, storage, cache) is created for each
-run and closed after it, which is what actually releases memory. The browser is relaunched only
-when it is gone (crashed, killed, disconnected) — never because a page misbehaved.
+run and closed after it, which is what actually releases memory. Two things keep that off a run's
+critical path and keep memory flat:
+
+* **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts are created in the background while runs
+  execute; a run without special options takes one instead of waiting for ``new_context``. A
+  context is never handed to a second run.
+* **recycling** — after ``BROWSERQ_BROWSER_MAX_CONTEXTS`` contexts, after
+  ``BROWSERQ_BROWSER_MAX_AGE_S``, or when the RSS of the browser's whole process tree passes
+  ``BROWSERQ_BROWSER_MAX_RSS_MB``, a new browser takes the new runs while the old one *drains*:
+  it is closed only when its last run's context is. No run fails or waits because of it.
+
+The browser is relaunched at once when it is gone (crashed, killed, disconnected) — never because a
+page misbehaved.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -26,110 +41,261 @@ DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
 }
 
 CLOSE_TIMEOUT_S = 10.0
+#: The RSS of the process tree is read every this many acquisitions (it costs a /proc walk).
+RSS_CHECK_EVERY = 10
+
+SpareOptions = Callable[[], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class _Instance:
+    """One launched Chromium and what it is serving."""
+
+    browser: Browser
+    marker: str
+    pid: int | None
+    launched_at: float = field(default_factory=time.monotonic)
+    contexts_created: int = 0
+    in_use: set[BrowserContext] = field(default_factory=set)
+    retiring: bool = False
+    retire_reason: str = ""
 
 
 class BrowserPool:
-    """Owns Playwright and one Chromium; must be used only on the loop that started it."""
+    """Owns Playwright and the worker's Chromium; use it only on the loop that started it."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, spare_options: SpareOptions | None = None) -> None:
         self._settings = settings
+        self._spare_options = spare_options
         self._playwright: Playwright | None = None
-        self._browser: Browser | None = None
-        self._marker: str | None = None
-        self._pid: int | None = None  # remembered: a dead browser can no longer be looked up
+        self._current: _Instance | None = None
+        self._draining: list[_Instance] = []
+        self._owner: dict[BrowserContext, _Instance] = {}
+        self._spares: deque[tuple[BrowserContext, _Instance]] = deque()
+        self._refill_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self._contexts: set[BrowserContext] = set()
+        self._acquisitions = 0
         self.launches = 0
+        self.recycles = 0
         self.contexts_created = 0
+        self.spare_hits = 0
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start the driver, launch Chromium and warm it with one throwaway page."""
+        """Start the driver, launch Chromium, warm it with one page and fill the spares."""
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         await self._ensure_browser()
-        context = await self.new_context()
+        context = await self._create(self._current_instance(), {})
         try:
             page = await context.new_page()
             await page.goto("about:blank")
         finally:
             await self.close_context(context)
+        await self._refill()
 
     async def stop(self) -> None:
-        """Close every context, the browser and the driver; safe to call twice."""
-        for context in list(self._contexts):
+        """Close every context, every browser and the driver; safe to call twice."""
+        if self._refill_task is not None:
+            self._refill_task.cancel()
+            await asyncio.gather(self._refill_task, return_exceptions=True)
+            self._refill_task = None
+        while self._spares:
+            context, _ = self._spares.popleft()
+            await _close_quietly(context)
+        for context in list(self._owner):
             await self.close_context(context)
-        if self._browser is not None:
-            try:
-                await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001 - already shutting down
-                log.warning("browser close failed", error=str(exc))
-            self._browser = None
+        for instance in [*self._draining, *([self._current] if self._current else [])]:
+            await _close_browser(instance)
+        self._draining.clear()
+        self._current = None
         if self._playwright is not None:
             try:
                 await asyncio.wait_for(self._playwright.stop(), CLOSE_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - shutting down anyway
                 log.warning("playwright stop failed", error=str(exc))
             self._playwright = None
 
-    async def _ensure_browser(self) -> Browser:
+    async def _ensure_browser(self) -> _Instance:
         async with self._lock:
-            if self._browser is not None and self._browser.is_connected():
-                return self._browser
+            current = self._current
+            if current is not None and current.browser.is_connected() and not current.retiring:
+                return current
             if self._playwright is None:
                 raise RuntimeError("BrowserPool.start() was not called")
-            if self._browser is not None:
-                log.warning("browser disconnected; relaunching", previous_pid=self._pid)
-                self._contexts.clear()
-                try:
-                    await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
-                except Exception:  # noqa: BLE001 - it is already gone
-                    pass
-            self._browser, self._marker = await launch_chromium(self._playwright, self._settings)
-            self._pid = find_browser_pid(self._marker)
+            if current is not None and not current.browser.is_connected():
+                log.warning("browser disconnected; relaunching", previous_pid=current.pid)
+                self._forget(current)
+                await _close_browser(current)
+            browser, marker = await launch_chromium(self._playwright, self._settings)
+            self._current = _Instance(browser, marker, find_browser_pid(marker))
             self.launches += 1
-            log.info("browser launched", pid=self.pid, launches=self.launches)
-            return self._browser
+            log.info("browser launched", pid=self._current.pid, launches=self.launches)
+            return self._current
+
+    def _current_instance(self) -> _Instance:
+        assert self._current is not None
+        return self._current
+
+    def _forget(self, instance: _Instance) -> None:
+        for context in list(instance.in_use):
+            self._owner.pop(context, None)
+        instance.in_use.clear()
+        self._spares = deque((c, i) for c, i in self._spares if i is not instance)
 
     # --- contexts --------------------------------------------------------------------------
     async def new_context(self, **options: Any) -> BrowserContext:
-        """A fresh isolated context; relaunches the browser first if it is gone."""
-        browser = await self._ensure_browser()
+        """A fresh isolated context for one run: a pre-warmed spare when the run asks for
+        nothing special, else a new one with ``options``. Relaunches a dead browser first."""
+        self._acquisitions += 1
+        await self._maybe_recycle()
+        instance = await self._ensure_browser()
+        if not options:
+            while self._spares:
+                context, owner = self._spares.popleft()
+                if owner is instance and owner.browser.is_connected():
+                    self._hand_out(context, owner)
+                    self.spare_hits += 1
+                    self._schedule_refill()
+                    return context
+                await _close_quietly(context)
+        context = await self._create(instance, options)
+        self._hand_out(context, instance)
+        self._schedule_refill()
+        return context
+
+    async def _create(self, instance: _Instance, options: dict[str, Any]) -> BrowserContext:
         try:
-            context = await browser.new_context(**{**DEFAULT_CONTEXT_OPTIONS, **options})
+            context = await instance.browser.new_context(**{**DEFAULT_CONTEXT_OPTIONS, **options})
         except Exception as exc:
-            if not browser.is_connected():
+            if not instance.browser.is_connected():
                 raise InfrastructureError(f"browser disconnected while creating a context: {exc}") from exc
             raise
-        self._contexts.add(context)
+        instance.contexts_created += 1
         self.contexts_created += 1
         return context
 
+    def _hand_out(self, context: BrowserContext, instance: _Instance) -> None:
+        instance.in_use.add(context)
+        self._owner[context] = instance
+
     async def close_context(self, context: BrowserContext) -> None:
-        """Close a run's context, never raising: a dead context is already closed."""
-        self._contexts.discard(context)
+        """Close a run's context, never raising; a drained browser is closed after its last one."""
+        instance = self._owner.pop(context, None)
+        await _close_quietly(context)
+        if instance is None:
+            return
+        instance.in_use.discard(context)
+        if instance.retiring and not instance.in_use and instance in self._draining:
+            self._draining.remove(instance)
+            await _close_browser(instance)
+            log.info("retired browser closed", pid=instance.pid, reason=instance.retire_reason)
+
+    # --- spares ------------------------------------------------------------------------------
+    def _schedule_refill(self) -> None:
+        if self._settings.context_prewarm <= 0:
+            return
+        if self._refill_task is None or self._refill_task.done():
+            self._refill_task = asyncio.get_running_loop().create_task(self._refill())
+
+    async def _refill(self) -> None:
+        """Top the spares up (in the background, while runs execute)."""
         try:
-            await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001
-            log.debug("context close failed", error=str(exc))
+            while len(self._spares) < self._settings.context_prewarm:
+                instance = self._current
+                if instance is None or instance.retiring or not instance.browser.is_connected():
+                    return
+                options = await self._spare_options() if self._spare_options else {}
+                context = await self._create(instance, options)
+                if instance is not self._current:
+                    await _close_quietly(context)
+                    return
+                self._spares.append((context, instance))
+        except Exception as exc:  # noqa: BLE001 - a spare is an optimisation; runs create on demand
+            log.debug("spare context not created", error=str(exc))
+
+    # --- recycling ---------------------------------------------------------------------------
+    async def _maybe_recycle(self) -> None:
+        instance = self._current
+        if instance is None or not instance.browser.is_connected():
+            return
+        reason = self._retire_reason(instance)
+        if reason:
+            await self._retire(instance, reason)
+
+    def _retire_reason(self, instance: _Instance) -> str | None:
+        settings = self._settings
+        if settings.browser_max_contexts and instance.contexts_created >= settings.browser_max_contexts:
+            return f"served {instance.contexts_created} contexts"
+        age = time.monotonic() - instance.launched_at
+        if settings.browser_max_age_s and age >= settings.browser_max_age_s:
+            return f"{age:.0f} s old"
+        if settings.browser_max_rss_mb and self._acquisitions % RSS_CHECK_EVERY == 0:
+            rss_mb = rss_bytes(browser_process_tree(instance.marker)) / 2**20
+            if rss_mb >= settings.browser_max_rss_mb:
+                return f"process tree RSS {rss_mb:.0f} MB"
+        return None
+
+    async def _retire(self, instance: _Instance, reason: str) -> None:
+        """New runs go to a fresh browser; this one closes when its last context does."""
+        async with self._lock:
+            if instance is not self._current or instance.retiring:
+                return
+            instance.retiring, instance.retire_reason = True, reason
+            spares = [c for c, owner in self._spares if owner is instance]
+            self._spares = deque((c, o) for c, o in self._spares if o is not instance)
+            self._current = None
+            self.recycles += 1
+        log.info("recycling browser", pid=instance.pid, reason=reason, in_use=len(instance.in_use))
+        for context in spares:
+            await _close_quietly(context)
+        if instance.in_use:
+            self._draining.append(instance)
+        else:
+            await _close_browser(instance)
 
     # --- health ------------------------------------------------------------------------------
     @property
     def connected(self) -> bool:
-        return self._browser is not None and self._browser.is_connected()
+        return self._current is not None and self._current.browser.is_connected()
 
     @property
     def pid(self) -> int | None:
-        return find_browser_pid(self._marker) if self._marker else None
+        """PID of the browser taking new runs."""
+        return self._current.pid if self._current else None
 
     @property
     def marker(self) -> str | None:
-        return self._marker
+        return self._current.marker if self._current else None
 
     def rss_bytes(self) -> int:
-        """Resident memory of the whole Chromium process tree."""
-        return rss_bytes(browser_process_tree(self._marker)) if self._marker else 0
+        """Resident memory of every Chromium process tree this pool owns (draining ones too)."""
+        instances = [*self._draining, *([self._current] if self._current else [])]
+        return sum(rss_bytes(browser_process_tree(i.marker)) for i in instances)
 
     @property
     def open_contexts(self) -> int:
-        return len(self._contexts)
+        """Contexts handed to runs and not closed yet (spares not counted)."""
+        return len(self._owner)
+
+    @property
+    def spare_contexts(self) -> int:
+        return len(self._spares)
+
+    @property
+    def draining(self) -> int:
+        return len(self._draining)
+
+
+async def _close_quietly(context: BrowserContext) -> None:
+    try:
+        await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - a dead context is already closed
+        log.debug("context close failed", error=str(exc))
+
+
+async def _close_browser(instance: _Instance) -> None:
+    try:
+        await asyncio.wait_for(instance.browser.close(), CLOSE_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - it may be gone already
+        log.debug("browser close failed", error=str(exc))

@@ -113,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._route(method, path)
         except (ConnectionError, TimeoutError):
             raise
-        except Exception as exc:  # noqa: BLE001 - a bug in the demo site: show it as a 500
+        except Exception as exc:
             self._send(500, pages.status_page(500, f"demo site error: {exc!r}"))
 
     def _read_form(self) -> dict[str, str]:
@@ -227,6 +227,10 @@ class _Handler(BaseHTTPRequestHandler):
             if site.confirm_delay_ms > 0:  # the side effect happened; its answer is still on the way
                 time.sleep(site.confirm_delay_ms / 1000)
             return self._send(200, pages.confirmation_page(name, ticket))
+
+        if path == "/sw.js":  # a no-op service worker, for storage-isolation tests
+            return self._send(200, "self.addEventListener('fetch', () => {});\n",
+                              content_type="text/javascript; charset=utf-8")
 
         if path == "/account/tickets":
             if self._session_user() is None:

@@ -20,16 +20,23 @@ import structlog
 from playwright.async_api import BrowserContext, Page
 
 from browserq.browsers.pool import BrowserPool
-from browserq.errors import Codes, ErrorClass, InfrastructureError, NeedsReview, StepFailed, StoreError
+from browserq.errors import (
+    Codes,
+    ErrorClass,
+    InfrastructureError,
+    NeedsReview,
+    StepFailed,
+    StoreError,
+)
 from browserq.guards import check_selector_length, check_url
 from browserq.redact import Redactor
 from browserq.runner.actions import element_selector, handler_for, locate, settle, url_matcher
-from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.capture import PageActivity
+from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.context import StepContext
 from browserq.runner.translate import first_line, translate
-from browserq.settings import Settings
 from browserq.secrets import SecretBox
+from browserq.settings import Settings
 from browserq.store import ArtifactDir, LeaseLost, Store
 from browserq.store.artifacts import StoredFile
 from browserq.templates import ActionStep, LoadedTemplate, RepeatStep, render, render_step
@@ -212,7 +219,7 @@ class TemplateRunner:
                 main.uncancel()  # our own heartbeat interrupted the run; handled here
                 if state.interrupt == "cancel":
                     failure, status = StepFailed(Codes.CANCELLED, state.interrupt_reason), "cancelled"
-        except Exception as exc:  # noqa: BLE001 - anything else is recorded, never lost
+        except Exception as exc:
             failure = translate(exc, browser_connected=self.pool.connected)
             if failure.code is Codes.INTERNAL:
                 log.exception("unexpected error in run", run_id=request.run_id)
@@ -272,7 +279,7 @@ class TemplateRunner:
         try:
             if checkpoint.url.startswith(("http://", "https://")):
                 await page.goto(checkpoint.url, timeout=state.request.loaded.template.settings.step_timeout_s * 1000)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             failure = translate(exc, browser_connected=self.pool.connected)
         await self._db(
             self.store.finish_step,
@@ -309,7 +316,7 @@ class TemplateRunner:
             if tsettings.trace != "off" and self.pool.connected:
                 keep = tsettings.trace == "always" or failure is not None
                 await self._stop_trace(context, state, keep)
-        except Exception as exc:  # noqa: BLE001 - evidence is best effort; the run's record is not
+        except Exception as exc:
             log.warning("could not save failure evidence", run_id=state.request.run_id, error=str(exc))
         finally:
             await self.pool.close_context(context)
@@ -391,7 +398,7 @@ class TemplateRunner:
         await settle(page, 5000)
         try:
             return await locate(page, selector).count() > 0
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             state.failed_path = path
             raise translate(exc, browser_connected=self.pool.connected) from exc
 
@@ -411,9 +418,12 @@ class TemplateRunner:
         request = state.request
         tsettings = request.loaded.template.settings
         max_retries = self._max_retries(step, state)
-        if step.side_effect and path in request.unknown_side_effects:
-            if await self._settle_unknown_side_effect(step, path, state):
-                return  # it happened: recorded as recovered, not executed again
+        if (
+            step.side_effect
+            and path in request.unknown_side_effects
+            and await self._settle_unknown_side_effect(step, path, state)
+        ):
+            return  # it happened: recorded as recovered, not executed again
         attempt = 0
         while True:
             attempt += 1
@@ -460,10 +470,10 @@ class TemplateRunner:
                         try:
                             await self._record_end(state, attempt_id, step, attempt, started, path, "failed",
                                                    StepFailed(Codes.CANCELLED, reason))
-                        except Exception:  # noqa: BLE001 - being interrupted; the run record says why
-                            pass
+                        except Exception as exc:  # being interrupted; the run's record says why
+                            log.debug("could not record the interrupted step", error=str(exc))
                     raise
-                except Exception as exc:  # noqa: BLE001 - translated into a code below
+                except Exception as exc:
                     missing = None
                     selector = element_selector(rendered) or getattr(rendered, "selector", None)
                     if selector and self.pool.connected and not state.crashed:
@@ -681,7 +691,7 @@ class TemplateRunner:
                 await probe_page.get_by_text(condition["text"]).first.wait_for(state="attached", timeout=timeout)
         except StepFailed as exc:
             return False, f"postcondition could not be checked: {exc.message}"
-        except Exception as exc:  # noqa: BLE001 - a timeout means "does not hold"
+        except Exception as exc:
             return False, f"postcondition does not hold ({first_line(exc)})"
         finally:
             if probe_page is not state.page:
@@ -720,18 +730,18 @@ class TemplateRunner:
             cdp = await state.context.new_cdp_session(page)
             await asyncio.wait_for(cdp.send("Page.stopLoading"), 1.0)
             await cdp.detach()
-        except Exception as exc:  # noqa: BLE001 - the capture below still tries
+        except Exception as exc:
             log.debug("could not stop loading before the snapshot", error=first_line(exc))
         try:
             png = await page.screenshot(full_page=True, timeout=SNAPSHOT_TIMEOUT_S * 1000)
             await self._save_artifact(state, attempt_id, "failure_screenshot", "failure.png", png, "image/png")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.info("failure screenshot unavailable", error=first_line(exc))
         try:
             html = await asyncio.wait_for(page.content(), SNAPSHOT_TIMEOUT_S)
             dom = state.redactor.text(html).encode()
             await self._save_artifact(state, attempt_id, "dom", "failure.html", dom, "text/html")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.info("failure DOM unavailable", error=first_line(exc))
         await self._save_json(state, "console", "console.json", list(activity.console))
         await self._save_json(state, "network", "network.json", list(activity.network))
@@ -779,7 +789,7 @@ async def _missing(page: Page, selector: str) -> bool:
     try:
         await settle(page, 5000)
         return await locate(page, selector).count() == 0
-    except Exception:  # noqa: BLE001 - an invalid selector is reported by the action itself
+    except Exception:
         return False
 
 

@@ -221,8 +221,8 @@ class TemplateChecker:
             prefix = url.split("${", 1)[0]
             scheme = _SCHEME.match(prefix)
             if (
-                scheme
-                and scheme.group(1).lower() not in ("http", "https")
+                (scheme
+                and scheme.group(1).lower() not in ("http", "https"))
                 or _AUTHORITY_DONE.match(prefix)
             ):
                 literal = prefix

@@ -60,11 +60,11 @@ def value_at(data: Any, loc: Sequence[Any]) -> Any:
     """The raw value at ``loc`` in the loaded YAML data, or None."""
     for part in loc:
         if (
-            isinstance(data, dict)
-            and part in data
-            or isinstance(data, list)
+            (isinstance(data, dict)
+            and part in data)
+            or (isinstance(data, list)
             and isinstance(part, int)
-            and 0 <= part < len(data)
+            and 0 <= part < len(data))
         ):
             data = data[part]
         else:

@@ -63,7 +63,7 @@ def _text_or_texts(value: Any) -> Any:
     value = _scalar_text(value)
     if not isinstance(value, str):
         # pydantic turns ValueError (not TypeError) into a validation error
-        raise ValueError("expected a string or a list of strings")  # noqa: TRY004
+        raise ValueError("expected a string or a list of strings")
     return value
 
 
@@ -100,7 +100,7 @@ def _number(value: Any) -> Any:
 
 def _repeat_max(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(  # noqa: TRY004 - pydantic reports ValueError, not TypeError
+        raise ValueError(
             f"repeat max must be an integer or a ${{param}} reference, got {show(value)}"
         )
     return value

@@ -20,7 +20,7 @@ import pytest
 
 from browserq.runner.checkpoint import parse_path
 from browserq.runs import prepare_loaded, record_run
-from browserq.runtime import Runtime, RunBusy
+from browserq.runtime import RunBusy, Runtime
 from browserq.store import Store
 from tests.conftest import REPO, template
 

@@ -216,7 +216,7 @@ def redis_worker(redis_config: WorkerEnv) -> Iterator[None]:
         yield
 
 
-def wait_until(predicate, timeout_s: float = 60, interval_s: float = 0.1):  # noqa: ANN001, ANN201
+def wait_until(predicate, timeout_s: float = 60, interval_s: float = 0.1):
     """Poll ``predicate`` until it returns something truthy; fail after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:

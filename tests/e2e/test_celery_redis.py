@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,7 +88,7 @@ def test_producer_rejects_bad_input_before_enqueueing(redis_config, pg_url: str)
     before_runs, before_len = run_count(pg_url), client.llen(redis_config.queue)
     with pytest.raises(TemplateNotFound, match="no template named 'nope'"):
         run_template.delay("nope", params={})
-    with pytest.raises(TemplateNotFound, match="1.9"):
+    with pytest.raises(TemplateNotFound, match=r"1\.9"):
         run_template.delay("quotes@1.9", params={})
     with pytest.raises(ParamError, match="start_url") as missing:
         run_template.delay("quotes", params={})

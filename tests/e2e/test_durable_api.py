@@ -9,7 +9,7 @@ from tests.e2e.conftest import wait_until
 pytestmark = pytest.mark.slow
 
 
-def store_for(pg_url: str):  # noqa: ANN201
+def store_for(pg_url: str):
     from browserq.store import Store
 
     return Store(pg_url)

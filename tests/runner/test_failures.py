@@ -127,6 +127,10 @@ def test_two_runs_on_one_worker_share_no_storage(any_runtime: Runtime, demo) -> 
                   };
                   req.onerror = () => reject(req.error);
                 });
+                const cache = await caches.open('run1cache');
+                await cache.put('/run1', new Response('cached by run 1'));
+                await navigator.serviceWorker.register('/sw.js');
+                await navigator.serviceWorker.ready;
                 return true;
               })()
             into: written
@@ -144,6 +148,8 @@ def test_two_runs_on_one_worker_share_no_storage(any_runtime: Runtime, demo) -> 
                 cookie: document.cookie,
                 local: localStorage.getItem('run1'),
                 databases: (await indexedDB.databases()).map(d => d.name),
+                caches: await caches.keys(),
+                workers: (await navigator.serviceWorker.getRegistrations()).length,
               }))()
             into: seen
         """
@@ -156,6 +162,7 @@ def test_two_runs_on_one_worker_share_no_storage(any_runtime: Runtime, demo) -> 
     assert "run1" not in seen["cookie"]
     assert seen["local"] is None
     assert "run1db" not in seen["databases"]
+    assert "run1cache" not in seen["caches"] and seen["workers"] == 0
 
 
 def test_url_guards_fail_the_run_with_records_intact(any_runtime: Runtime, demo) -> None:

@@ -283,7 +283,7 @@ def test_concurrent_acquire_has_one_winner(store_url: str, expired: bool) -> Non
             leases.append(stores[i].acquire_lease(run_id, owner=f"w{i}", ttl_s=30))
         except LeaseBusy as e:
             busy.append(e)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=contend, args=(i,)) for i in range(contenders)]

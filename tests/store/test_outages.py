@@ -76,7 +76,7 @@ def test_writes_ride_out_an_outage(proxied: tuple[str, TcpProxy]) -> None:
                 store.finish_run(
                     run_id, status="completed", outputs={"n": total}, token=lease.token
                 )
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:
                 errors.append(e)
             finally:
                 done.set()

@@ -106,7 +106,7 @@ def test_concurrent_save_template_makes_one_row(store: Store) -> None:
         barrier.wait()
         try:
             ids.append(_template(store, name="race"))
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=save) for _ in range(4)]
@@ -388,7 +388,7 @@ def test_steps_from_many_threads(store: Store) -> None:
             for i in range(8):
                 sid = _step(store, run_id, str(i))
                 store.finish_step(sid, status="succeeded", url_after=None)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(r,)) for r in run_ids]

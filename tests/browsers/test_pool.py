@@ -1,0 +1,138 @@
+"""The browser pool: pre-warmed spare contexts, recycling that drains, relaunch after a crash."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from browserq.browsers import BrowserPool, EventLoopThread
+from browserq.browsers.launcher import find_browser_pid
+from tests.conftest import make_settings
+
+
+@pytest.fixture
+def loop():
+    thread = EventLoopThread().start()
+    yield thread
+    thread.stop()
+
+
+def started_pool(loop: EventLoopThread, tmp_path: Path, **settings: object) -> BrowserPool:
+    pool = BrowserPool(make_settings(tmp_path, **settings))
+    loop.run(pool.start(), timeout=60)
+    return pool
+
+
+def test_runs_take_prewarmed_spares_that_are_fresh(loop, tmp_path, site) -> None:
+    pool = started_pool(loop, tmp_path, context_prewarm=2)
+    try:
+        assert pool.spare_contexts == 2
+
+        async def use_one(write: bool) -> str:
+            context = await pool.new_context()
+            page = await context.new_page()
+            await page.goto(f"{site.url}/storage")
+            if write:
+                await page.evaluate("document.cookie = 'seen=1; max-age=3600'")
+            cookie = await page.evaluate("document.cookie")
+            await pool.close_context(context)
+            return cookie
+
+        assert loop.run(use_one(True)) == "seen=1"
+        assert loop.run(use_one(False)) == ""  # a spare is never handed to a second run
+        assert pool.spare_hits == 2
+        loop.run(_settle())
+        assert pool.spare_contexts == 2  # refilled in the background
+        assert pool.open_contexts == 0
+        # A run with options of its own gets a context made for it.
+        context = loop.run(pool.new_context(locale="de-DE"))
+        assert pool.spare_hits == 2
+        loop.run(pool.close_context(context))
+    finally:
+        loop.run(pool.stop())
+
+
+async def _settle() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.5)
+
+
+def test_recycling_drains_the_old_browser_without_failing_its_run(loop, tmp_path, site) -> None:
+    pool = started_pool(loop, tmp_path, context_prewarm=0, browser_max_contexts=3)
+    try:
+        first_pid = pool.pid
+
+        async def scenario() -> tuple[int | None, str, str]:
+            long_run = await pool.new_context()  # stays open across the recycle
+            page = await long_run.new_page()
+            await page.goto(f"{site.url}/quotes/")
+            for _ in range(3):  # contexts 2..4: the 4th acquisition recycles
+                context = await pool.new_context()
+                await pool.close_context(context)
+            new_pid = pool.pid
+            await page.goto(f"{site.url}/quotes/page/2/")  # the old browser still serves its run
+            title = await page.title()
+            draining = pool.draining
+            await pool.close_context(long_run)
+            return new_pid, title, str(draining)
+
+        new_pid, title, draining = loop.run(scenario(), timeout=60)
+        assert new_pid != first_pid and pool.recycles == 1 and pool.launches == 2
+        assert title and draining == "1"
+        assert pool.draining == 0
+        assert not Path(f"/proc/{first_pid}").exists() or _zombie(first_pid)  # closed after its last run
+    finally:
+        loop.run(pool.stop())
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("setting", [{"browser_max_rss_mb": 1}, {"browser_max_age_s": 0.001}])
+def test_recycling_on_memory_and_age(loop, tmp_path, setting) -> None:
+    pool = started_pool(loop, tmp_path, context_prewarm=0, **setting)
+    try:
+        first_pid = pool.pid
+
+        async def acquire_many() -> None:
+            for _ in range(10):
+                await pool.close_context(await pool.new_context())
+
+        loop.run(acquire_many(), timeout=60)
+        assert pool.recycles >= 1 and pool.pid != first_pid
+        assert pool.open_contexts == 0 and pool.draining == 0
+    finally:
+        loop.run(pool.stop())
+
+
+def test_a_killed_browser_is_relaunched_on_the_next_acquire(loop, tmp_path) -> None:
+    pool = started_pool(loop, tmp_path, context_prewarm=1)
+    try:
+        pid = pool.pid
+        os.kill(pid, signal.SIGKILL)
+
+        async def acquire() -> None:
+            import asyncio
+
+            for _ in range(50):  # the driver notices the disconnect within moments
+                if not pool.connected:
+                    break
+                await asyncio.sleep(0.05)
+            context = await pool.new_context()
+            page = await context.new_page()
+            await page.goto("about:blank")
+            await pool.close_context(context)
+
+        loop.run(acquire(), timeout=60)
+        assert pool.launches == 2 and pool.pid not in (None, pid)
+        assert find_browser_pid(pool.marker) == pool.pid
+    finally:
+        loop.run(pool.stop())
