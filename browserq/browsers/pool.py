@@ -4,9 +4,9 @@ The browser is launched once and reused; a *context* (cookies, storage, cache) i
 run and closed after it, which is what actually releases memory. Two things keep that off a run's
 critical path and keep memory flat:
 
-* **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts are created in the background while runs
-  execute; a run without special options takes one instead of waiting for ``new_context``. A
-  context is never handed to a second run.
+* **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts, each with its page open, are created in the
+  background while runs execute; a run without special options takes one instead of waiting for
+  ``new_context`` + ``new_page``. A context is never handed to a second run.
 * **recycling** — after ``BROWSERQ_BROWSER_MAX_CONTEXTS`` contexts, after
   ``BROWSERQ_BROWSER_MAX_AGE_S``, or when the RSS of the browser's whole process tree passes
   ``BROWSERQ_BROWSER_MAX_RSS_MB``, a new browser takes the new runs while the old one *drains*:
@@ -207,6 +207,7 @@ class BrowserPool:
                     return
                 options = await self._spare_options() if self._spare_options else {}
                 context = await self._create(instance, options)
+                await context.new_page()  # the run's page, ready too (use context.pages[0])
                 if instance is not self._current:
                     await _close_quietly(context)
                     return

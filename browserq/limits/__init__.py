@@ -2,7 +2,8 @@
 
 * :class:`RateLimiter` — token buckets in Redis, shared by every worker (``BROWSERQ_RATE_LIMITS``);
 * :class:`TenantLimiter` — at most N concurrent runs per tenant (``BROWSERQ_TENANT_CAPS``);
-* :func:`install_blocking` — abort images/fonts/media/stylesheets in a run's context.
+* :func:`install_blocking` — abort images/fonts/media/stylesheets in a run's context;
+* :func:`install_navigation_gate` — apply the rate limits to every navigation of a context.
 
 The Redis holding the limits is ``BROWSERQ_LIMITS_REDIS_URL``; by default the broker when the broker
 is Redis, else ``redis://127.0.0.1:6379/0``.
@@ -20,6 +21,7 @@ from browserq.limits.blocking import (
     install_blocking,
     validate_block_kinds,
 )
+from browserq.limits.gate import NavigationGate, install_navigation_gate
 from browserq.limits.rate import (
     InvalidRate,
     Rate,
@@ -53,6 +55,7 @@ __all__ = [
     "InvalidRate",
     "InvalidTenantCaps",
     "LimitsUnavailable",
+    "NavigationGate",
     "Rate",
     "RateLimitTimeout",
     "RateLimiter",
@@ -61,6 +64,7 @@ __all__ = [
     "TenantLimiter",
     "host_of",
     "install_blocking",
+    "install_navigation_gate",
     "limits_redis_url",
     "parse_caps",
     "parse_rate_map",

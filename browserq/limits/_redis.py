@@ -82,7 +82,9 @@ class RedisHandle:
         with self._lock:
             if self._sync is None:
                 # retries are ours (below), so redis-py's own are off
-                self._sync = redis.Redis.from_url(self.url, retry=Retry(NoBackoff(), 0), **self._kwargs)
+                self._sync = redis.Redis.from_url(
+                    self.url, retry=Retry(NoBackoff(), 0), **self._kwargs
+                )
             return self._sync
 
     def aio(self) -> aredis.Redis:
@@ -90,7 +92,9 @@ class RedisHandle:
         with self._lock:
             client = self._async.get(loop)
             if client is None:
-                client = aredis.Redis.from_url(self.url, retry=AsyncRetry(NoBackoff(), 0), **self._kwargs)
+                client = aredis.Redis.from_url(
+                    self.url, retry=AsyncRetry(NoBackoff(), 0), **self._kwargs
+                )
                 self._async[loop] = client
             return client
 

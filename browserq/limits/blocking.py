@@ -22,7 +22,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Playwright ``resource_type`` values a template may block.
 BLOCKABLE: frozenset[str] = frozenset({"image", "font", "media", "stylesheet"})
-_PLURAL = {"image": "images", "font": "fonts", "media": "media requests", "stylesheet": "stylesheets"}
+_PLURAL = {
+    "image": "images",
+    "font": "fonts",
+    "media": "media requests",
+    "stylesheet": "stylesheets",
+}
 
 
 class InvalidBlockKind(ConfigError, ValueError):
@@ -78,7 +83,8 @@ class BlockStats:
         if not self.total:
             return "blocked nothing"
         parts = [
-            f"{n} {_PLURAL[k] if n != 1 else k}" for k, n in sorted(self.blocked.items(), key=lambda kv: -kv[1])
+            f"{n} {_PLURAL[k] if n != 1 else k}"
+            for k, n in sorted(self.blocked.items(), key=lambda kv: -kv[1])
         ]
         return "blocked " + ", ".join(parts)
 

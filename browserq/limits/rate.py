@@ -54,7 +54,9 @@ _RATE = re.compile(
     r"(?:,?\s*burst\s*[=:]?\s*(?P<burst>\d+))?\s*$",
     re.IGNORECASE,
 )
-RATE_FORMAT = 'N/s, N/min or N/h, optionally followed by "burst B" (e.g. "2/s", "30/min", "2/s burst 5")'
+RATE_FORMAT = (
+    'N/s, N/min or N/h, optionally followed by "burst B" (e.g. "2/s", "30/min", "2/s burst 5")'
+)
 
 
 class InvalidRate(ConfigError, ValueError):
@@ -112,14 +114,18 @@ class Rate:
             raise InvalidRate(f"invalid rate {text!r}: expected {RATE_FORMAT}")
         match = _RATE.match(text)
         unit = None
-        if match and match["unit"].lower() != "ms":  # not "per minute"; milliseconds are no unit here
+        if (
+            match and match["unit"].lower() != "ms"
+        ):  # not "per minute"; milliseconds are no unit here
             name = match["unit"].lower()
             unit = _UNITS.get(name, _UNITS.get(name.removesuffix("s")))
         if not match or unit is None:
             raise InvalidRate(f"invalid rate {text!r}: expected {RATE_FORMAT}")
         count = float(match["n"])
         if count <= 0:
-            raise InvalidRate(f"invalid rate {text!r}: the count must be above 0 (use 'unlimited' for no limit)")
+            raise InvalidRate(
+                f"invalid rate {text!r}: the count must be above 0 (use 'unlimited' for no limit)"
+            )
         burst = int(match["burst"]) if match["burst"] else 1
         if burst < 1:
             raise InvalidRate(f"invalid rate {text!r}: burst must be at least 1")
@@ -177,7 +183,9 @@ def parse_rate_map(value: Mapping[str, RateSpec] | str | None) -> dict[str, str]
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise InvalidRate(f"rate limits: invalid JSON ({exc.msg} at char {exc.pos})") from None
+                raise InvalidRate(
+                    f"rate limits: invalid JSON ({exc.msg} at char {exc.pos})"
+                ) from None
             if not isinstance(value, dict):
                 raise InvalidRate("rate limits: expected a JSON object of host to rate")
         else:
@@ -191,7 +199,9 @@ def parse_rate_map(value: Mapping[str, RateSpec] | str | None) -> dict[str, str]
                 pairs[host.strip()] = rate.strip()
             value = pairs
     if not isinstance(value, Mapping):
-        raise InvalidRate(f"rate limits: expected a mapping of host to rate, got {type(value).__name__}")
+        raise InvalidRate(
+            f"rate limits: expected a mapping of host to rate, got {type(value).__name__}"
+        )
     out: dict[str, str] = {}
     problems: list[str] = []
     for host, spec in value.items():
@@ -317,7 +327,9 @@ class RateLimiter:
         merged: dict[str, RateSpec] = {DEFAULT_KEY: self.default, **self.per_domain}
         for host, spec in overrides.items():
             merged[_domain_key(host)] = spec
-        return RateLimiter(self.redis_url, per_domain=merged, prefix=self.prefix, _handle=self._handle)
+        return RateLimiter(
+            self.redis_url, per_domain=merged, prefix=self.prefix, _handle=self._handle
+        )
 
     # --- lookups -------------------------------------------------------------------------------
     @property
@@ -348,7 +360,9 @@ class RateLimiter:
         match = self.match(url_or_host)
         if match is None:
             return 0.0
-        taken, wait = _TAKE.run(self._handle, [self._key(match)], [repr(match.rate.per_s), match.rate.burst, -1])
+        taken, wait = _TAKE.run(
+            self._handle, [self._key(match)], [repr(match.rate.per_s), match.rate.burst, -1]
+        )
         return 0.0 if int(taken) else max(float(wait), 1e-6)
 
     async def acquire(self, url_or_host: str, *, deadline_s: float) -> float:
@@ -364,7 +378,9 @@ class RateLimiter:
         started = time.monotonic()
         budget = max(0.0, float(deadline_s))
         taken, wait = await _TAKE.arun(
-            self._handle, [self._key(match)], [repr(match.rate.per_s), match.rate.burst, repr(budget)]
+            self._handle,
+            [self._key(match)],
+            [repr(match.rate.per_s), match.rate.burst, repr(budget)],
         )
         wait = float(wait)
         if not int(taken):
@@ -379,7 +395,11 @@ class RateLimiter:
         """Delete buckets (all under this prefix, or those of the given domains). For tests/ops."""
 
         def go(client: Any) -> int:
-            patterns = [f"{self.prefix}{_domain_key(d)}|*" for d in domains] if domains else [f"{self.prefix}*"]
+            patterns = (
+                [f"{self.prefix}{_domain_key(d)}|*" for d in domains]
+                if domains
+                else [f"{self.prefix}*"]
+            )
             keys = [k for p in patterns for k in client.scan_iter(match=p, count=500)]
             return client.delete(*keys) if keys else 0
 

@@ -67,7 +67,9 @@ def parse_caps(value: Mapping[str, Any] | str | None) -> dict[str, int]:
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise InvalidTenantCaps(f"tenant caps: invalid JSON ({exc.msg} at char {exc.pos})") from None
+                raise InvalidTenantCaps(
+                    f"tenant caps: invalid JSON ({exc.msg} at char {exc.pos})"
+                ) from None
             if not isinstance(value, dict):
                 raise InvalidTenantCaps("tenant caps: expected a JSON object of tenant to cap")
         else:
@@ -75,11 +77,15 @@ def parse_caps(value: Mapping[str, Any] | str | None) -> dict[str, int]:
             for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", text))):
                 name, sep, cap = part.partition("=")
                 if not sep:
-                    raise InvalidTenantCaps(f"tenant caps: {part!r} is not tenant=cap (e.g. 'acme=2; *=5')")
+                    raise InvalidTenantCaps(
+                        f"tenant caps: {part!r} is not tenant=cap (e.g. 'acme=2; *=5')"
+                    )
                 pairs[name.strip()] = cap.strip()
             value = pairs
     if not isinstance(value, Mapping):
-        raise InvalidTenantCaps(f"tenant caps: expected a mapping of tenant to cap, got {type(value).__name__}")
+        raise InvalidTenantCaps(
+            f"tenant caps: expected a mapping of tenant to cap, got {type(value).__name__}"
+        )
     out: dict[str, int] = {}
     problems: list[str] = []
     for name, cap in value.items():
@@ -88,7 +94,11 @@ def parse_caps(value: Mapping[str, Any] | str | None) -> dict[str, int]:
             problems.append(f"tenant name {name!r} must be letters, digits and _ . : @ - (or '*')")
             continue
         try:
-            number = int(cap) if not isinstance(cap, bool) and str(cap).strip().lstrip("-").isdigit() else None
+            number = (
+                int(cap)
+                if not isinstance(cap, bool) and str(cap).strip().lstrip("-").isdigit()
+                else None
+            )
         except (TypeError, ValueError):
             number = None
         if number is None or number < 0:
@@ -266,7 +276,11 @@ class TenantLimiter:
     # --- housekeeping ----------------------------------------------------------------------------
     def reset(self, tenant: str | None = None) -> int:
         def go(client: Any) -> int:
-            keys = [self._key(tenant)] if tenant else list(client.scan_iter(match=f"{self.prefix}*", count=500))
+            keys = (
+                [self._key(tenant)]
+                if tenant
+                else list(client.scan_iter(match=f"{self.prefix}*", count=500))
+            )
             return client.delete(*keys) if keys else 0
 
         return self._handle.call(go)

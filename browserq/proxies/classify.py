@@ -7,7 +7,8 @@ refused the exit IP: 403/429 or a challenge page) and ``timeout``.
 What Chromium (Playwright 1.65) actually reports, measured against ``tests/proxies/servers.py``:
 
     nothing listening on the proxy port            net::ERR_PROXY_CONNECTION_FAILED   -> refused
-    proxy accepts and closes at once               net::ERR_SOCKET_NOT_CONNECTED      -> refused
+    proxy accepts and closes at once               net::ERR_SOCKET_NOT_CONNECTED or
+                                                   net::ERR_CONNECTION_RESET (timing)  -> refused
     SOCKS5 handshake rejected                      net::ERR_SOCKS_CONNECTION_FAILED   -> refused
     proxy answers CONNECT with 403 (https target)  net::ERR_TUNNEL_CONNECTION_FAILED  -> tunnel
     proxy wants auth, context has no credentials   net::ERR_INVALID_AUTH_CREDENTIALS  -> auth
@@ -15,8 +16,10 @@ What Chromium (Playwright 1.65) actually reports, measured against ``tests/proxi
     proxy answers 403 (http target)                the 403 page is the response       -> blocked (status)
     proxy never answers                            Timeout …ms exceeded               -> timeout
 
-``classify_error`` is meant for errors of a navigation (``page.goto``, a reload): a timeout while
-waiting for a selector is not the proxy's fault, and the caller must not ask.
+``classify_error`` is meant for errors of a navigation (``page.goto``, a reload) *made through a
+proxy*: a timeout while waiting for a selector is not the proxy's fault, and a reset/closed/empty
+connection only points at the proxy (or its exit IP being cut off) because, with a proxy, the
+browser's connection is to the proxy. Without a proxy these say nothing about proxies.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ ERROR_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ERR_PROXY_CONNECTION_FAILED",
             "ERR_SOCKS_CONNECTION_FAILED",
             "ERR_SOCKET_NOT_CONNECTED",
+            "ERR_CONNECTION_RESET",
+            "ERR_CONNECTION_CLOSED",
+            "ERR_EMPTY_RESPONSE",
             "ERR_PROXY_CERTIFICATE_INVALID",
             "ERR_MANDATORY_PROXY_CONFIGURATION_FAILED",
             "ERR_NO_SUPPORTED_PROXIES",

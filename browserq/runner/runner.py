@@ -119,6 +119,8 @@ class _RunState:
     context: BrowserContext | None = None
     cursor: ResumeCursor | None = None
     checkpoint_seq: int = 0
+    relogged: set[str] = field(default_factory=set)  # steps retried after a new login
+    last_navigation: str | None = None  # the URL the last navigate step asked for
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
 
@@ -193,7 +195,7 @@ class TemplateRunner:
             context.set_default_timeout(tsettings.step_timeout_s * 1000)
             if tsettings.trace != "off":
                 await context.tracing.start(screenshots=True, snapshots=True)
-            state.page = await context.new_page()
+            state.page = context.pages[0] if context.pages else await context.new_page()
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
             try:
                 async with asyncio.timeout(tsettings.timeout_s):
@@ -486,7 +488,9 @@ class TemplateRunner:
                     _store_output(state.outputs, rendered, output)
                 status = "skipped" if skipped else "succeeded"
                 checkpoint = None
-                if not skipped and self._wants_checkpoint(step, url_before, page.url, tsettings):
+                if rendered.action == "navigate" and "~" not in path:
+                    state.last_navigation = rendered.url  # type: ignore[attr-defined]
+                if "~" not in path and not skipped and self._wants_checkpoint(step, url_before, page.url, tsettings):
                     checkpoint = await self._checkpoint(path, state)
                 await self._record_end(
                     state, attempt_id, step, attempt, started, path, status, None, output, checkpoint
@@ -512,6 +516,8 @@ class TemplateRunner:
             if isinstance(failure, InfrastructureError) or not in_place or attempt > max_retries:
                 if step.continue_on_error and not isinstance(failure, InfrastructureError):
                     return
+                if await self._logged_in_again(path, url_before, failure, state):
+                    continue  # the session had expired: logged in, now the step once more
                 state.failed_attempt_id = attempt_id
                 state.failed_path = path
                 raise failure
@@ -596,6 +602,36 @@ class TemplateRunner:
                 url=url,
             )
         )
+
+    # --- sessions ---------------------------------------------------------------------------------
+    async def _logged_in_again(self, path: str, url_before: str, failure: StepFailed, state: _RunState) -> bool:
+        """When a step failed because the run is logged out (the session check matches nothing),
+        run the template's login steps, go back to the step's page and let it try once more.
+        A second time for the same step is ``SESSION_EXPIRED``."""
+        session = state.request.loaded.template.session
+        if session is None or isinstance(failure, InfrastructureError) or failure.code not in _SESSION_SYMPTOMS:
+            return False
+        if await self._present(session.check, path, state):
+            return False  # logged in: the failure is the step's own
+        if path in state.relogged:
+            raise StepFailed(
+                Codes.SESSION_EXPIRED,
+                f"still logged out after running the login steps (session check {session.check!r} "
+                f"matches nothing); the step failed with {failure.code.code}: {failure.message}",
+            )
+        state.relogged.add(path)
+        log.info("session check failed; logging in again", run_id=state.request.run_id, step=path)
+        await self._run_steps(session.login, f"{path}~login.", state)
+        if not await self._present(session.check, path, state):
+            raise StepFailed(
+                Codes.SESSION_EXPIRED,
+                f"the login steps ran but the session check {session.check!r} still matches nothing",
+            )
+        # Back to the page the run meant to be on (a logged-out site may have redirected it).
+        target = state.last_navigation or url_before
+        if target.startswith(("http://", "https://")):
+            await self._page(state).goto(target)
+        return True
 
     # --- checkpoints and side effects ----------------------------------------------------------
     @staticmethod
@@ -762,6 +798,12 @@ class TemplateRunner:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+#: Step failures that a logged-out session typically causes (the element or page is not there).
+_SESSION_SYMPTOMS = frozenset({
+    Codes.SELECTOR_NOT_FOUND, Codes.ASSERTION_FAILED, Codes.HTTP_4XX, Codes.BLOCKED,
+    Codes.ELEMENT_NOT_ACTIONABLE, Codes.TIMEOUT,
+})
+
 #: Failures that happen before an action reaches the page: nothing can have taken effect.
 _BEFORE_DISPATCH = frozenset({
     Codes.SELECTOR_NOT_FOUND, Codes.INVALID_STEP_INPUT, Codes.URL_DENIED, Codes.DOMAIN_DENIED,

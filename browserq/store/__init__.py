@@ -1,13 +1,22 @@
-"""The run store: SQLAlchemy models, Alembic migrations, the ``Store`` API and artifact files."""
+"""The run store: SQLAlchemy models, Alembic migrations, the ``Store`` API (runs, batches,
+identities) and artifact files."""
 
 from browserq.store.artifacts import ArtifactDir, ArtifactPathDenied, StoredFile
 from browserq.store.engine import create_store_engine, mask_url, normalize_url
+from browserq.store.identities import (
+    IdentityBusy,
+    IdentityDisabled,
+    IdentityError,
+    IdentityLeaseLost,
+    IdentityNotFound,
+)
 from browserq.store.migrations import find_migrations_dir, head_revision
 from browserq.store.models import (
     Artifact,
     ArtifactKind,
     Base,
     Batch,
+    Identity,
     Run,
     RunStatus,
     RunTransition,
@@ -27,6 +36,8 @@ from browserq.store.store import (
 from browserq.store.views import (
     ArtifactView,
     BatchView,
+    IdentityLease,
+    IdentityView,
     Lease,
     RunView,
     StepView,
@@ -44,6 +55,14 @@ __all__ = [
     "Batch",
     "BatchView",
     "DuplicateRun",
+    "Identity",
+    "IdentityBusy",
+    "IdentityDisabled",
+    "IdentityError",
+    "IdentityLease",
+    "IdentityLeaseLost",
+    "IdentityNotFound",
+    "IdentityView",
     "IllegalTransition",
     "Lease",
     "LeaseBusy",

@@ -1,7 +1,8 @@
 """The run store's schema: templates, runs, step attempts and artifacts (SQLAlchemy 2 typed ORM).
 
 Schema history: ``0001`` templates/runs/step_attempts/artifacts; ``0002`` durable runs (leases
-with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``).
+with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``); ``0003``
+``identities`` (named visitor identities, leased to one run at a time).
 
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
@@ -282,6 +283,39 @@ class Artifact(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Identity(Base):
+    """What a site sees as one visitor: a sticky proxy, a fingerprint seed, locale/timezone and
+    the browser storage (Playwright ``storage_state`` JSON, kept only as a Fernet token).
+
+    Leased to one run at a time (``lease_run_id`` until ``lease_expires_at``); ``lease_token``
+    fences the holder's writes and is bumped by every lease grant.
+    """
+
+    __tablename__ = "identities"
+    #: (pool, lease_expires_at) also serves lookups by pool alone (its leftmost column).
+    __table_args__ = (Index("ix_identities_pool_lease_expires_at", "pool", "lease_expires_at"),)
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    pool: Mapped[str | None] = mapped_column(String(100))
+    fingerprint_seed: Mapped[str] = mapped_column(String(64))
+    proxy_id: Mapped[str | None] = mapped_column(String(64))
+    region: Mapped[str | None] = mapped_column(String(20))
+    locale: Mapped[str | None] = mapped_column(String(20))
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    #: Fernet token of the storage_state JSON; the store never sees it in clear.
+    storage_encrypted: Mapped[str | None] = mapped_column(Text)
+    storage_saved_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    lease_run_id: Mapped[str | None] = mapped_column(String(32))
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    lease_token: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    uses: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: Set: the identity is never leased (e.g. the site banned it); NULL: usable.
+    disabled_reason: Mapped[str | None] = mapped_column(Text)
 
 
 metadata = Base.metadata

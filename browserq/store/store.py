@@ -18,6 +18,10 @@ Database outages
     ``retry_window_s``; then :class:`StoreUnavailable` (a StoreError) is raised. A commit whose
     acknowledgement was lost may have applied, so every retried write first looks for its own
     earlier effect (the step attempt, artifact, run, batch or transition it meant to write).
+
+Identities
+    Named visitor identities (sticky proxy, fingerprint seed, encrypted browser storage) leased
+    to one run at a time: see :mod:`browserq.store.identities`, whose methods ``Store`` has.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from browserq.store.engine import (
     scrub,
     to_store_error,
 )
+from browserq.store.identities import IdentityMethods
 from browserq.store.migrations import alembic_config
 from browserq.store.models import (
     Artifact,
@@ -211,8 +216,8 @@ class _Finished:
     run: RunView
 
 
-class Store:
-    """Persistence for runs. ``database_url``: any SQLAlchemy URL (PostgreSQL or SQLite).
+class Store(IdentityMethods):
+    """Persistence for runs (and identities, see :class:`IdentityMethods`). ``database_url``: any SQLAlchemy URL (PostgreSQL or SQLite).
 
     ``retry_window_s``: how long a transaction keeps being retried while the database is
     unreachable (or, on SQLite, locked) before :class:`StoreUnavailable` is raised.

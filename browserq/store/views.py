@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from browserq.store.models import RunStatus
@@ -143,6 +143,58 @@ class BatchView:
     def created(self) -> int:
         """How many of the batch's runs exist (``total`` is how many were meant to)."""
         return self.queued + self.running + self.retrying + self.finished
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityView:
+    """An identity row. ``storage_encrypted`` is the Fernet token of the storage_state JSON."""
+
+    name: str
+    pool: str | None
+    fingerprint_seed: str
+    proxy_id: str | None
+    region: str | None
+    locale: str | None
+    timezone: str | None
+    storage_encrypted: str | None
+    storage_saved_at: datetime | None
+    lease_run_id: str | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    lease_token: int
+    uses: int
+    created_at: datetime
+    last_used_at: datetime | None
+    disabled_reason: str | None
+
+    @property
+    def disabled(self) -> bool:
+        return self.disabled_reason is not None
+
+    def leased(self, now: datetime | None = None) -> bool:
+        """True while a run holds an unexpired lease on the identity (at ``now``, default now)."""
+        return (
+            self.lease_run_id is not None
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > (now or datetime.now(UTC))
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityLease:
+    """The right to use an identity until ``expires_at``; ``token`` fences its writes
+    (:meth:`Store.save_identity_storage`, :meth:`Store.set_identity_proxy`, renew, release)."""
+
+    name: str
+    token: int
+    expires_at: datetime
+    fingerprint_seed: str
+    proxy_id: str | None
+    region: str | None
+    locale: str | None
+    timezone: str | None
+    storage_encrypted: str | None  # Fernet token of the storage_state JSON; None: fresh profile
+    pool: str | None
 
 
 V = TypeVar("V")

@@ -602,6 +602,17 @@ def iter_steps(steps: Sequence[ActionStep | RepeatStep]) -> Iterator[ActionStep 
             yield from iter_steps(step.repeat.steps)
 
 
+class SessionSpec(_Model):
+    """How to tell a run is logged in, and how to log in again when it is not.
+
+    When a step fails and ``check`` matches nothing, the ``login`` steps run and the failed step
+    is tried once more; if the check still fails, the run fails with ``SESSION_EXPIRED``.
+    """
+
+    check: Selector
+    login: Annotated[list[Step], Field(min_length=1)]
+
+
 class Template(_Model):
     """A whole template: identity, params, settings and the steps to run."""
 
@@ -615,11 +626,14 @@ class Template(_Model):
         default_factory=TemplateSettings
     )
     steps: Annotated[list[Step], Field(min_length=1)]
+    session: SessionSpec | None = None
 
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.version}"
 
     def iter_steps(self) -> Iterator[ActionStep | RepeatStep]:
-        """Every step, nested ones included, in document order."""
-        return iter_steps(self.steps)
+        """Every step, nested ones included, in document order (the session's login steps last)."""
+        yield from iter_steps(self.steps)
+        if self.session is not None:
+            yield from iter_steps(self.session.login)

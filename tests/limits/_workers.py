@@ -7,7 +7,9 @@ import sys
 import time
 
 
-def hammer_try_acquire(redis_url: str, prefix: str, rate: str, host: str, start_at: float, seconds: float, out) -> None:  # type: ignore[no-untyped-def]
+def hammer_try_acquire(
+    redis_url: str, prefix: str, rate: str, host: str, start_at: float, seconds: float, out
+) -> None:  # type: ignore[no-untyped-def]
     """Call try_acquire back to back from ``start_at`` (wall clock) for ``seconds``; report counts."""
     from browserq.limits import RateLimiter
 

@@ -50,13 +50,18 @@ def test_parse_rate(text: str, per_s: float, burst: int) -> None:
     assert rate.burst == burst
 
 
-@pytest.mark.parametrize("text", ["2/x", "abc", "0/s", "2/s burst 0", "-1/s", "2/ms", "", "2", "2/s burst", "2/s burst 1.5"])
+@pytest.mark.parametrize(
+    "text",
+    ["2/x", "abc", "0/s", "2/s burst 0", "-1/s", "2/ms", "", "2", "2/s burst", "2/s burst 1.5"],
+)
 def test_parse_rate_errors_say_what_is_valid(text: str) -> None:
     with pytest.raises(InvalidRate) as info:
         Rate.parse(text)
     message = str(info.value)
     assert repr(text) in message
-    assert any(hint in message for hint in ("N/s, N/min or N/h", "above 0", "burst must be at least 1"))
+    assert any(
+        hint in message for hint in ("N/s, N/min or N/h", "above 0", "burst must be at least 1")
+    )
     # usable as a config error and inside pydantic validators
     assert isinstance(info.value, ConfigError) and isinstance(info.value, ValueError)
 
@@ -70,7 +75,13 @@ def test_rate_constructor_checks_values() -> None:
 
 @pytest.mark.parametrize(
     ("text", "shown"),
-    [("2/s", "2/s"), ("30/min", "30/min"), ("100/h", "100/h"), ("2/s burst 5", "2/s burst 5"), ("0.25/s", "15/min")],
+    [
+        ("2/s", "2/s"),
+        ("30/min", "30/min"),
+        ("100/h", "100/h"),
+        ("2/s burst 5", "2/s burst 5"),
+        ("0.25/s", "15/min"),
+    ],
 )
 def test_rate_prints_back_in_its_own_syntax(text: str, shown: str) -> None:
     assert str(Rate.parse(text)) == shown
@@ -78,7 +89,10 @@ def test_rate_prints_back_in_its_own_syntax(text: str, shown: str) -> None:
 
 
 def test_rate_map_from_json_or_pairs() -> None:
-    assert parse_rate_map('{"Example.com": "2/s", "*": "10/s"}') == {"example.com": "2/s", "*": "10/s"}
+    assert parse_rate_map('{"Example.com": "2/s", "*": "10/s"}') == {
+        "example.com": "2/s",
+        "*": "10/s",
+    }
     assert parse_rate_map("example.com=2/s burst 5; *.shop.example = 30/min;*=off") == {
         "example.com": "2/s burst 5",
         "shop.example": "30/min",
@@ -120,7 +134,9 @@ def test_settings_read_rate_limits_from_the_environment(monkeypatch: pytest.Monk
 
 def test_limits_redis_url_defaults() -> None:
     assert limits_redis_url(load_settings(broker_url="redis://b:6379/2")) == "redis://b:6379/2"
-    assert limits_redis_url(load_settings(broker_url="amqp://guest@mq//")) == DEFAULT_LIMITS_REDIS_URL
+    assert (
+        limits_redis_url(load_settings(broker_url="amqp://guest@mq//")) == DEFAULT_LIMITS_REDIS_URL
+    )
     explicit = load_settings(broker_url="amqp://guest@mq//", limits_redis_url="redis://lim:6379/5")
     assert limits_redis_url(explicit) == "redis://lim:6379/5"
 
@@ -139,14 +155,20 @@ def test_host_of() -> None:
 def test_exact_entry_then_parent_domain_then_default() -> None:
     limiter = RateLimiter(
         DEFAULT_LIMITS_REDIS_URL,
-        per_domain={"example.com": "1/s", "api.example.com": "5/s", "free.example.com": "unlimited"},
+        per_domain={
+            "example.com": "1/s",
+            "api.example.com": "5/s",
+            "free.example.com": "unlimited",
+        },
         default="10/s",
     )
     exact = limiter.match("https://api.example.com/v1")
     assert exact and exact.domain == "api.example.com" and exact.rate == Rate(5.0)
     parent = limiter.match("https://www.shop.example.com/")
     assert parent and parent.domain == "example.com" and parent.rate == Rate(1.0)
-    assert limiter.match("http://free.example.com/") is None  # explicitly unlimited, no parent search
+    assert (
+        limiter.match("http://free.example.com/") is None
+    )  # explicitly unlimited, no parent search
     assert limiter.match("http://a.free.example.com/") is None
     other = limiter.match("https://notexample.com/")  # not a subdomain of example.com
     assert other and other.domain == "notexample.com" and other.rate == Rate(10.0)
@@ -193,7 +215,9 @@ def test_burst_then_wait(redis_url: str, prefix: str) -> None:
 
 
 def test_parent_domain_shares_one_bucket_default_is_per_host(redis_url: str, prefix: str) -> None:
-    limiter = RateLimiter(redis_url, per_domain={"example.com": "1/min"}, default="1/min", prefix=prefix)
+    limiter = RateLimiter(
+        redis_url, per_domain={"example.com": "1/min"}, default="1/min", prefix=prefix
+    )
     assert limiter.try_acquire("https://a.example.com/") == 0.0
     assert limiter.try_acquire("https://b.example.com/") > 0  # same bucket as a.example.com
     assert limiter.try_acquire("example.com") > 0
@@ -259,7 +283,9 @@ def test_bucket_shared_by_two_workers_never_exceeds_rate(redis_url: str, prefix:
     errors: list[BaseException] = []
 
     def worker(n: int) -> None:
-        limiter = RateLimiter(redis_url, per_domain={"site.example": f"{rate:g}/s burst {burst}"}, prefix=prefix)
+        limiter = RateLimiter(
+            redis_url, per_domain={"site.example": f"{rate:g}/s burst {burst}"}, prefix=prefix
+        )
 
         async def task() -> None:
             for _ in range(n):

@@ -38,8 +38,10 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
+#: ``<link rel=icon href=data:,>`` keeps Chromium from fetching /favicon.ico (one request per load).
+NO_FAVICON = '<link rel="icon" href="data:,">'
 CAPTCHA_PAGE = (
-    "<html><head><title>Just a moment</title></head><body>"
+    f"<html><head><title>Just a moment</title>{NO_FAVICON}</head><body>"
     '<div class="g-recaptcha" data-sitekey="x"></div><p>Please verify you are human</p></body></html>'
 )
 
@@ -188,12 +190,13 @@ class TargetServer:
                             "proxy_authorization": self.headers.get("Proxy-Authorization"),
                         }
                     )
-                status, body = 200, "<html><head><title>target</title></head><body><p id=msg>hello from target</p></body></html>"
+                status = 200
+                body = f"<html><head><title>target</title>{NO_FAVICON}</head><body><p id=msg>hello from target</p></body></html>"
                 if self.path.startswith("/captcha"):
                     body = CAPTCHA_PAGE
                 elif self.path.startswith("/status/"):
                     status = int(self.path.split("/")[2])
-                    body = f"<html><body>status {status}</body></html>"
+                    body = f"<html><head>{NO_FAVICON}</head><body>status {status}</body></html>"
                 data = body.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -308,7 +311,7 @@ class HttpProxy(LocalServer):
             self.requests.append((method, target))
         if self.forbid:
             self._count("forbidden")
-            _respond(sock, 403, "Forbidden", "<html><body>proxy says no</body></html>")
+            _respond(sock, 403, "Forbidden", f"<html><head>{NO_FAVICON}</head><body>proxy says no</body></html>")
             return
         if not self._authorized(headers):
             self._count("auth_challenges")
@@ -316,7 +319,7 @@ class HttpProxy(LocalServer):
                 sock,
                 407,
                 "Proxy Authentication Required",
-                "<html><body>proxy authentication required</body></html>",
+                f"<html><head>{NO_FAVICON}</head><body>proxy authentication required</body></html>",
                 {"Proxy-Authenticate": 'Basic realm="browserq-test"'},
             )
             return

@@ -221,3 +221,40 @@ def test_values_built_at_run_time_are_checked_like_literal_ones(any_runtime: Run
     outcome = any_runtime.run_loaded(loaded, {"sel": "a" * 5000, "shot": "ok.png"})
     assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "INVALID_STEP_INPUT", "2")
     assert "limit is 1000" in outcome.error_message
+
+
+SESSION_TEMPLATE = """
+params:
+  base_url: {type: url, required: true}
+  password: {type: secret, required: true}
+settings: {trace: off, step_timeout_s: 2, step_retries: 0, run_retries: 0}
+session:
+  check: "#welcome"
+  login:
+    - {action: navigate, url: "${base_url}/login"}
+    - {action: fill, selector: "#username", value: demo}
+    - {action: fill, selector: "#password", value: "${password}"}
+    - {action: click, selector: "button[type=submit]"}
+steps:
+  - {action: navigate, url: "${base_url}/account"}
+  - {action: get, what: text, selector: "#welcome", into: welcome}
+"""
+
+
+def test_expired_session_logs_in_again_and_retries_the_step(any_runtime: Runtime, demo) -> None:
+    loaded = template(SESSION_TEMPLATE)
+    outcome = any_runtime.run_loaded(loaded, {"base_url": demo.url, "password": "s3cret-pass"})
+    assert outcome.status == "completed", outcome
+    assert outcome.outputs["welcome"] == "Welcome, demo"
+    steps = any_runtime.store.steps(outcome.run_id)
+    assert [s.step_path for s in steps if "~login" in s.step_path] == [f"1~login.{i}" for i in range(4)]
+    welcome = [s for s in steps if s.step_path == "1"]
+    assert [s.status for s in welcome] == ["failed", "succeeded"]
+    assert "s3cret-pass" not in repr(steps)
+
+
+def test_login_that_does_not_help_is_session_expired(any_runtime: Runtime, demo) -> None:
+    loaded = template(SESSION_TEMPLATE)
+    outcome = any_runtime.run_loaded(loaded, {"base_url": demo.url, "password": "wrong-password"})
+    assert (outcome.status, outcome.error_code) == ("failed", "SESSION_EXPIRED")
+    assert "session check" in outcome.error_message

@@ -23,7 +23,15 @@ PG_ADMIN_URL = os.environ.get(
     "BROWSERQ_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgresql")
-TABLES = ("artifacts", "step_attempts", "run_transitions", "runs", "batches", "templates")
+TABLES = (
+    "artifacts",
+    "step_attempts",
+    "run_transitions",
+    "runs",
+    "batches",
+    "templates",
+    "identities",
+)
 
 
 def _pg_url(dbname: str) -> str:

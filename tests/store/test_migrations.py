@@ -23,7 +23,15 @@ from browserq.store import migrations as migrations_module
 from browserq.store.migrations import alembic_config
 
 REPO = Path(__file__).resolve().parents[2]
-TABLES = {"templates", "runs", "step_attempts", "artifacts", "run_transitions", "batches"}
+TABLES = {
+    "templates",
+    "runs",
+    "step_attempts",
+    "artifacts",
+    "run_transitions",
+    "batches",
+    "identities",
+}
 INDEXES = {
     "runs": {
         "ix_runs_status_created_at",
@@ -35,6 +43,7 @@ INDEXES = {
     "run_transitions": {"ix_run_transitions_run_id_id"},
     "step_attempts": {"ix_step_attempts_run_id_id", "ix_step_attempts_error_code"},
     "artifacts": {"ix_artifacts_run_id", "ix_artifacts_step_attempt_id"},
+    "identities": {"ix_identities_pool_lease_expires_at"},
 }
 
 
@@ -44,8 +53,8 @@ def _diff(store: Store, metadata: MetaData) -> list:
         return compare_metadata(context, metadata)
 
 
-def test_head_is_the_durability_migration() -> None:
-    assert head_revision() == "0002"
+def test_head_is_the_identities_migration() -> None:
+    assert head_revision() == "0003"
     assert find_migrations_dir() == REPO / "alembic"
 
 
@@ -287,8 +296,8 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
             )
         before = {t: _rows(store, t) for t in ("templates", "step_attempts", "artifacts")}
 
-        store.upgrade()
-        assert store.current_revision() == "0002"
+        store.upgrade()  # through 0002 (and the later, additive revisions)
+        assert store.current_revision() == head_revision()
         assert _diff(store, Base.metadata) == []  # an upgraded database equals a fresh one
         for table, rows in before.items():
             assert _rows(store, table) == rows, table
@@ -323,7 +332,7 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
         assert store.current_revision() == "0001"
         names = set(inspect(store.engine).get_table_names())
         assert {"templates", "runs", "step_attempts", "artifacts"} <= names
-        assert not {"run_transitions", "batches"} & names
+        assert not {"run_transitions", "batches", "identities"} & names
         assert [r["id"] for r in _rows(store, "runs")] == ["r1", "r2", "r3"]
         assert len(_rows(store, "step_attempts")) == 1 and len(_rows(store, "artifacts")) == 1
         assert _rows(store, "artifacts")[0]["step_attempt_id"] == 1

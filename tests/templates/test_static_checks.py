@@ -94,7 +94,7 @@ def test_bad_name_and_unknown_top_level_key(problems) -> None:
     assert found[0].startswith("line 1: name: name 'My Template' must be lower-case letters")
     assert found[1] == (
         "line 3: unknown field 'step' (did you mean 'steps'?); allowed fields: name, version, "
-        "description, params, settings, steps"
+        "description, params, settings, steps, session"
     )
 
 

@@ -1,0 +1,188 @@
+"""Browser-pool benchmarks: context acquisition (pre-warmed vs on demand) and worker RSS over runs.
+
+    .venv/bin/python bench/pool.py acquire [--n 40]
+    .venv/bin/python bench/pool.py rss [--runs 1000] [--every 50]
+
+``acquire`` times ``BrowserPool.new_context()`` plus getting its page, with a spare waiting (the pool refills it in
+the background while a "run" uses its context) and with no spares, interleaved in one process.
+``rss`` runs a small template (open a page, extract 10 records) N times through the real
+runtime (SQLite store) and samples the resident memory of the whole worker — this Python
+process, the Playwright driver and every Chromium process — printing whether it stays flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from browserq.browsers import BrowserPool, EventLoopThread
+from browserq.browsers.launcher import rss_bytes
+from browserq.demo.site import DemoSite
+from browserq.runtime import Runtime
+from browserq.settings import load_settings
+from browserq.templates import load_template_text
+
+console = Console()
+
+TEMPLATE = """
+name: bench_small
+version: 1.0.0
+params:
+  url: {type: url, required: true}
+settings: {trace: off}
+steps:
+  - {action: navigate, url: "${url}"}
+  - {action: extract, selector: ".quote", fields: {text: ".text", author: ".author"}, into: quotes}
+"""
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process below it (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def worker_rss_mb() -> float:
+    return rss_bytes(descendants(os.getpid())) / 2**20
+
+
+def bench_acquire(n: int) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="bq-bench-"))
+    loop = EventLoopThread().start()
+    results: dict[str, list[float]] = {"prewarmed": [], "on_demand": []}
+    pools = {
+        "prewarmed": BrowserPool(load_settings(artifacts_dir=tmp, context_prewarm=1)),
+        "on_demand": BrowserPool(load_settings(artifacts_dir=tmp, context_prewarm=0)),
+    }
+    try:
+        for pool in pools.values():
+            loop.run(pool.start(), timeout=60)
+
+        async def one(pool: BrowserPool) -> float:
+            started = time.perf_counter()
+            context = await pool.new_context()
+            page = context.pages[0] if context.pages else await context.new_page()
+            elapsed = (time.perf_counter() - started) * 1000  # a context with its page, ready
+            await page.goto("about:blank")
+            await asyncio.sleep(0.3)
+            await pool.close_context(context)
+            return elapsed
+
+        for _ in range(2):  # warm-up
+            for pool in pools.values():
+                loop.run(one(pool))
+        for _ in range(n):
+            for name, pool in pools.items():
+                results[name].append(loop.run(one(pool)))
+        hits = pools["prewarmed"].spare_hits
+    finally:
+        for pool in pools.values():
+            loop.run(pool.stop(), timeout=60)
+        loop.stop()
+    summary = {
+        name: {"median_ms": statistics.median(v), "p90_ms": sorted(v)[int(len(v) * 0.9) - 1]}
+        for name, v in results.items()
+    }
+    summary["ratio_on_demand_over_prewarmed"] = summary["on_demand"]["median_ms"] / max(
+        summary["prewarmed"]["median_ms"], 1e-6
+    )
+    summary["spare_hits"] = hits
+    summary["n"] = n
+    table = Table(title=f"context acquisition, {n} each, interleaved")
+    for column in ("pool", "median ms", "p90 ms"):
+        table.add_column(column, justify="right")
+    for name in ("prewarmed", "on_demand"):
+        table.add_row(name, f"{summary[name]['median_ms']:.2f}", f"{summary[name]['p90_ms']:.2f}")
+    console.print(table)
+    console.print(f"on-demand / pre-warmed (median): {summary['ratio_on_demand_over_prewarmed']:.1f}x"
+                  f"   (spare hits {hits}/{n + 2})")
+    return summary
+
+
+def bench_rss(runs: int, every: int, max_contexts: int) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="bq-bench-"))
+    settings = load_settings(
+        database_url=f"sqlite:///{tmp / 'bench.db'}", artifacts_dir=tmp / "artifacts",
+        browser_max_contexts=max_contexts,
+    )
+    loaded = load_template_text(TEMPLATE)
+    samples: list[tuple[int, float, int]] = []
+    with DemoSite() as site, Runtime(settings) as runtime:
+        url = f"{site.url}/quotes/"
+        started = time.perf_counter()
+        for i in range(runs + 1):
+            if i % every == 0:
+                samples.append((i, worker_rss_mb(), runtime.pool.launches))
+                console.print(f"  run {i:5d}  worker RSS {samples[-1][1]:7.1f} MB  "
+                              f"browsers launched {runtime.pool.launches}", highlight=False)
+            if i < runs:
+                outcome = runtime.run_loaded(loaded, {"url": url})
+                assert outcome.status == "completed", outcome
+        elapsed = time.perf_counter() - started
+        recycles = runtime.pool.recycles
+    values = [s[1] for s in samples]
+    quarter = max(1, len(values) // 4)
+    first, last = statistics.median(values[1 : 1 + quarter]), statistics.median(values[-quarter:])
+    summary = {
+        "runs": runs,
+        "seconds": elapsed,
+        "runs_per_s": runs / elapsed,
+        "rss_mb_min": min(values),
+        "rss_mb_max": max(values),
+        "rss_mb_first_quarter_median": first,
+        "rss_mb_last_quarter_median": last,
+        "growth_ratio_last_over_first": last / first,
+        "browser_recycles": recycles,
+        "browser_max_contexts": max_contexts,
+        "samples": samples,
+    }
+    console.print(
+        f"worker RSS over {runs} runs: min {min(values):.0f} MB, max {max(values):.0f} MB; "
+        f"median of first quarter {first:.0f} MB → last quarter {last:.0f} MB "
+        f"(x{last / first:.2f}); {recycles} browser recycles; {runs / elapsed:.1f} runs/s"
+    )
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["acquire", "rss", "all"])
+    parser.add_argument("--n", type=int, default=40, help="acquisitions per pool (acquire)")
+    parser.add_argument("--runs", type=int, default=1000, help="runs (rss)")
+    parser.add_argument("--every", type=int, default=50, help="sample RSS every this many runs")
+    parser.add_argument("--max-contexts", type=int, default=250, help="browser_max_contexts (rss)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out = {}
+    if args.what in ("acquire", "all"):
+        out["acquire"] = bench_acquire(args.n)
+    if args.what in ("rss", "all"):
+        out["rss"] = bench_rss(args.runs, args.every, args.max_contexts)
+    if args.json:
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
