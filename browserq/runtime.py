@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
+from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
@@ -103,8 +104,11 @@ class Runtime:
         self.secret_box = SecretBox(self.settings.secret_key)
         self.loop = EventLoopThread()
         self.pool = BrowserPool(self.settings)
+        self.rate_limiter = RateLimiter.from_settings(self.settings)
+        self.tenants = TenantLimiter.from_settings(self.settings)
         self.runner = TemplateRunner(
-            self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box
+            self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box,
+            rate_limiter=self.rate_limiter,
         )
         self.owner = worker_name()
         self._started = False
@@ -131,6 +135,7 @@ class Runtime:
         if self._started:
             try:
                 self.loop.run(self.pool.stop(), timeout=30)
+                self.loop.run(self.rate_limiter.aclose(), timeout=5)
             except Exception as exc:
                 log.warning("browser pool stop failed", error=str(exc))
             self._started = False
@@ -213,7 +218,9 @@ class Runtime:
                 )
             request = self._request(run_id, lease, loaded, params, names)
             try:
-                outcome = self.loop.run(self.runner.run(request), timeout=timeout)
+                outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout)
+            except TenantBusy as busy:
+                return self._tenant_busy(run_id, lease.token, busy)
             except BaseException:  # Celery's soft time limit, or the process is stopping
                 self._finish_interrupted(run_id, lease.token)
                 raise
@@ -226,6 +233,17 @@ class Runtime:
             if isinstance(decision, RetryLater):
                 return decision
             return self._finish(run_id, lease.token, outcome)
+
+    async def _run_in_slot(self, request: RunRequest, run: RunView) -> RunOutcome:
+        """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""
+        async with self.tenants.slot(run.tenant, run.id, wait_s=self.settings.tenant_wait_s):
+            return await self.runner.run(request)
+
+    def _tenant_busy(self, run_id: str, token: int, busy: TenantBusy) -> RetryLater:
+        countdown = max(1.0, busy.retry_after_s or self.settings.tenant_wait_s)
+        self.store.transition(run_id, "retrying", reason=str(busy), worker=self.owner, token=token)
+        self.store.release_lease(run_id, token=token)
+        return RetryLater(RunOutcome(run_id, "retrying", {}, None, str(busy)), countdown)
 
     def _materialize(
         self, run: RunView, secrets: dict[str, Any] | None

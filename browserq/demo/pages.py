@@ -257,7 +257,7 @@ def scroll_page() -> str:
 # --- widgets playground --------------------------------------------------------------------------
 
 
-def widgets_page() -> str:
+def widgets_page(delayed_ms: int = DELAYED_BUTTON_MS) -> str:
     script = f"""
 <script>
 (() => {{
@@ -271,7 +271,7 @@ def widgets_page() -> str:
     button.textContent = "I was late";
     button.addEventListener("click", () => say("delayed clicked"));
     document.getElementById("delayed-slot").appendChild(button);
-  }}, {DELAYED_BUTTON_MS});
+  }}, {delayed_ms});
 
   const target = document.getElementById("hover-target");
   const tip = document.getElementById("hover-tip");

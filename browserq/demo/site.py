@@ -228,6 +228,10 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(site.confirm_delay_ms / 1000)
             return self._send(200, pages.confirmation_page(name, ticket))
 
+        if path == "/widgets" and "delayed_ms" in self.query:
+            delayed = min(int(self.query["delayed_ms"] or 0), SLOW_CAP_MS)
+            return self._send(200, pages.widgets_page(delayed))
+
         if path == "/sw.js":  # a no-op service worker, for storage-isolation tests
             return self._send(200, "self.addEventListener('fetch', () => {});\n",
                               content_type="text/javascript; charset=utf-8")

@@ -35,7 +35,10 @@ FAILURE_KINDS: tuple[str, ...] = (REFUSED, TUNNEL, AUTH, BLOCKED, TIMEOUT)
 
 #: Chromium net errors, checked in this order (auth before the generic proxy failure).
 ERROR_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (AUTH, ("ERR_PROXY_AUTH_", "ERR_INVALID_AUTH_CREDENTIALS", "407 Proxy Authentication Required")),
+    (
+        AUTH,
+        ("ERR_PROXY_AUTH_", "ERR_INVALID_AUTH_CREDENTIALS", "407 Proxy Authentication Required"),
+    ),
     (TUNNEL, ("ERR_TUNNEL_CONNECTION_FAILED", "ERR_SOCKS_CONNECTION_HOST_UNREACHABLE")),
     (
         REFUSED,

@@ -26,7 +26,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080}
 STRATEGIES = ("round_robin", "random", "least_used", "sticky_domain", "sticky_identity")
 _REGION = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _HOST = re.compile(r"^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$")
-_ENCODE_HINT = "percent-encode special characters in credentials (/ as %2F, @ as %40, : as %3A, , as %2C)"
+_ENCODE_HINT = (
+    "percent-encode special characters in credentials (/ as %2F, @ as %40, : as %3A, , as %2C)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +196,9 @@ def split_proxy_setting(value: str | Sequence[str] | None) -> list[str]:
             try:
                 decoded = json.loads(text)
             except ValueError:
-                raise ConfigError("BROWSERQ_PROXIES: starts with '[' but is not a valid JSON list") from None
+                raise ConfigError(
+                    "BROWSERQ_PROXIES: starts with '[' but is not a valid JSON list"
+                ) from None
             if not isinstance(decoded, list) or not all(isinstance(i, str) for i in decoded):
                 raise ConfigError("BROWSERQ_PROXIES: the JSON value must be a list of URL strings")
             return [item.strip() for item in decoded if item.strip()]
@@ -208,7 +212,9 @@ def read_proxies_file(path: Path) -> list[tuple[str, str]]:
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as exc:
-        raise ConfigError(f"BROWSERQ_PROXIES_FILE={str(path)!r} cannot be read: {exc.strerror}") from None
+        raise ConfigError(
+            f"BROWSERQ_PROXIES_FILE={str(path)!r} cannot be read: {exc.strerror}"
+        ) from None
     entries = []
     for number, line in enumerate(lines, start=1):
         tokens = line.split(None, 1)
@@ -216,7 +222,9 @@ def read_proxies_file(path: Path) -> list[tuple[str, str]]:
             continue
         where = f"{path}:{number}"
         if len(tokens) > 1 and not tokens[1].startswith("#"):
-            raise ConfigError(f"{where}: {redact_url(tokens[0])!r}: one URL per line (start a comment with #)")
+            raise ConfigError(
+                f"{where}: {redact_url(tokens[0])!r}: one URL per line (start a comment with #)"
+            )
         entries.append((where, tokens[0]))
     return entries
 
@@ -254,7 +262,9 @@ class ProxyConfig:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise ConfigError(f"BROWSERQ_PROXY_STRATEGY={self.strategy!r}: use one of {', '.join(STRATEGIES)}")
+            raise ConfigError(
+                f"BROWSERQ_PROXY_STRATEGY={self.strategy!r}: use one of {', '.join(STRATEGIES)}"
+            )
         if self.cooldown_s <= 0 or self.cooldown_max_s < self.cooldown_s:
             raise ConfigError(
                 f"BROWSERQ_PROXY_COOLDOWN_MAX_S ({self.cooldown_max_s}) must be at least "
@@ -263,7 +273,10 @@ class ProxyConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> ProxyConfig:
-        entries = [(f"BROWSERQ_PROXIES[{i}]", url) for i, url in enumerate(split_proxy_setting(settings.proxies))]
+        entries = [
+            (f"BROWSERQ_PROXIES[{i}]", url)
+            for i, url in enumerate(split_proxy_setting(settings.proxies))
+        ]
         if settings.proxies_file is not None:
             entries += read_proxies_file(settings.proxies_file)
         return cls(

@@ -134,7 +134,9 @@ class ProxyHealth:
         self._failure_script = client.register_script(_FAILURE_LUA)
 
     @classmethod
-    def from_config(cls, config: Any, client: redis.Redis | None = None, **kwargs: Any) -> ProxyHealth:
+    def from_config(
+        cls, config: Any, client: redis.Redis | None = None, **kwargs: Any
+    ) -> ProxyHealth:
         return cls(
             client or make_redis(config.redis_url),
             cooldown_s=config.cooldown_s,
@@ -176,13 +178,24 @@ class ProxyHealth:
         """Count a failure of ``kind`` and start (or extend) a cooldown. Returns its end (epoch
         seconds), or None if Redis was unreachable."""
         if kind not in FAILURE_KINDS:
-            raise ValueError(f"unknown proxy failure kind {kind!r}; expected one of {', '.join(FAILURE_KINDS)}")
+            raise ValueError(
+                f"unknown proxy failure kind {kind!r}; expected one of {', '.join(FAILURE_KINDS)}"
+            )
         now = self.clock()
         factor = 1.0 - random.random() * self.jitter
         try:
             streak, until = self._failure_script(
                 keys=[self.key(proxy.id), self.ids_key],
-                args=[kind, f"{now:.6f}", self.cooldown_s, self.cooldown_max_s, factor, proxy.label, proxy.id, HEALTH_TTL_S],
+                args=[
+                    kind,
+                    f"{now:.6f}",
+                    self.cooldown_s,
+                    self.cooldown_max_s,
+                    factor,
+                    proxy.label,
+                    proxy.id,
+                    HEALTH_TTL_S,
+                ],
             )
         except redis.RedisError as exc:
             _degraded("record_failure", proxy, exc)
@@ -283,7 +296,11 @@ class ProxyHealth:
 
     def reset(self, proxies: Iterable[Proxy] | None = None) -> None:
         """Forget the health of ``proxies`` (or of every known proxy)."""
-        ids = [p.id for p in proxies] if proxies is not None else list(self.redis.smembers(self.ids_key))
+        ids = (
+            [p.id for p in proxies]
+            if proxies is not None
+            else list(self.redis.smembers(self.ids_key))
+        )
         if ids:
             self.redis.delete(*[self.key(i) for i in ids])
             self.redis.srem(self.ids_key, *ids)

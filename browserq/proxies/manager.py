@@ -61,7 +61,11 @@ class ProxyManager:
         return bool(self.proxies)
 
     def choose(
-        self, *, domain: str | None = None, identity: str | None = None, exclude: frozenset[str] | set[str] = frozenset()
+        self,
+        *,
+        domain: str | None = None,
+        identity: str | None = None,
+        exclude: frozenset[str] | set[str] = frozenset(),
     ) -> Proxy | None:
         return self.rotator.choose(domain=domain, identity=identity, exclude=exclude)
 
@@ -81,7 +85,9 @@ class ProxyManager:
             self.health.record_failure(proxy, kind)
         return kind
 
-    def report_response(self, proxy: Proxy | None, status: int | None, body_snippet: str | None = None) -> str | None:
+    def report_response(
+        self, proxy: Proxy | None, status: int | None, body_snippet: str | None = None
+    ) -> str | None:
         """Classify a navigation response (407 / 403 / 429 / challenge page); recorded if it is one."""
         kind = classify_response(status, body_snippet)
         if kind is not None and proxy is not None:

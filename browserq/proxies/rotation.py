@@ -81,7 +81,9 @@ class ProxyRotator:
         rng: random.Random | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
-            raise ConfigError(f"unknown proxy strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+            raise ConfigError(
+                f"unknown proxy strategy {strategy!r}; use one of {', '.join(STRATEGIES)}"
+            )
         self.proxies: tuple[Proxy, ...] = tuple(proxies)
         self.health = health
         self.strategy = strategy
@@ -146,7 +148,10 @@ class ProxyRotator:
             else:
                 proxy = self._round_robin(available)
         except redis.RedisError as exc:
-            log.warning("proxy rotation state unavailable (redis); rotating locally", error=type(exc).__name__)
+            log.warning(
+                "proxy rotation state unavailable (redis); rotating locally",
+                error=type(exc).__name__,
+            )
             proxy = self._local_choice(key, available)
         if not counted:
             self.health.record_use(proxy)

@@ -35,6 +35,7 @@ from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.context import StepContext
 from browserq.runner.translate import first_line, translate
+from browserq.limits import BlockStats, NavigationGate, RateLimiter, install_blocking, install_navigation_gate
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 from browserq.store import ArtifactDir, LeaseLost, Store
@@ -121,6 +122,8 @@ class _RunState:
     checkpoint_seq: int = 0
     relogged: set[str] = field(default_factory=set)  # steps retried after a new login
     last_navigation: str | None = None  # the URL the last navigate step asked for
+    blocked: BlockStats | None = None
+    gate: NavigationGate | None = None
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
 
@@ -146,6 +149,7 @@ class TemplateRunner:
         settings: Settings,
         listener: StepListener | None = None,
         secret_box: SecretBox | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
@@ -153,6 +157,7 @@ class TemplateRunner:
         self.settings = settings
         self.listener = listener
         self.secret_box = secret_box or SecretBox(settings.secret_key)
+        self.rate_limiter = rate_limiter
 
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Store calls are synchronous; keep them off the event loop."""
@@ -193,6 +198,7 @@ class TemplateRunner:
                 network_entries=self.settings.snapshot_network_entries,
             )
             context.set_default_timeout(tsettings.step_timeout_s * 1000)
+            await self._install_limits(context, state)
             if tsettings.trace != "off":
                 await context.tracing.start(screenshots=True, snapshots=True)
             state.page = context.pages[0] if context.pages else await context.new_page()
@@ -236,6 +242,16 @@ class TemplateRunner:
         if context is not None:
             await self._finish_context(context, activity, state, failure if status == "failed" else None)
         return self._outcome(state, status, failure)
+
+    async def _install_limits(self, context: BrowserContext, state: _RunState) -> None:
+        """Resource blocking and the fleet-wide per-domain rate limits, for every page load."""
+        tsettings = state.request.loaded.template.settings
+        if tsettings.block_resources:
+            state.blocked = await install_blocking(context, frozenset(tsettings.block_resources))
+        if self.rate_limiter is not None:
+            limiter = self.rate_limiter.for_template(tsettings.rate_limits)
+            if limiter.enabled:
+                state.gate = await install_navigation_gate(context, limiter, deadline=state.deadline)
 
     async def _heartbeat(self, state: _RunState, main: asyncio.Task[Any]) -> None:
         """Renew the lease while the run progresses; stop the run if it was lost or cancelled."""
@@ -325,6 +341,8 @@ class TemplateRunner:
 
     def _outcome(self, state: _RunState, status: str, failure: StepFailed | None) -> RunOutcome:
         request = state.request
+        if state.blocked is not None and state.blocked.total:
+            log.info("resources blocked", run_id=request.run_id, blocked=state.blocked.summary())
         outputs = state.redactor.data(state.outputs)
         if failure is None:
             return RunOutcome(request.run_id, status, outputs)
@@ -481,6 +499,8 @@ class TemplateRunner:
                     if selector and self.pool.connected and not state.crashed:
                         missing = await _missing(page, selector)
                     failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
+                    if state.gate is not None and state.gate.error is not None:
+                        failure = state.gate.error  # the rate limit, not the page, stopped it
                     if state.crashed and not isinstance(failure, InfrastructureError):
                         failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
             if failure is None:

@@ -215,6 +215,25 @@ class TemplateSettings(_Model):
     #: Derive an idempotency key from the params, e.g. ``"order-${order_id}"``: a second submit
     #: with the same key joins the first run instead of starting another.
     idempotency_key: str | None = None
+    #: Per-domain rates for this template's runs, overriding BROWSERQ_RATE_LIMITS:
+    #: ``{"example.com": "2/s", "*": "10/s"}``. Shared by every worker.
+    rate_limits: dict[str, str] = Field(default_factory=dict)
+    #: Resource types to abort in this template's runs (image, font, media, stylesheet).
+    block_resources: list[str] = Field(default_factory=list)
+
+    @field_validator("rate_limits")
+    @classmethod
+    def _valid_rates(cls, value: dict[str, str]) -> dict[str, str]:
+        from browserq.limits import parse_rate_map
+
+        return parse_rate_map(value) if value else value
+
+    @field_validator("block_resources")
+    @classmethod
+    def _valid_kinds(cls, value: list[str]) -> list[str]:
+        from browserq.limits import validate_block_kinds
+
+        return sorted(validate_block_kinds(value)) if value else value
 
 
 # --- steps ---------------------------------------------------------------------------------

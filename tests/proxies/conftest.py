@@ -54,7 +54,12 @@ def namespace(redis_client: redis.Redis) -> Iterator[str]:
 @pytest.fixture
 def make_health(redis_client: redis.Redis, namespace: str) -> Callable[..., ProxyHealth]:
     def make(**kwargs: Any) -> ProxyHealth:
-        options: dict[str, Any] = {"cooldown_s": 0.2, "cooldown_max_s": 0.8, "jitter": 0.0, "namespace": namespace}
+        options: dict[str, Any] = {
+            "cooldown_s": 0.2,
+            "cooldown_max_s": 0.8,
+            "jitter": 0.0,
+            "namespace": namespace,
+        }
         options.update(kwargs)
         client = options.pop("client", redis_client)
         return ProxyHealth(client, **options)
@@ -72,8 +77,14 @@ def proxies() -> list[Proxy]:
 
 
 @pytest.fixture
-def make_rotator(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> Callable[..., ProxyRotator]:
-    def make(strategy: str = "round_robin", health: ProxyHealth | None = None, **kwargs: Any) -> ProxyRotator:
-        return ProxyRotator(kwargs.pop("proxies", proxies), health or make_health(), strategy, **kwargs)
+def make_rotator(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> Callable[..., ProxyRotator]:
+    def make(
+        strategy: str = "round_robin", health: ProxyHealth | None = None, **kwargs: Any
+    ) -> ProxyRotator:
+        return ProxyRotator(
+            kwargs.pop("proxies", proxies), health or make_health(), strategy, **kwargs
+        )
 
     return make

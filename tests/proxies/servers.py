@@ -142,7 +142,9 @@ class LocalServer:
         """``scheme://127.0.0.1:port`` — what Playwright's ``proxy.server`` wants."""
         return f"{self.scheme}://127.0.0.1:{self.port}"
 
-    def proxy_url(self, username: str | None = None, password: str | None = None, region: str | None = None) -> str:
+    def proxy_url(
+        self, username: str | None = None, password: str | None = None, region: str | None = None
+    ) -> str:
         """A BROWSERQ_PROXIES entry for this server, optionally with credentials and a region."""
         creds = ""
         if username is not None:
@@ -206,7 +208,9 @@ class TargetServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -247,9 +251,21 @@ def _read_head(rfile: Any) -> tuple[str, dict[str, str]] | None:
     return line.decode("latin-1").strip(), headers
 
 
-def _respond(sock: socket.socket, status: int, reason: str, body: str = "", headers: dict[str, str] | None = None) -> None:
+def _respond(
+    sock: socket.socket,
+    status: int,
+    reason: str,
+    body: str = "",
+    headers: dict[str, str] | None = None,
+) -> None:
     data = body.encode()
-    head = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(data)}", "Content-Type: text/html", "Connection: close", "Proxy-Connection: close"]
+    head = [
+        f"HTTP/1.1 {status} {reason}",
+        f"Content-Length: {len(data)}",
+        "Content-Type: text/html",
+        "Connection: close",
+        "Proxy-Connection: close",
+    ]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
 
@@ -281,7 +297,9 @@ class HttpProxy(LocalServer):
     carried the right credentials), ``forbidden`` (403s sent).
     """
 
-    def __init__(self, *, auth: tuple[str, str] | None = None, forbid: bool = False, name: str = "proxy") -> None:
+    def __init__(
+        self, *, auth: tuple[str, str] | None = None, forbid: bool = False, name: str = "proxy"
+    ) -> None:
         self.auth = auth
         self.forbid = forbid
         self.name = name
@@ -305,13 +323,18 @@ class HttpProxy(LocalServer):
         if head is None:
             return
         request_line, headers = head
-        method, target, _version = (request_line.split(" ") + ["", ""])[:3]
+        method, target, _version = [*request_line.split(" "), "", ""][:3]
         with self._lock:
             self.hits += 1
             self.requests.append((method, target))
         if self.forbid:
             self._count("forbidden")
-            _respond(sock, 403, "Forbidden", f"<html><head>{NO_FAVICON}</head><body>proxy says no</body></html>")
+            _respond(
+                sock,
+                403,
+                "Forbidden",
+                f"<html><head>{NO_FAVICON}</head><body>proxy says no</body></html>",
+            )
             return
         if not self._authorized(headers):
             self._count("auth_challenges")
@@ -348,7 +371,9 @@ class HttpProxy(LocalServer):
             sock.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             _relay(sock, upstream)
 
-    def _forward(self, sock: socket.socket, rfile: Any, method: str, target: str, headers: dict[str, str]) -> None:
+    def _forward(
+        self, sock: socket.socket, rfile: Any, method: str, target: str, headers: dict[str, str]
+    ) -> None:
         url = urlsplit(target)
         if not url.hostname or not _is_local(url.hostname):
             self._count("forbidden")
@@ -373,7 +398,11 @@ class HttpProxy(LocalServer):
             conn.close()
         self._count("forwarded")
         head = [f"HTTP/1.1 {response.status} {response.reason}"]
-        head += [f"{k}: {v}" for k, v in response.getheaders() if k.lower() not in HOP_BY_HOP | {"content-length"}]
+        head += [
+            f"{k}: {v}"
+            for k, v in response.getheaders()
+            if k.lower() not in HOP_BY_HOP | {"content-length"}
+        ]
         head += [f"Content-Length: {len(data)}", "Connection: close", "Proxy-Connection: close"]
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
 

@@ -83,7 +83,9 @@ class Chromium:
         return self.loop.run_until_complete(coro)
 
     def load(self, proxy: Proxy | dict | None, url: str, timeout_ms: float = 5000) -> Loaded:
-        options = proxy if isinstance(proxy, dict) else (proxy.playwright_options() if proxy else None)
+        options = (
+            proxy if isinstance(proxy, dict) else (proxy.playwright_options() if proxy else None)
+        )
 
         async def go() -> Loaded:
             context = await self.browser.new_context(**({"proxy": options} if options else {}))
@@ -168,14 +170,25 @@ class Clock:
 
 @pytest.fixture
 def make_manager(redis_client: redis.Redis, namespace: str) -> Callable[..., ProxyManager]:
-    def make(proxies: list[Proxy], strategy: str = "round_robin", cooldown_s: float = 30, clock: Clock | None = None) -> ProxyManager:
-        config = ProxyConfig(proxies=tuple(proxies), strategy=strategy, cooldown_s=cooldown_s, cooldown_max_s=600)
-        return ProxyManager(config, client=redis_client, namespace=namespace, jitter=0.0, clock=clock or time.time)
+    def make(
+        proxies: list[Proxy],
+        strategy: str = "round_robin",
+        cooldown_s: float = 30,
+        clock: Clock | None = None,
+    ) -> ProxyManager:
+        config = ProxyConfig(
+            proxies=tuple(proxies), strategy=strategy, cooldown_s=cooldown_s, cooldown_max_s=600
+        )
+        return ProxyManager(
+            config, client=redis_client, namespace=namespace, jitter=0.0, clock=clock or time.time
+        )
 
     return make
 
 
-def visit(chromium: Chromium, manager: ProxyManager, url: str, **choose: object) -> tuple[Proxy, Loaded, str | None]:
+def visit(
+    chromium: Chromium, manager: ProxyManager, url: str, **choose: object
+) -> tuple[Proxy, Loaded, str | None]:
     """What the runner does for one navigation: choose, load, classify and report."""
     proxy = manager.choose(**choose)  # type: ignore[arg-type]
     assert proxy is not None
@@ -192,7 +205,9 @@ def visit(chromium: Chromium, manager: ProxyManager, url: str, **choose: object)
 # --- each proxy on its own ---------------------------------------------------------------------
 
 
-def test_without_a_proxy_the_target_is_reached_directly(chromium: Chromium, servers: Servers) -> None:
+def test_without_a_proxy_the_target_is_reached_directly(
+    chromium: Chromium, servers: Servers
+) -> None:
     loaded = chromium.load(None, servers.target.url("/"))
     assert loaded.status == 200 and servers.target.requests[-1]["via"] is None
 
@@ -202,7 +217,9 @@ def test_working_proxy_forwards_the_request(chromium: Chromium, servers: Servers
     loaded = chromium.load(proxy, servers.target.url("/page?x=1"))
     assert loaded.status == 200 and "hello from target" in loaded.body
     assert servers.good.forwarded == 1 and servers.good.hits >= 1
-    assert servers.target.requests == [{"path": "/page?x=1", "via": "good", "proxy_authorization": None}]
+    assert servers.target.requests == [
+        {"path": "/page?x=1", "via": "good", "proxy_authorization": None}
+    ]
     assert classify_response(loaded.status, loaded.body) is None
 
 
@@ -224,7 +241,9 @@ def test_403_proxy_is_classified_blocked(chromium: Chromium, servers: Servers) -
     assert servers.forbidden.forbidden >= 1 and servers.target.hits == 0
 
 
-def test_captcha_page_through_a_proxy_is_classified_blocked(chromium: Chromium, servers: Servers) -> None:
+def test_captcha_page_through_a_proxy_is_classified_blocked(
+    chromium: Chromium, servers: Servers
+) -> None:
     loaded = chromium.load(parse_proxy(servers.good.proxy_url()), servers.target.url("/captcha"))
     assert loaded.status == 200 and classify_response(loaded.status, loaded.body) == BLOCKED
 
@@ -241,7 +260,10 @@ def test_auth_proxy_with_and_without_credentials(
         assert missing.error is not None and "ERR_INVALID_AUTH_CREDENTIALS" in missing.error
         assert manager.report_error(with_creds, missing.error) == AUTH
         wrong = chromium.load(wrong_creds, servers.target.url("/"))
-        assert wrong.status == 407 and manager.report_response(with_creds, wrong.status, wrong.body) == AUTH
+        assert (
+            wrong.status == 407
+            and manager.report_response(with_creds, wrong.status, wrong.body) == AUTH
+        )
         assert servers.auth.auth_challenges >= 2 and servers.target.hits == 0
         good = chromium.load(with_creds, servers.target.url("/"))
         assert good.status == 200 and "hello from target" in good.body
@@ -271,7 +293,9 @@ def test_chromium_cannot_authenticate_to_socks5(chromium: Chromium, servers: Ser
 
 
 def test_hanging_proxy_is_classified_timeout(chromium: Chromium, servers: Servers) -> None:
-    loaded = chromium.load(parse_proxy(servers.hanging.proxy_url()), servers.target.url("/"), timeout_ms=800)
+    loaded = chromium.load(
+        parse_proxy(servers.hanging.proxy_url()), servers.target.url("/"), timeout_ms=800
+    )
     assert loaded.error is not None and classify_error(loaded.error) == TIMEOUT
     assert servers.hanging.hits >= 1
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from browserq.proxies import AUTH, BLOCKED, REFUSED, TIMEOUT, TUNNEL, classify_error, classify_response
+from browserq.proxies import (
+    AUTH,
+    BLOCKED,
+    REFUSED,
+    TIMEOUT,
+    TUNNEL,
+    classify_error,
+    classify_response,
+)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from browserq.errors import ConfigError
-from browserq.proxies import Proxy, ProxyConfig, load_proxies, parse_proxy, proxy_redis_url, redact_proxy_setting
+from browserq.proxies import (
+    Proxy,
+    ProxyConfig,
+    load_proxies,
+    parse_proxy,
+    proxy_redis_url,
+    redact_proxy_setting,
+)
 from browserq.settings import load_settings
 from tests.proxies.conftest import PASSWORD
 
@@ -19,7 +26,11 @@ def test_http_with_credentials_and_region() -> None:
     assert (proxy.username, proxy.password, proxy.region) == ("alice", PASSWORD, "de")
     assert proxy.server == "http://proxy.example.com:3128"
     assert proxy.label == "http://alice:***@proxy.example.com:3128"
-    assert proxy.playwright_options() == {"server": "http://proxy.example.com:3128", "username": "alice", "password": PASSWORD}
+    assert proxy.playwright_options() == {
+        "server": "http://proxy.example.com:3128",
+        "username": "alice",
+        "password": PASSWORD,
+    }
     for text in (proxy.label, repr(proxy), str(proxy), proxy.server):
         assert PASSWORD not in text
     with pytest.raises(AttributeError):
@@ -52,7 +63,11 @@ def test_percent_encoded_credentials_are_decoded() -> None:
 def test_user_without_password() -> None:
     proxy = parse_proxy("http://token@h:1")
     assert proxy.label == "http://token@h:1"
-    assert proxy.playwright_options() == {"server": "http://h:1", "username": "token", "password": ""}
+    assert proxy.playwright_options() == {
+        "server": "http://h:1",
+        "username": "token",
+        "password": "",
+    }
 
 
 def test_id_is_stable_and_ignores_credentials_and_region() -> None:
@@ -69,17 +84,27 @@ def _settings(tmp_path: Path, **values: object):
     return load_settings(database_url=f"sqlite:///{tmp_path / 'x.db'}", **values)
 
 
-def test_settings_from_env_json_comma_and_newlines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_from_env_json_comma_and_newlines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BROWSERQ_PROXIES", f'["http://a:{PASSWORD}@h1:1", "socks5://h2:2"]')
     assert [p.server for p in load_proxies(_settings(tmp_path))] == ["http://h1:1", "socks5://h2:2"]
     monkeypatch.setenv("BROWSERQ_PROXIES", "http://h1:1, https://h2:2 ,\nsocks5://h3:3\n")
-    assert [p.server for p in load_proxies(_settings(tmp_path))] == ["http://h1:1", "https://h2:2", "socks5://h3:3"]
+    assert [p.server for p in load_proxies(_settings(tmp_path))] == [
+        "http://h1:1",
+        "https://h2:2",
+        "socks5://h3:3",
+    ]
     monkeypatch.setenv("BROWSERQ_PROXIES", "")
     assert load_proxies(_settings(tmp_path)) == []
     monkeypatch.setenv("BROWSERQ_PROXY_STRATEGY", "sticky_domain")
     monkeypatch.setenv("BROWSERQ_PROXY_COOLDOWN_S", "0.5")
     config = ProxyConfig.from_settings(_settings(tmp_path))
-    assert (config.strategy, config.cooldown_s, config.cooldown_max_s) == ("sticky_domain", 0.5, 900.0)
+    assert (config.strategy, config.cooldown_s, config.cooldown_max_s) == (
+        "sticky_domain",
+        0.5,
+        900.0,
+    )
 
 
 def test_proxies_file_with_comments_and_duplicates(tmp_path: Path) -> None:
@@ -92,12 +117,18 @@ def test_proxies_file_with_comments_and_duplicates(tmp_path: Path) -> None:
         f"http://alice:{PASSWORD}@h1:3128#region=de\n"  # exact duplicate: dropped
     )
     proxies = load_proxies(_settings(tmp_path, proxies="http://h0:1", proxies_file=file))
-    assert [(p.server, p.region) for p in proxies] == [("http://h0:1", None), ("http://h1:3128", "de"), ("socks5://h2:1080", None)]
+    assert [(p.server, p.region) for p in proxies] == [
+        ("http://h0:1", None),
+        ("http://h1:3128", "de"),
+        ("socks5://h2:1080", None),
+    ]
 
 
 def test_same_server_with_other_credentials_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        load_proxies(_settings(tmp_path, proxies=[f"http://a:{PASSWORD}@h:1", "http://b:zzz-other@h:1"]))
+        load_proxies(
+            _settings(tmp_path, proxies=[f"http://a:{PASSWORD}@h:1", "http://b:zzz-other@h:1"])
+        )
     message = str(info.value)
     assert "BROWSERQ_PROXIES[1]" in message and "BROWSERQ_PROXIES[0]" in message
     assert PASSWORD not in message and "zzz-other" not in message
@@ -132,7 +163,9 @@ def test_comma_inside_a_password_does_not_leak(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_proxies(_settings(tmp_path, proxies="http://alice:hunter,S3cretTail@h:1"))
     message = str(info.value)
-    assert "BROWSERQ_PROXIES[0]" in message and "hunter" not in message and "S3cretTail" not in message
+    assert (
+        "BROWSERQ_PROXIES[0]" in message and "hunter" not in message and "S3cretTail" not in message
+    )
 
 
 def test_bad_file_lines_name_the_line(tmp_path: Path) -> None:
@@ -163,7 +196,10 @@ def test_bad_json_and_bad_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_redis_url_defaults(tmp_path: Path) -> None:
     assert proxy_redis_url(_settings(tmp_path, broker_url="redis://b:6379/3")) == "redis://b:6379/3"
-    assert proxy_redis_url(_settings(tmp_path, broker_url="amqp://guest@r//")) == "redis://127.0.0.1:6379/0"
+    assert (
+        proxy_redis_url(_settings(tmp_path, broker_url="amqp://guest@r//"))
+        == "redis://127.0.0.1:6379/0"
+    )
     assert proxy_redis_url(_settings(tmp_path, proxy_redis_url="redis://x/7")) == "redis://x/7"
 
 

@@ -23,7 +23,9 @@ class Clock:
         return self.now
 
 
-def test_cooldown_doubles_per_failure_up_to_the_cap(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_cooldown_doubles_per_failure_up_to_the_cap(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     clock = Clock()
     health = make_health(clock=clock, cooldown_s=0.2, cooldown_max_s=0.8)
     p = proxies[0]
@@ -38,7 +40,9 @@ def test_cooldown_doubles_per_failure_up_to_the_cap(make_health: Callable[..., P
     assert stats.consecutive_failures == 5 and stats.failures["refused"] == 5
 
 
-def test_jitter_only_shortens_and_stays_small(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_jitter_only_shortens_and_stays_small(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     clock = Clock()
     health = make_health(clock=clock, cooldown_s=10, cooldown_max_s=10, jitter=0.1)
     seen = set()
@@ -49,7 +53,9 @@ def test_jitter_only_shortens_and_stays_small(make_health: Callable[..., ProxyHe
     assert len(seen) > 1  # jittered: proxies failing together do not return together
 
 
-def test_cooldown_is_skipped_then_recovers_in_real_time(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_cooldown_is_skipped_then_recovers_in_real_time(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     health = make_health(cooldown_s=0.2)
     bad = proxies[1]
     health.record_failure(bad, "tunnel")
@@ -64,7 +70,9 @@ def test_cooldown_is_skipped_then_recovers_in_real_time(make_health: Callable[..
     assert until is not None and 0.4 <= until - start <= 0.7
 
 
-def test_success_resets_the_streak_and_ends_the_cooldown(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_success_resets_the_streak_and_ends_the_cooldown(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     clock = Clock()
     health = make_health(clock=clock)
     p = proxies[0]
@@ -80,7 +88,9 @@ def test_success_resets_the_streak_and_ends_the_cooldown(make_health: Callable[.
     assert until is not None and round(until - clock.now, 6) == 0.2  # back to the base cooldown
 
 
-def test_when_all_cool_down_the_soonest_is_returned_and_logged(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_when_all_cool_down_the_soonest_is_returned_and_logged(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     clock = Clock()
     health = make_health(clock=clock, cooldown_s=1, cooldown_max_s=100)
     health.record_failure(proxies[0], "refused")
@@ -123,7 +133,9 @@ def test_stats_figures(make_health: Callable[..., ProxyHealth], proxies: list[Pr
     assert {s.id for s in health.stats()} == {p1.id}
 
 
-def test_unknown_failure_kind_is_rejected(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_unknown_failure_kind_is_rejected(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     with pytest.raises(ValueError, match="unknown proxy failure kind"):
         make_health().record_failure(proxies[0], "gremlins")
 

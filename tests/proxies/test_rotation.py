@@ -27,7 +27,9 @@ def test_unknown_strategy(make_rotator: Make) -> None:
         make_rotator("fastest")
 
 
-def test_round_robin_is_shared_by_two_workers(make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_round_robin_is_shared_by_two_workers(
+    make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     # Two "workers": separate rotators, separate Redis connections, one namespace.
     worker_a = ProxyRotator(proxies, make_health(client=connect_redis()), "round_robin")
     worker_b = ProxyRotator(proxies, make_health(client=connect_redis()), "round_robin")
@@ -67,18 +69,27 @@ def test_all_cooling_still_returns_the_soonest(make_rotator: Make, proxies: list
     assert rotator.choose() == proxies[1]
 
 
-def test_random_only_picks_available(make_rotator: Make, make_health: Callable[..., ProxyHealth], proxies: list[Proxy]) -> None:
+def test_random_only_picks_available(
+    make_rotator: Make, make_health: Callable[..., ProxyHealth], proxies: list[Proxy]
+) -> None:
     rotator = make_rotator("random", health=make_health(clock=Clock()), rng=random.Random(7))
     rotator.health.record_failure(proxies[0], "blocked")
     picks = Counter(rotator.choose().id for _ in range(40))  # type: ignore[union-attr]
     assert set(picks) == {proxies[1].id, proxies[2].id}
 
 
-def test_least_used_balances_and_is_atomic_across_threads(make_rotator: Make, proxies: list[Proxy]) -> None:
+def test_least_used_balances_and_is_atomic_across_threads(
+    make_rotator: Make, proxies: list[Proxy]
+) -> None:
     rotator = make_rotator("least_used")
     rotator.health.record_use(proxies[0], 5)  # p0 was busy before
     assert [rotator.choose().id for _ in range(2)] == [proxies[1].id, proxies[2].id]  # type: ignore[union-attr]
-    rotators = [make_rotator("least_used", health=ProxyHealth(connect_redis(), namespace=rotator.health.namespace)) for _ in range(4)]
+    rotators = [
+        make_rotator(
+            "least_used", health=ProxyHealth(connect_redis(), namespace=rotator.health.namespace)
+        )
+        for _ in range(4)
+    ]
 
     def worker(r: ProxyRotator) -> None:
         for _ in range(10):
@@ -136,7 +147,9 @@ def test_sticky_assignment_expires(make_rotator: Make) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["round_robin", "random", "least_used", "sticky_domain"])
-def test_exclude_picks_another_proxy(make_rotator: Make, proxies: list[Proxy], strategy: str) -> None:
+def test_exclude_picks_another_proxy(
+    make_rotator: Make, proxies: list[Proxy], strategy: str
+) -> None:
     rotator = make_rotator(strategy)
     failed = rotator.choose(domain="example.com")
     assert failed is not None
@@ -157,7 +170,10 @@ def test_uses_are_counted_for_every_strategy(make_rotator: Make, proxies: list[P
 
 
 def test_redis_down_rotates_locally(proxies: list[Proxy], namespace: str) -> None:
-    health = ProxyHealth(make_redis(f"redis://127.0.0.1:{free_port()}/0", retries=0, timeout_s=0.2), namespace=namespace)
+    health = ProxyHealth(
+        make_redis(f"redis://127.0.0.1:{free_port()}/0", retries=0, timeout_s=0.2),
+        namespace=namespace,
+    )
     for strategy in ("round_robin", "least_used", "sticky_domain"):
         rotator = ProxyRotator(proxies, health, strategy)
         with capture_logs():
@@ -174,3 +190,31 @@ def test_normalize_domain() -> None:
     assert normalize_domain("Example.COM:8080/path") == "example.com"
     assert normalize_domain("example.com.") == "example.com"
     assert REDIS_URL.endswith("/7")
+
+
+def test_manager_from_settings(tmp_path, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    from browserq.proxies import ProxyManager
+    from browserq.settings import load_settings
+
+    settings = load_settings(
+        database_url=f"sqlite:///{tmp_path / 'x.db'}",
+        proxies=f"http://alice:{PASSWORD}@127.0.0.1:3128#region=de, socks5://127.0.0.1:1080",
+        proxy_strategy="sticky_identity",
+        proxy_redis_url=REDIS_URL,
+    )
+    manager = ProxyManager.from_settings(settings, namespace=namespace)
+    assert manager.enabled and manager.config.strategy == "sticky_identity"
+    proxy = manager.choose(identity="acct-1")
+    assert proxy is not None and manager.choose(identity="acct-1") == proxy
+    options = manager.context_options(manager.proxies[0])
+    assert options == {
+        "proxy": {"server": "http://127.0.0.1:3128", "username": "alice", "password": PASSWORD}
+    }
+    assert manager.context_options(None) == {}
+    assert (
+        manager.report_error(None, "net::ERR_PROXY_CONNECTION_FAILED") == "refused"
+    )  # classified, not recorded
+    assert manager.report_response(proxy, 200, "<p>fine</p>") is None
+    assert PASSWORD not in repr(manager.config) and PASSWORD not in repr(manager.stats())
+    empty = ProxyManager.from_settings(load_settings(database_url=f"sqlite:///{tmp_path / 'y.db'}"))
+    assert not empty.enabled and empty.choose(domain="example.com") is None

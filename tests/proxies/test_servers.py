@@ -37,9 +37,14 @@ def test_auth_proxy_challenges_then_forwards() -> None:
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
             sock.sendall(f"GET {target.url('/')} HTTP/1.1\r\n\r\n".encode())
             reply = _recv_all(sock)
-        assert reply.startswith(b"HTTP/1.1 407") and b'Proxy-Authenticate: Basic realm="browserq-test"' in reply
+        assert (
+            reply.startswith(b"HTTP/1.1 407")
+            and b'Proxy-Authenticate: Basic realm="browserq-test"' in reply
+        )
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
-            sock.sendall(f"GET {target.url('/')} HTTP/1.1\r\nProxy-Authorization: Basic dTpwdw==\r\n\r\n".encode())
+            sock.sendall(
+                f"GET {target.url('/')} HTTP/1.1\r\nProxy-Authorization: Basic dTpwdw==\r\n\r\n".encode()
+            )
             assert b"hello from target" in _recv_all(sock)
         assert (proxy.auth_challenges, proxy.authorized, target.hits) == (1, 1, 1)
 
@@ -51,7 +56,9 @@ def test_socks5_with_user_and_password() -> None:
             assert sock.recv(2) == b"\x05\x02"
             sock.sendall(b"\x01\x01u\x02pw")
             assert sock.recv(2) == b"\x01\x00"
-            sock.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack("!H", target.port))
+            sock.sendall(
+                b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack("!H", target.port)
+            )
             assert sock.recv(10)[:2] == b"\x05\x00"
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             assert b"hello from target" in _recv_all(sock)

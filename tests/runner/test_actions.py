@@ -138,10 +138,10 @@ def test_wait_variants_and_retry_in_place(any_runtime: Runtime, demo) -> None:
         """
         steps:
           - action: navigate
-            url: "%s/widgets"
+            url: "%s/widgets?delayed_ms=2500"
           - {action: wait, ms: 10}
           - {action: wait, load_state: load}
-          - {action: click, selector: "#delayed", timeout_s: 0.2, retries: 5}
+          - {action: click, selector: "#delayed", timeout_s: 0.5, retries: 10}
           - {action: wait, selector: "#delayed", state: visible}
           - {action: click, selector: "#to-quotes"}
           - {action: wait, url: "**/quotes/"}

@@ -1,0 +1,162 @@
+// browserq stealth: the few JavaScript patches a context needs, installed in every frame by
+// BrowserContext.add_init_script before any page script runs. The Python side replaces
+// __BROWSERQ_STEALTH_CONFIG__ with a JSON object (see apply.py: _init_script).
+//
+// Rules this file keeps:
+// * Patch only what CDP and launch flags cannot do natively (WebGL strings, work area, window
+//   geometry, deviceMemory when it differs from the host). No globals, no own properties on
+//   navigator, no Proxy objects.
+// * A replaced function looks native: a method (no `prototype`, not constructible), same name and
+//   length, same property descriptor, toString "function NAME() { [native code] }" from
+//   Function.prototype.toString in any same-origin realm (one registry per frame tree, reached
+//   through a per-context secret symbol), and errors thrown through it carry the stack the native
+//   function would have produced (Error.captureStackTrace drops our frame).
+// * Sloppy mode on purpose: methods of strict code throw on `.caller`/`.arguments`, natives do not.
+(function () {
+  var cfg = __BROWSERQ_STEALTH_CONFIG__;
+  var G = globalThis;
+  var O = Object;
+  var defineProperty = O.defineProperty;
+  var getOwnPropertyDescriptor = O.getOwnPropertyDescriptor;
+  var apply = Reflect.apply;
+  var nativeToString = Function.prototype.toString;
+  var captureStackTrace = Error.captureStackTrace;
+  var WeakMapCtor = WeakMap;
+  var wmGet = WeakMap.prototype.get;
+  var wmSet = WeakMap.prototype.set;
+  var symbolValueOf = Symbol.prototype.valueOf;
+  var KEY = Symbol.for(cfg.nonce);
+
+  // One registry (patched function -> native source text) per frame tree: a child frame borrows
+  // its same-origin top's through the top's patched toString, called with the secret symbol.
+  var registry = null;
+  try {
+    var top = G.top;
+    if (top && top !== G) {
+      var found = apply(top.Function.prototype.toString, KEY, []);
+      if (found && typeof found === 'object') registry = found;
+    }
+  } catch (e) { /* cross-origin top: this frame keeps its own registry */ }
+  if (!registry) registry = new WeakMapCtor();
+
+  function markNative(fn, name) {
+    apply(wmSet, registry, [fn, 'function ' + name + '() { [native code] }']);
+  }
+
+  function rethrow(error, frameToHide) {
+    // The caller sees the error the native function threw, without our frame in its stack.
+    if (error !== null && (typeof error === 'object' || typeof error === 'function')) {
+      try { apply(captureStackTrace, Error, [error, frameToHide]); } catch (e) { /* frozen error */ }
+    }
+    throw error;
+  }
+
+  var patchedAnything = false;
+
+  function replaceMethod(proto, name, makeReplacement) {
+    var desc = proto && getOwnPropertyDescriptor(proto, name);
+    if (!desc || typeof desc.value !== 'function') return;
+    var replacement = makeReplacement(desc.value);
+    defineProperty(proto, name, {
+      value: replacement, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable,
+    });
+    markNative(replacement, name);
+    patchedAnything = true;
+  }
+
+  // A getter that validates its receiver exactly like the native one (by calling it), then
+  // answers `value`.
+  function replaceGetter(holder, name, value) {
+    var desc = holder && getOwnPropertyDescriptor(holder, name);
+    if (!desc || typeof desc.get !== 'function') return;
+    var original = desc.get;
+    var getter = getOwnPropertyDescriptor({
+      get value() {
+        try { apply(original, this, []); } catch (e) { rethrow(e, getter); }
+        return value;
+      },
+    }, 'value').get;
+    // The object-literal trick names it "get value"; give it the native name.
+    defineProperty(getter, 'name', { value: 'get ' + name });
+    defineProperty(holder, name, {
+      get: getter, set: desc.set, enumerable: desc.enumerable, configurable: desc.configurable,
+    });
+    markNative(getter, 'get ' + name);
+    patchedAnything = true;
+  }
+
+  // --- WebGL: UNMASKED_VENDOR_WEBGL (0x9245) / UNMASKED_RENDERER_WEBGL (0x9246) ----------------
+  if (cfg.webgl) {
+    var webglVendor = cfg.webgl.vendor;
+    var webglRenderer = cfg.webgl.renderer;
+    var glProtos = [G.WebGLRenderingContext, G.WebGL2RenderingContext];
+    for (var i = 0; i < glProtos.length; i++) {
+      if (!glProtos[i]) continue;
+      replaceMethod(glProtos[i].prototype, 'getParameter', function (original) {
+        var replacement = {
+          getParameter(pname) {
+            var value;
+            try { value = apply(original, this, arguments); } catch (e) { rethrow(e, replacement); }
+            if (typeof value === 'string') {
+              if (pname === 0x9245) return webglVendor;
+              if (pname === 0x9246) return webglRenderer;
+            }
+            return value;
+          },
+        }.getParameter;
+        return replacement;
+      });
+    }
+  }
+
+  // --- navigator.deviceMemory (only when the host's bucket differs) ---------------------------
+  if (typeof cfg.deviceMemory === 'number' && G.Navigator) {
+    var dmDesc = getOwnPropertyDescriptor(G.Navigator.prototype, 'deviceMemory');
+    var nativeMemory;
+    try { nativeMemory = dmDesc && apply(dmDesc.get, G.navigator, []); } catch (e) { nativeMemory = undefined; }
+    if (typeof nativeMemory === 'number' && nativeMemory !== cfg.deviceMemory) {
+      replaceGetter(G.Navigator.prototype, 'deviceMemory', cfg.deviceMemory);
+    }
+  }
+
+  // --- screen work area (taskbar / menu bar) -------------------------------------------------
+  if (cfg.screen && G.Screen) {
+    var sp = G.Screen.prototype;
+    replaceGetter(sp, 'availLeft', cfg.screen.availLeft);
+    replaceGetter(sp, 'availTop', cfg.screen.availTop);
+    replaceGetter(sp, 'availWidth', cfg.screen.availWidth);
+    replaceGetter(sp, 'availHeight', cfg.screen.availHeight);
+  }
+
+  // --- outer window geometry (headless has no browser UI: outer == inner, position 10,10) -------
+  if (cfg.window) {
+    replaceGetter(G, 'outerWidth', cfg.window.outerWidth);
+    replaceGetter(G, 'outerHeight', cfg.window.outerHeight);
+    replaceGetter(G, 'screenX', cfg.window.screenX);
+    replaceGetter(G, 'screenLeft', cfg.window.screenX);
+    replaceGetter(G, 'screenY', cfg.window.screenY);
+    replaceGetter(G, 'screenTop', cfg.window.screenY);
+  }
+
+  // --- Function.prototype.toString, last: everything above is registered ----------------------
+  if (patchedAnything) {
+    var toStringReplacement = {
+      toString() {
+        if (typeof this === 'function') {
+          var source = apply(wmGet, registry, [this]);
+          if (source !== undefined) return source;
+        } else if (typeof this === 'object' && this !== null) {
+          // Sloppy mode boxes the secret symbol; unwrap it (throws for anything else).
+          try { if (apply(symbolValueOf, this, []) === KEY) return registry; } catch (e) { /* not ours */ }
+        }
+        try { return apply(nativeToString, this, arguments); } catch (e) { rethrow(e, toStringReplacement); }
+      },
+    }.toString;
+    var tsDesc = getOwnPropertyDescriptor(Function.prototype, 'toString');
+    defineProperty(Function.prototype, 'toString', {
+      value: toStringReplacement, writable: tsDesc.writable, enumerable: tsDesc.enumerable,
+      configurable: tsDesc.configurable,
+    });
+    markNative(toStringReplacement, 'toString');
+  }
+})();
