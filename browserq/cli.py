@@ -403,8 +403,7 @@ def cancel(
     if view.status == "cancelled":
         console.print(f"run {full_id} cancelled")
     elif view.cancel_requested_at is not None and view.status == "running":
-        console.print(f"run {full_id} is running: cancellation requested, it stops within "
-                      f"{get_settings().lease_ttl_s / 3:.0f} s")
+        console.print(f"run {full_id} is running: cancellation requested, it stops within about 2 s")
     else:
         console.print(f"run {full_id} already ended: {view.status}")
 

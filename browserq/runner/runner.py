@@ -46,6 +46,8 @@ log = structlog.get_logger(__name__)
 
 #: How long each part of a failure snapshot may take: a sick page must not hold the worker.
 SNAPSHOT_TIMEOUT_S = 3.0
+#: The longest a running run takes to notice it was cancelled (the heartbeat reads the flag).
+CANCEL_POLL_S = 2.0
 #: Step outputs larger than this are stored in the step record as a summary only.
 MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
 
@@ -256,7 +258,8 @@ class TemplateRunner:
     async def _heartbeat(self, state: _RunState, main: asyncio.Task[Any]) -> None:
         """Renew the lease while the run progresses; stop the run if it was lost or cancelled."""
         request = state.request
-        interval = max(0.5, request.lease_ttl_s / 3)
+        # Every third of the lease, and at least every CANCEL_POLL_S so a cancel lands quickly.
+        interval = max(0.5, min(request.lease_ttl_s / 3, CANCEL_POLL_S))
         while True:
             await asyncio.sleep(interval)
             try:

@@ -59,7 +59,7 @@ def launch_args(fp: Fingerprint | None = None, *, chrome_version: str | None = N
         args += [
             f"--user-agent={fp.user_agent}",
             f"--lang={fp.locale}",
-            f"--accept-lang={','.join(fp.languages)}",
+            f"--accept-lang={fp.locale}",
             f"--window-size={fp.outer[0]},{fp.outer[1]}",
         ]
     elif chrome_version:
@@ -80,25 +80,33 @@ def ignore_default_args() -> list[str]:
 
 
 def context_options(fp: Fingerprint) -> dict[str, Any]:
-    """Keyword arguments for ``browser.new_context`` that describe ``fp``."""
+    """Keyword arguments for ``browser.new_context`` that describe ``fp``.
+
+    No ``locale`` and no ``user_agent`` on purpose: Playwright would push its own
+    ``acceptLanguage`` (one language, sent as-is — Chrome itself sends ``de-DE,de;q=0.9``) and
+    its own client-hint metadata onto every page, frame and worker session. :func:`apply` sets
+    both through CDP, and only where the browser's defaults differ from ``fp``.
+    """
     return {
-        "locale": fp.locale,
         "timezone_id": fp.timezone,
         "viewport": {"width": fp.viewport[0], "height": fp.viewport[1]},
         "screen": {"width": fp.screen[0], "height": fp.screen[1]},
         "device_scale_factor": fp.device_scale_factor,
         "is_mobile": False,
         "has_touch": False,
-        # Playwright's locale makes Chrome send "de-DE"; Chrome itself sends "de-DE,de;q=0.9".
-        "extra_http_headers": {"Accept-Language": fp.accept_language},
     }
 
 
-def user_agent_override(fp: Fingerprint) -> dict[str, Any]:
-    """Parameters of CDP ``Emulation.setUserAgentOverride`` for ``fp``."""
+def user_agent_override(fp: Fingerprint, host: HostInfo | None = None) -> dict[str, Any]:
+    """Parameters of CDP ``Emulation.setUserAgentOverride`` for ``fp``.
+
+    ``acceptLanguage`` is left empty (no override) when the browser's own languages already are
+    ``fp``'s: the browser then builds ``Accept-Language`` itself, base-language expansion included.
+    """
+    native_languages = host is not None and tuple(host.languages) == tuple(fp.languages)
     return {
         "userAgent": fp.user_agent,
-        "acceptLanguage": ",".join(fp.languages),
+        "acceptLanguage": "" if native_languages else ",".join(fp.languages),
         "platform": fp.navigator_platform,
         "userAgentMetadata": fp.user_agent_metadata(),
     }
@@ -131,8 +139,9 @@ def init_script(fp: Fingerprint, *, host: HostInfo | None = None, nonce: str | N
 
 # --- applying ------------------------------------------------------------------------------------
 class _ContextState:
-    def __init__(self, fp: Fingerprint) -> None:
+    def __init__(self, fp: Fingerprint, host: HostInfo | None) -> None:
         self.fp = fp
+        self.host = host
         self.ready: weakref.WeakKeyDictionary[Page, asyncio.Future[None]] = weakref.WeakKeyDictionary()
 
 
@@ -150,7 +159,7 @@ async def apply(context: BrowserContext, fp: Fingerprint, *, host: HostInfo | No
     """
     if context in _STATES:
         raise RuntimeError("stealth.apply() was already called on this context")
-    state = _ContextState(fp)
+    state = _ContextState(fp, host)
     _STATES[context] = state
     await context.add_init_script(script=init_script(fp, host=host))
     context.on("page", lambda page: _track(state, page))
@@ -179,20 +188,24 @@ def _track(state: _ContextState, page: Page) -> asyncio.Future[None]:
     existing = state.ready.get(page)
     if existing is not None:
         return existing
-    future = asyncio.ensure_future(_setup_page(page, state.fp))
+    future = asyncio.ensure_future(_setup_page(page, state.fp, state.host))
     state.ready[page] = future
     # A page closed before setup finished is not an error anyone waits for.
     future.add_done_callback(lambda f: f.cancelled() or f.exception())
     return future
 
 
-async def _setup_page(page: Page, fp: Fingerprint) -> None:
+async def _setup_page(page: Page, fp: Fingerprint, host: HostInfo | None) -> None:
+    commands: list[tuple[str, dict[str, Any]]] = [
+        ("Emulation.setUserAgentOverride", user_agent_override(fp, host)),
+    ]
+    if host is None or host.locale != fp.locale:
+        commands.append(("Emulation.setLocaleOverride", {"locale": fp.locale}))
+    if host is None or host.hardware_concurrency != fp.hardware_concurrency:
+        commands.append(("Emulation.setHardwareConcurrencyOverride", {"hardwareConcurrency": fp.hardware_concurrency}))
     try:
         session = await page.context.new_cdp_session(page)
-        await asyncio.gather(
-            session.send("Emulation.setUserAgentOverride", user_agent_override(fp)),
-            session.send("Emulation.setHardwareConcurrencyOverride", {"hardwareConcurrency": fp.hardware_concurrency}),
-        )
+        await asyncio.gather(*(session.send(method, params) for method, params in commands))
     except Exception:
         if page.is_closed():
             return
@@ -211,6 +224,7 @@ _PROBE_JS = """async () => {
     if (ext) { vendor = gl.getParameter(ext.UNMASKED_VENDOR_WEBGL); renderer = gl.getParameter(ext.UNMASKED_RENDERER_WEBGL); }
   } catch (e) {}
   return {platform: ua.platform, navigatorPlatform: navigator.platform, brands: ua.brands.map(b => b.brand),
+          languages: Array.from(navigator.languages), locale: Intl.DateTimeFormat().resolvedOptions().locale,
           platformVersion: he.platformVersion, architecture: he.architecture, bitness: he.bitness,
           hardwareConcurrency: navigator.hardwareConcurrency, deviceMemory: navigator.deviceMemory ?? null,
           vendor, renderer};
@@ -234,16 +248,25 @@ async def probe_host(browser: Browser) -> HostInfo:
     families = {v: k for k, v in CH_PLATFORM.items()}
     platform = families.get(data["platform"], host_platform())
     brands = [b for b in data["brands"] if not b.startswith("Not") and b != "Chromium"]
+    architecture, bitness = data["architecture"], data["bitness"]
+    if not architecture:
+        # Chrome blanks the high-entropy hints when launched with --user-agent; the machine is
+        # what navigator.platform says ("Linux x86_64", "Linux aarch64", "Win32", "MacIntel").
+        nav = data["navigatorPlatform"].lower()
+        architecture = "arm" if ("arm" in nav or "aarch" in nav) else "x86"
+        bitness = "64" if ("64" in nav or platform != "linux") else "32"
     return HostInfo(
         chrome_version=browser.version,
         brand=brands[0] if brands else "Chromium",
         platform=platform,  # type: ignore[arg-type]
         navigator_platform=data["navigatorPlatform"],
         platform_version=data["platformVersion"],
-        architecture=data["architecture"],
-        bitness=data["bitness"],
+        architecture=architecture,
+        bitness=bitness,
         hardware_concurrency=int(data["hardwareConcurrency"]),
         device_memory=data["deviceMemory"],
+        languages=tuple(data["languages"]),
+        locale=data["locale"],
         webgl_vendor=data["vendor"],
         webgl_renderer=data["renderer"],
     )

@@ -59,6 +59,8 @@ class HostInfo:
     bitness: str
     hardware_concurrency: int
     device_memory: float | None
+    languages: tuple[str, ...] = ("en-US", "en")  # the browser's default navigator.languages
+    locale: str = "en-US"  # the browser's default Intl locale
     webgl_vendor: str | None = None
     webgl_renderer: str | None = None
 
@@ -379,6 +381,14 @@ class Fingerprint:
             platform_version, architecture = "", "x86"
         bitness = "64"
         navigator_platform = NAVIGATOR_PLATFORM[chosen]
+        # The browser's default languages (--accept-lang) reach every worker and frame; copy
+        # them when they are this region's. Otherwise the locale plus its base language, which
+        # Chrome's Accept-Language expansion leaves unchanged ("de-DE,de;q=0.9").
+        if host is not None and host.languages and host.languages[0] == locale:
+            languages = tuple(host.languages)
+        else:
+            base = locale.split("-")[0]
+            languages = (locale, base) if base != locale else (locale,)
         if coherent:
             assert host is not None
             cores, navigator_platform = host.hardware_concurrency, host.navigator_platform
@@ -399,7 +409,7 @@ class Fingerprint:
             brands=tuple((b["brand"], b["version"]) for b in brands),
             full_version_list=tuple((b["brand"], b["version"]) for b in full_list),
             locale=locale,
-            languages=(locale,),
+            languages=languages,
             timezone=timezone,
             screen=(width, height),
             avail=geometry["avail"],

@@ -11,8 +11,9 @@
 //   Function.prototype.toString in any same-origin realm (one registry per frame tree, reached
 //   through a per-context secret symbol), and errors thrown through it carry the stack the native
 //   function would have produced (Error.captureStackTrace drops our frame).
-// * Sloppy mode on purpose: methods of strict code throw on `.caller`/`.arguments`, natives do not.
+// * Strict mode: like native functions, the replacements throw on `.caller` / `.arguments`.
 (function () {
+  'use strict';
   var cfg = __BROWSERQ_STEALTH_CONFIG__;
   var G = globalThis;
   var O = Object;
@@ -24,7 +25,6 @@
   var WeakMapCtor = WeakMap;
   var wmGet = WeakMap.prototype.get;
   var wmSet = WeakMap.prototype.set;
-  var symbolValueOf = Symbol.prototype.valueOf;
   var KEY = Symbol.for(cfg.nonce);
 
   // One registry (patched function -> native source text) per frame tree: a child frame borrows
@@ -145,9 +145,8 @@
         if (typeof this === 'function') {
           var source = apply(wmGet, registry, [this]);
           if (source !== undefined) return source;
-        } else if (typeof this === 'object' && this !== null) {
-          // Sloppy mode boxes the secret symbol; unwrap it (throws for anything else).
-          try { if (apply(symbolValueOf, this, []) === KEY) return registry; } catch (e) { /* not ours */ }
+        } else if (this === KEY) {
+          return registry;  // a child frame asking for the frame tree's registry
         }
         try { return apply(nativeToString, this, arguments); } catch (e) { rethrow(e, toStringReplacement); }
       },

@@ -37,7 +37,8 @@ version: 1.0.0
 params:
   base_url: {type: url, required: true}
   password: {type: secret, required: true}
-settings: {trace: off, step_timeout_s: 10, run_retries: 0, idempotency_key: "order-${base_url}"}
+  ref: {type: string, default: "-"}
+settings: {trace: off, step_timeout_s: 10, run_retries: 0, idempotency_key: "order-${base_url}-${ref}"}
 steps:
   - {action: navigate, url: "${base_url}/login"}
   - {action: fill, selector: "#username", value: demo}

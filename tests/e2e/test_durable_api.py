@@ -32,7 +32,7 @@ def test_template_derived_idempotency_key(redis_worker, demo, pg_url) -> None:
     params = {"base_url": demo.url, "password": "s3cret-pass"}
     first = run_template.delay("order", params=params)
     again = run_template.delay("order", params=params)
-    other = run_template.delay("order", params={**params, "base_url": f"{demo.url}/?other"})
+    other = run_template.delay("order", params={**params, "ref": "other"})
     assert again.id == first.id and other.id != first.id
     store = store_for(pg_url)
     try:
@@ -48,7 +48,7 @@ def test_duplicate_delivery_executes_once(redis_config, redis_worker, demo, pg_u
 
     params = {"base_url": demo.url, "password": "s3cret-pass"}
     demo.latency_ms = 150
-    result = run_template.delay("order", params={**params, "base_url": demo.url + "/"})
+    result = run_template.delay("order", params={**params, "ref": "dup"})
     # The same message again (what a redelivery looks like to the worker).
     run_template.apply_async(args=["order@1.0.0"], kwargs={"run_id": result.id}, queue=redis_config.queue)
     assert result.get(timeout=90)["status"] == "completed"
@@ -67,7 +67,7 @@ def test_batch_aggregate_and_circuit_breaker(redis_worker, demo, pg_url) -> None
 
     good = {"base_url": demo.url, "password": "s3cret-pass"}
     bad = {"base_url": demo.url, "password": "wrong-password"}
-    handle = run_batch("order", [dict(good, base_url=f"{demo.url}/?{i}") for i in range(3)])
+    handle = run_batch("order", [dict(good, ref=f"good{i}") for i in range(3)])
     handle.result.get(timeout=120, propagate=False)
     summary = wait_until(lambda: (s := batch_summary(handle.batch_id)).finished_at and s)
     assert (summary.total, summary.completed, summary.failed, summary.success_rate) == (3, 3, 0, 1.0)
@@ -75,7 +75,7 @@ def test_batch_aggregate_and_circuit_breaker(redis_worker, demo, pg_url) -> None
     demo.latency_ms = 100
     tripping = run_batch(
         "order",
-        [dict(bad, base_url=f"{demo.url}/?b{i}") for i in range(12)],
+        [dict(bad, ref=f"bad{i}") for i in range(12)],
         min_runs=3,
         max_failure_rate=0.5,
     )

@@ -4,44 +4,7 @@
 // tests/stealth/detector.py turns them into {check_name: passed}.
 //
 // Everything runs from the page's own scripts (never through page.evaluate), so the stacks it
-// records are the page's.
-
-// --- a probe that runs in any realm: window, iframe, worker ---------------------------------
-async function bqProbe(scope) {
-  const n = scope.navigator;
-  const out = {
-    ua: n.userAgent, appVersion: n.appVersion, platform: n.platform, language: n.language,
-    languages: Array.from(n.languages || []), hardwareConcurrency: n.hardwareConcurrency,
-    deviceMemory: n.deviceMemory === undefined ? null : n.deviceMemory,
-    webdriver: n.webdriver === undefined ? 'undefined' : n.webdriver,
-  };
-  try {
-    const o = new scope.Intl.DateTimeFormat().resolvedOptions();
-    out.timezone = o.timeZone; out.locale = o.locale;
-  } catch (e) { out.intlError = String(e); }
-  try {
-    const d = n.userAgentData;
-    if (d) {
-      out.uaData = {brands: d.brands.map(b => ({brand: b.brand, version: b.version})), mobile: d.mobile, platform: d.platform};
-      out.highEntropy = await d.getHighEntropyValues(['architecture', 'bitness', 'fullVersionList', 'model',
-        'platformVersion', 'uaFullVersion', 'wow64', 'formFactors']);
-    }
-  } catch (e) { out.uaDataError = String(e); }
-  try {
-    let gl = null;
-    if (scope.document) gl = scope.document.createElement('canvas').getContext('webgl');
-    else if (scope.OffscreenCanvas) gl = new scope.OffscreenCanvas(16, 16).getContext('webgl');
-    if (gl) {
-      const ext = gl.getExtension('WEBGL_debug_renderer_info');
-      out.webgl = {vendor: gl.getParameter(gl.VENDOR), renderer: gl.getParameter(gl.RENDERER),
-        unmaskedVendor: ext ? gl.getParameter(ext.UNMASKED_VENDOR_WEBGL) : null,
-        unmaskedRenderer: ext ? gl.getParameter(ext.UNMASKED_RENDERER_WEBGL) : null};
-    } else {
-      out.webgl = null;
-    }
-  } catch (e) { out.webglError = String(e); }
-  return out;
-}
+// records are the page's. bqProbe comes from probe.js, loaded first.
 
 // --- page-only facts --------------------------------------------------------------------------
 const BQ_NATIVE_RE = (name) => new RegExp('^function ' + name.replace(/[$]/g, '\\$') + '\\(\\) \\{\\s*\\[native code\\]\\s*\\}$');
@@ -97,7 +60,10 @@ function bqCheckFunctions(win, otherRealm) {
     let constructible = true;
     try { Reflect.construct(String, [], fn); } catch (e) { constructible = false; }
     if (constructible) r.problems.push('constructible');
-    try { if (fn.caller !== null && fn.caller !== undefined) r.problems.push('caller'); } catch (e) { r.problems.push('caller throws: ' + e.message); }
+    // Built-ins are strict: reading .caller throws (a sloppy replacement would answer null).
+    let callerThrows = false;
+    try { void fn.caller; } catch (e) { callerThrows = e instanceof win.TypeError; }
+    if (!callerThrows) r.problems.push('.caller does not throw');
     if (t.kind === 'method' && !t.desc.writable) r.problems.push('descriptor not writable');
     if (t.kind === 'getter' && !t.desc.configurable) r.problems.push('descriptor not configurable');
     // Wrong receiver: a native throws a TypeError whose stack holds only the caller's frames.
