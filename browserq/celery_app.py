@@ -21,7 +21,7 @@ from celery import Celery, Task
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from browserq.errors import BrokerUnavailable, BrowserqError, ParamError
+from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, ParamError
 from browserq.logs import configure_logging
 from browserq.runs import PreparedRun, prepare_run, record_run
 from browserq.runtime import RetryLater, RunBusy, Runtime
@@ -119,10 +119,14 @@ class RunTemplateTask(Task):
         template = args.pop(0) if args else kwargs.pop("template", None)
         params = args.pop(0) if args else kwargs.pop("params", None)
         idempotency_key = kwargs.pop("idempotency_key", None)
+        identity = kwargs.pop("identity", None)
+        identity_pool = kwargs.pop("identity_pool", None)
+        tenant = kwargs.pop("tenant", None)
         if args or kwargs:
             unexpected = ", ".join([*map(repr, args), *kwargs])
             raise TypeError(
-                "run_template(template, params=None, idempotency_key=None) got unexpected "
+                "run_template(template, params=None, idempotency_key=None, identity=None, "
+                "identity_pool=None, tenant=None) got unexpected "
                 f"arguments: {unexpected}"
             )
         registry, store, secret_box = _producer_services()
@@ -134,9 +138,10 @@ class RunTemplateTask(Task):
             existing = store.find_run_by_idempotency_key(key)
             if existing is not None:
                 return self.AsyncResult(existing.id)  # joins the run already submitted
+        check_identity_request(store, secret_box, identity, identity_pool)
         try:
             record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue,
-                       idempotency_key=key)
+                       idempotency_key=key, identity=identity, identity_pool=identity_pool, tenant=tenant)
         except DuplicateRun as duplicate:  # another producer won the race for this key
             return self.AsyncResult(duplicate.existing_run_id)
         soft_limit = prepared.loaded.template.settings.timeout_s + settings.run_time_limit_margin_s
@@ -274,6 +279,29 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
         count += 1
         log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
     return count
+
+
+def check_identity_request(
+    store: Store, secret_box: SecretBox, identity: str | None, identity_pool: str | None
+) -> None:
+    """Fail at the producer, not in a worker: one of the two, a key to encrypt its storage, and a
+    pool that has identities. A named identity is created on first use."""
+    if identity is None and identity_pool is None:
+        return
+    if identity is not None and identity_pool is not None:
+        raise ConfigError("ask for an identity by name or from a pool, not both")
+    if not secret_box.enabled:
+        raise ConfigError(
+            "identities keep their browser storage encrypted at rest: set BROWSERQ_SECRET_KEY "
+            "(generate one with `browserq keygen`)"
+        )
+    if identity is not None:
+        store.upsert_identity(name=identity)
+    elif not store.list_identities(pool=identity_pool):
+        raise ConfigError(
+            f"identity pool {identity_pool!r} has no identities; add some with "
+            f"`browserq identities add NAME --pool {identity_pool}`"
+        )
 
 
 def idempotency_key_for(prepared: PreparedRun, explicit: str | None) -> str | None:

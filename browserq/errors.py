@@ -57,6 +57,9 @@ class Codes:
     HTTP_4XX = _code("HTTP_4XX", ErrorClass.PERMANENT, "the server answered 4xx")
     BLOCKED = _code("BLOCKED", ErrorClass.ROTATE_IDENTITY, "the site blocked us (403/429/captcha)")
     PROXY_FAILED = _code("PROXY_FAILED", ErrorClass.ROTATE_IDENTITY, "the proxy failed")
+    IDENTITY_UNAVAILABLE = _code(
+        "IDENTITY_UNAVAILABLE", ErrorClass.PERMANENT, "the identity asked for does not exist or is disabled"
+    )
     SESSION_EXPIRED = _code(
         "SESSION_EXPIRED", ErrorClass.ROTATE_IDENTITY, "logged out, and logging in again did not help"
     )

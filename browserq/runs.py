@@ -67,6 +67,9 @@ def record_run(
     queue: str | None = None,
     idempotency_key: str | None = None,
     batch_id: str | None = None,
+    identity: str | None = None,
+    identity_pool: str | None = None,
+    tenant: str | None = None,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all)."""
     loaded = prepared.loaded
@@ -94,4 +97,7 @@ def record_run(
         secrets=secrets_token,
         idempotency_key=idempotency_key,
         batch_id=batch_id,
+        identity=identity,
+        identity_pool=identity_pool,
+        tenant=tenant,
     )

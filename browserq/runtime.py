@@ -16,7 +16,7 @@ import os
 import random
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
+from browserq.proxies import ProxyManager
 from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
@@ -31,7 +32,16 @@ from browserq.runner.checkpoint import Checkpoint, parse_path
 from browserq.runs import PreparedRun, prepare_loaded, prepare_run, record_run
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
-from browserq.store import ArtifactDir, LeaseBusy, RunAlreadyFinished, RunView, Store
+from browserq.store import (
+    ArtifactDir,
+    IdentityBusy,
+    IdentityDisabled,
+    IdentityNotFound,
+    LeaseBusy,
+    RunAlreadyFinished,
+    RunView,
+    Store,
+)
 from browserq.templates import (
     LoadedTemplate,
     RepeatStep,
@@ -103,12 +113,17 @@ class Runtime:
         )
         self.secret_box = SecretBox(self.settings.secret_key)
         self.loop = EventLoopThread()
-        self.pool = BrowserPool(self.settings)
+        self.proxies = ProxyManager.from_settings(self.settings)
+        pool_settings = self.settings
+        if self.proxies.enabled:  # every run picks its proxy: generic spares would go unused
+            pool_settings = self.settings.model_copy(update={"context_prewarm": 0})
+        self.pool = BrowserPool(pool_settings)
         self.rate_limiter = RateLimiter.from_settings(self.settings)
         self.tenants = TenantLimiter.from_settings(self.settings)
         self.runner = TemplateRunner(
             self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box,
             rate_limiter=self.rate_limiter,
+            proxies=self.proxies,
         )
         self.owner = worker_name()
         self._started = False
@@ -149,21 +164,28 @@ class Runtime:
         self.stop()
 
     # --- in-process runs (CLI, embedding, tests) ------------------------------------------------
-    def submit_local(self, template_ref: str, params: dict[str, Any] | None = None) -> PreparedRun:
-        """Validate and record a run for in-process execution (secrets stay in memory)."""
+    def submit_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> PreparedRun:
+        """Validate and record a run for in-process execution (secrets stay in memory).
+        ``options``: ``identity``, ``identity_pool``, ``tenant``."""
         prepared = prepare_run(self.registry, template_ref, params)
-        record_run(self.store, prepared, secret_box=None)
+        self._record_local(prepared, options)
         return prepared
 
-    def run_local(self, template_ref: str, params: dict[str, Any] | None = None) -> RunOutcome:
+    def _record_local(self, prepared: PreparedRun, options: dict[str, Any]) -> None:
+        from browserq.celery_app import check_identity_request
+
+        check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
+        record_run(self.store, prepared, secret_box=None, **options)
+
+    def run_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Validate, record and execute a run in this process (the CLI's embedded mode)."""
-        prepared = self.submit_local(template_ref, params)
+        prepared = self.submit_local(template_ref, params, **options)
         return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 
-    def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None) -> RunOutcome:
+    def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Like :meth:`run_local` for a template loaded from text rather than the registry."""
         prepared = prepare_loaded(loaded, params)
-        record_run(self.store, prepared, secret_box=None)
+        self._record_local(prepared, options)
         return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 
     def run_to_end(self, run_id: str, *, secrets: dict[str, Any] | None = None) -> RunOutcome:
@@ -218,6 +240,13 @@ class Runtime:
                 )
             request = self._request(run_id, lease, loaded, params, names)
             try:
+                request = self._with_identity(request, run)
+            except IdentityBusy as busy:
+                return self._wait_for_identity(run_id, lease.token, busy)
+            except (IdentityNotFound, IdentityDisabled) as exc:
+                return self._finish(run_id, lease.token, RunOutcome(
+                    run_id, "failed", {}, Codes.IDENTITY_UNAVAILABLE.code, str(exc)))
+            try:
                 outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout)
             except TenantBusy as busy:
                 return self._tenant_busy(run_id, lease.token, busy)
@@ -227,6 +256,7 @@ class Runtime:
             if outcome.lease_lost:
                 return outcome
             decision = self._decide(run_id, lease, outcome, loaded, resumes)
+            self._release_identity(request)
             if decision == "resume":
                 resumes += 1
                 continue
@@ -238,6 +268,33 @@ class Runtime:
         """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""
         async with self.tenants.slot(run.tenant, run.id, wait_s=self.settings.tenant_wait_s):
             return await self.runner.run(request)
+
+    def _with_identity(self, request: RunRequest, run: RunView) -> RunRequest:
+        """Lease the identity the run asked for (by name or from a pool) and load its storage."""
+        if not run.identity and not run.identity_pool:
+            return request
+        identity = self.store.acquire_identity(
+            run_id=run.id, owner=self.owner, ttl_s=run.timeout_s + self.settings.run_time_limit_margin_s + 60,
+            name=run.identity, pool=None if run.identity else run.identity_pool,
+        )
+        storage = None
+        if identity.storage_encrypted:
+            storage = self.secret_box.decrypt_json(
+                identity.storage_encrypted, why=f"identity {identity.name!r} keeps its storage encrypted"
+            )
+        log.info("identity leased", run_id=run.id, identity=identity.name, has_storage=storage is not None)
+        return replace(request, identity=identity, identity_storage=storage)
+
+    def _release_identity(self, request: RunRequest) -> None:
+        if request.identity is not None:
+            self.store.release_identity(request.identity.name, token=request.identity.token)
+
+    def _wait_for_identity(self, run_id: str, token: int, busy: IdentityBusy) -> RetryLater:
+        countdown = 5.0
+        self.store.transition(run_id, "retrying", reason=f"waiting for an identity: {busy}",
+                              worker=self.owner, token=token)
+        self.store.release_lease(run_id, token=token)
+        return RetryLater(RunOutcome(run_id, "retrying", {}, None, str(busy)), countdown)
 
     def _tenant_busy(self, run_id: str, token: int, busy: TenantBusy) -> RetryLater:
         countdown = max(1.0, busy.retry_after_s or self.settings.tenant_wait_s)

@@ -50,8 +50,13 @@ def upgrade() -> None:
     op.create_index(
         "ix_identities_pool_lease_expires_at", "identities", ["pool", "lease_expires_at"]
     )
+    # Plain ADD COLUMN (no batch rebuild: on SQLite a rebuild of runs would cascade-delete steps).
+    op.add_column("runs", sa.Column("identity", sa.String(length=100), nullable=True))
+    op.add_column("runs", sa.Column("identity_pool", sa.String(length=100), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("runs", "identity_pool")
+    op.drop_column("runs", "identity")
     op.drop_index("ix_identities_pool_lease_expires_at", table_name="identities")
     op.drop_table("identities")

@@ -36,9 +36,10 @@ from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.context import StepContext
 from browserq.runner.translate import first_line, translate
 from browserq.limits import BlockStats, NavigationGate, RateLimiter, install_blocking, install_navigation_gate
+from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classify_error
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
-from browserq.store import ArtifactDir, LeaseLost, Store
+from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store
 from browserq.store.artifacts import StoredFile
 from browserq.templates import ActionStep, LoadedTemplate, RepeatStep, render, render_step
 
@@ -65,6 +66,8 @@ class RunRequest:
     lease_ttl_s: float = 30.0
     resume: Checkpoint | None = None  # continue after this checkpoint
     unknown_side_effects: frozenset[str] = frozenset()  # paths whose outcome is unknown
+    identity: IdentityLease | None = None  # the visitor this run plays (leased to it alone)
+    identity_storage: dict[str, Any] | None = None  # that identity's saved storage, decrypted
 
 
 @dataclass
@@ -125,6 +128,7 @@ class _RunState:
     relogged: set[str] = field(default_factory=set)  # steps retried after a new login
     last_navigation: str | None = None  # the URL the last navigate step asked for
     blocked: BlockStats | None = None
+    proxy: Proxy | None = None
     gate: NavigationGate | None = None
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
@@ -152,6 +156,7 @@ class TemplateRunner:
         listener: StepListener | None = None,
         secret_box: SecretBox | None = None,
         rate_limiter: RateLimiter | None = None,
+        proxies: ProxyManager | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
@@ -160,6 +165,7 @@ class TemplateRunner:
         self.listener = listener
         self.secret_box = secret_box or SecretBox(settings.secret_key)
         self.rate_limiter = rate_limiter
+        self.proxies = proxies if proxies is not None and proxies.enabled else None
 
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Store calls are synchronous; keep them off the event loop."""
@@ -191,8 +197,7 @@ class TemplateRunner:
             asyncio.create_task(self._heartbeat(state, main)) if request.token is not None else None
         )
         try:
-            storage = request.resume.storage if request.resume else None
-            context = await self.pool.new_context(**({"storage_state": storage} if storage else {}))
+            context = await self.pool.new_context(**await self._context_options(state))
             state.context = context
             activity = PageActivity(
                 context,
@@ -242,8 +247,63 @@ class TemplateRunner:
             log.warning("lease lost: another worker owns this run now", run_id=request.run_id)
             return RunOutcome(request.run_id, "running", {}, lease_lost=True)
         if context is not None:
+            await self._save_identity(state)
             await self._finish_context(context, activity, state, failure if status == "failed" else None)
+        await self._report_proxy(state, status, failure)
         return self._outcome(state, status, failure)
+
+    # --- identity and proxy ---------------------------------------------------------------------
+    async def _context_options(self, state: _RunState) -> dict[str, Any]:
+        """Storage to restore (a checkpoint's, else the identity's) and the proxy for this run."""
+        request = state.request
+        options: dict[str, Any] = {}
+        storage = request.resume.storage if request.resume else request.identity_storage
+        if storage:
+            options["storage_state"] = storage
+        if self.proxies is not None:
+            identity = request.identity.name if request.identity else None
+            state.proxy = await asyncio.to_thread(
+                self.proxies.choose, domain=_start_host(state), identity=identity
+            )
+            options.update(self.proxies.context_options(state.proxy))
+            if state.proxy is not None:
+                log.info("run via proxy", run_id=request.run_id, proxy=state.proxy.label)
+        return options
+
+    async def _save_identity(self, state: _RunState) -> None:
+        """Keep what the site gave this visitor (cookies, storage) for the identity's next run."""
+        identity = state.request.identity
+        if identity is None or state.context is None or state.interrupt or not self.pool.connected:
+            return
+        try:
+            storage = await state.context.storage_state(indexed_db=True)
+            await self._store_identity_storage(state, storage)
+        except Exception as exc:  # noqa: BLE001 - the run's own outcome matters more
+            log.warning("identity storage not saved", identity=identity.name, error=str(exc))
+
+    async def _store_identity_storage(self, state: _RunState, storage: dict[str, Any]) -> None:
+        identity = state.request.identity
+        assert identity is not None
+        token = self.secret_box.encrypt_json(storage, why="identities keep their browser storage encrypted")
+        await self._db(
+            self.store.save_identity_storage, identity.name, token=identity.token, storage_encrypted=token
+        )
+
+    async def _report_proxy(self, state: _RunState, status: str, failure: StepFailed | None) -> None:
+        """Tell the shared proxy health how this run went (a failing proxy cools down)."""
+        proxy, manager = state.proxy, self.proxies
+        if proxy is None or manager is None:
+            return
+        try:
+            if failure is not None and failure.code is Codes.PROXY_FAILED:
+                await asyncio.to_thread(manager.report_error, proxy, failure.message)
+            elif failure is not None and failure.code is Codes.BLOCKED:
+                status_code = 429 if "429" in failure.message else 403
+                await asyncio.to_thread(manager.report_response, proxy, status_code, "")
+            elif status == "completed":
+                await asyncio.to_thread(manager.report_success, proxy)
+        except Exception as exc:  # noqa: BLE001 - health is advisory
+            log.warning("proxy health not updated", error=str(exc))
 
     async def _install_limits(self, context: BrowserContext, state: _RunState) -> None:
         """Resource blocking and the fleet-wide per-domain rate limits, for every page load."""
@@ -506,6 +566,8 @@ class TemplateRunner:
                         failure = state.gate.error  # the rate limit, not the page, stopped it
                     if state.crashed and not isinstance(failure, InfrastructureError):
                         failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
+            if failure is not None:
+                failure = _blame_proxy(failure, state)
             if failure is None:
                 if not skipped:
                     _store_output(state.outputs, rendered, output)
@@ -669,6 +731,8 @@ class TemplateRunner:
         """What a resumed run needs to continue after ``path`` (stored with the step's result)."""
         assert state.context is not None and state.page is not None
         storage = await state.context.storage_state(indexed_db=True)
+        if state.request.identity is not None:
+            await self._store_identity_storage(state, storage)
         state.checkpoint_seq += 1
         checkpoint = Checkpoint(
             path=path,
@@ -832,6 +896,31 @@ _BEFORE_DISPATCH = frozenset({
     Codes.SELECTOR_NOT_FOUND, Codes.INVALID_STEP_INPUT, Codes.URL_DENIED, Codes.DOMAIN_DENIED,
     Codes.PATH_DENIED, Codes.EVAL_DISABLED,
 })
+
+
+def _blame_proxy(failure: StepFailed, state: _RunState) -> StepFailed:
+    """A connection error, or a 407, while a proxy is in use is the proxy's failure."""
+    if state.proxy is None or failure.code is Codes.PROXY_FAILED:
+        return failure
+    proxy_kind = classify_error(failure.message) in (REFUSED, TUNNEL, AUTH)
+    if (failure.code in (Codes.NAVIGATION_FAILED, Codes.ACTION_FAILED, Codes.TIMEOUT) and proxy_kind) or (
+        failure.code is Codes.HTTP_4XX and "HTTP 407" in failure.message
+    ):
+        return StepFailed(Codes.PROXY_FAILED, f"via proxy {state.proxy.label}: {failure.message}")
+    return failure
+
+
+def _start_host(state: _RunState) -> str | None:
+    """The host of the first navigation (for proxies sticky per domain), when it is known."""
+    from urllib.parse import urlsplit
+
+    first = state.request.loaded.template.steps[0]
+    if getattr(first, "action", None) != "navigate":
+        return None
+    try:
+        return urlsplit(str(render(first.url, state.scope()))).hostname
+    except Exception:  # noqa: BLE001 - no host, no stickiness
+        return None
 
 
 def _may_have_happened(failure: StepFailed) -> bool:

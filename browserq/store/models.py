@@ -214,6 +214,8 @@ class Run(Base):
     enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     #: Why the run is in its current status (e.g. why it needs review).
     status_reason: Mapped[str | None] = mapped_column(Text)
+    identity: Mapped[str | None] = mapped_column(String(100))  # a named identity the run asked for
+    identity_pool: Mapped[str | None] = mapped_column(String(100))  # …or a pool to lease one from
 
 
 class RunTransition(Base):

@@ -465,6 +465,8 @@ class Store(IdentityMethods):
         secrets: str | None = None,
         batch_id: str | None = None,
         status_reason: str | None = None,
+        identity: str | None = None,
+        identity_pool: str | None = None,
     ) -> None:
         """Insert a run and its first transition (from nothing to ``status``, reason "enqueued").
 
@@ -505,6 +507,8 @@ class Store(IdentityMethods):
                     takeovers=0,
                     batch_id=batch_id,
                     status_reason=status_reason or "enqueued",
+                    identity=identity,
+                    identity_pool=identity_pool,
                 )
             )
             s.flush()  # the run row first: the transition references it

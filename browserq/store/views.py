@@ -44,6 +44,8 @@ class RunView:
     batch_id: str | None = None
     enqueued_at: datetime | None = None
     status_reason: str | None = None
+    identity: str | None = None
+    identity_pool: str | None = None
 
     @property
     def terminal(self) -> bool:

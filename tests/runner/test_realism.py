@@ -1,0 +1,87 @@
+"""Proxies and identities through the real runtime: rotation, cooldown, retry on another proxy,
+identities that keep their (encrypted) storage from one run to the next."""
+
+from __future__ import annotations
+
+import redis
+import sqlalchemy as sa
+
+from browserq.runtime import Runtime
+from tests.conftest import make_settings, template
+from tests.proxies.servers import HttpProxy, RefusingProxy
+
+PROXY_REDIS = "redis://127.0.0.1:6379/9"
+
+VISIT = """
+params:
+  url: {type: url, required: true}
+settings: {trace: off, run_retries: 3, step_retries: 0}
+steps:
+  - {action: navigate, url: "${url}"}
+  - {action: get, what: title, into: title}
+"""
+
+
+def test_a_refusing_proxy_cools_down_and_the_run_retries_on_another(tmp_path, demo) -> None:
+    redis.Redis.from_url(PROXY_REDIS).flushdb()
+    with HttpProxy(name="good") as good, RefusingProxy() as bad:
+        settings = make_settings(
+            tmp_path, proxies=[good.proxy_url("user", "pa55word"), bad.proxy_url()],
+            proxy_strategy="round_robin", proxy_redis_url=PROXY_REDIS,
+            proxy_cooldown_s=60, run_retry_backoff_s=0.05,
+        )
+        with Runtime(settings) as runtime:
+            outcomes = [runtime.run_loaded(template(VISIT), {"url": f"{demo.url}/quotes/"}) for _ in range(4)]
+            assert [o.status for o in outcomes] == ["completed"] * 4
+            assert good.forwarded + good.tunnels >= 4  # every page load went through the good one
+            stats = {s.label: s for s in runtime.proxies.stats()}
+            bad_stats = next(s for label, s in stats.items() if str(bad.port) in label)
+            assert bad_stats.failures_total == 1 and bad_stats.cooling_down_until is not None
+            retried = [o for o in outcomes
+                       if "retrying" in [t.to_status for t in runtime.store.transitions(o.run_id)]]
+            assert len(retried) == 1  # the one run that drew the bad proxy, retried on the good one
+            codes = {s.error_code for s in runtime.store.steps(retried[0].run_id) if s.error_code}
+            assert codes == {"PROXY_FAILED"}
+            everything = repr([runtime.store.steps(o.run_id) for o in outcomes])
+            assert "pa55word" not in everything and "pa55word" not in repr(runtime.proxies.stats())
+
+
+LOGIN = """
+params:
+  base_url: {type: url, required: true}
+  password: {type: secret, required: true}
+settings: {trace: off}
+steps:
+  - {action: navigate, url: "${base_url}/login"}
+  - {action: fill, selector: "#username", value: demo}
+  - {action: fill, selector: "#password", value: "${password}"}
+  - {action: click, selector: "button[type=submit]"}
+  - {action: assert, selector: "#welcome"}
+"""
+
+ACCOUNT = """
+params:
+  base_url: {type: url, required: true}
+settings: {trace: off, run_retries: 0}
+steps:
+  - {action: navigate, url: "${base_url}/account"}
+  - {action: get, what: url, into: landed}
+"""
+
+
+def test_an_identity_keeps_its_session_between_runs_encrypted_at_rest(pg_runtime: Runtime, demo, pg_url) -> None:
+    params = {"base_url": demo.url}
+    assert pg_runtime.run_loaded(template(LOGIN), {**params, "password": "s3cret-pass"},
+                                 identity="alice").status == "completed"
+    alice = pg_runtime.run_loaded(template(ACCOUNT), params, identity="alice")
+    bob = pg_runtime.run_loaded(template(ACCOUNT), params, identity="bob")
+    anonymous = pg_runtime.run_loaded(template(ACCOUNT), params)
+    assert alice.outputs["landed"].endswith("/account")  # logged in from the stored session
+    assert bob.outputs["landed"].endswith("/login") and anonymous.outputs["landed"].endswith("/login")
+    stored = pg_runtime.store.get_identity("alice")
+    assert stored.storage_encrypted and stored.lease_run_id is None or stored.lease_expires_at is not None
+    engine = sa.create_engine(pg_url)
+    with engine.connect() as conn:
+        row = conn.execute(sa.text("select storage_encrypted from identities where name = 'alice'")).scalar_one()
+    engine.dispose()
+    assert "session" not in row and "cookies" not in row  # ciphertext, not storage JSON
