@@ -6,8 +6,9 @@
 ``acquire`` times ``BrowserPool.new_context()`` plus getting its page, with a spare waiting (the pool refills it in
 the background while a "run" uses its context) and with no spares, interleaved in one process.
 ``rss`` runs a small template (open a page, extract 10 records) N times through the real
-runtime (SQLite store) and samples the resident memory of the whole worker — this Python
-process, the Playwright driver and every Chromium process — printing whether it stays flat.
+runtime (SQLite store) and samples the memory (PSS, so shared pages count once) of the whole
+worker — this Python process, the Playwright driver and every Chromium process — by part,
+printing whether it stays flat.
 """
 
 from __future__ import annotations
@@ -64,8 +65,30 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def worker_rss_mb() -> float:
-    return rss_bytes(descendants(os.getpid())) / 2**20
+def pss_mb(pid: int) -> float:
+    """Proportional set size: shared pages split between the processes sharing them, so a
+    process tree's total is not inflated the way summed RSS is (Chromium shares a lot)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return rss_bytes([pid]) / 2**20
+
+
+def worker_memory_mb() -> dict[str, float]:
+    """This worker's memory by part: Python, the Playwright driver, Chromium (all processes)."""
+    me = os.getpid()
+    parts = {"python": pss_mb(me), "driver": 0.0, "chromium": 0.0}
+    for pid in descendants(me)[1:]:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        parts["driver" if b"playwright/driver" in cmdline else "chromium"] += pss_mb(pid)
+    parts["total"] = sum(parts.values())
+    return parts
 
 
 def bench_acquire(n: int) -> dict:
@@ -128,24 +151,31 @@ def bench_rss(runs: int, every: int, max_contexts: int) -> dict:
         browser_max_contexts=max_contexts,
     )
     loaded = load_template_text(TEMPLATE)
-    samples: list[tuple[int, float, int]] = []
+    samples: list[tuple[int, dict[str, float], int]] = []
     with DemoSite() as site, Runtime(settings) as runtime:
         url = f"{site.url}/quotes/"
         started = time.perf_counter()
         for i in range(runs + 1):
             if i % every == 0:
-                samples.append((i, worker_rss_mb(), runtime.pool.launches))
-                console.print(f"  run {i:5d}  worker RSS {samples[-1][1]:7.1f} MB  "
-                              f"browsers launched {runtime.pool.launches}", highlight=False)
+                memory = worker_memory_mb()
+                samples.append((i, memory, runtime.pool.launches))
+                console.print(
+                    f"  run {i:5d}  worker PSS {memory['total']:7.1f} MB  (python {memory['python']:6.1f}, "
+                    f"driver {memory['driver']:6.1f}, chromium {memory['chromium']:7.1f})  "
+                    f"browsers launched {runtime.pool.launches}", highlight=False)
             if i < runs:
                 outcome = runtime.run_loaded(loaded, {"url": url})
                 assert outcome.status == "completed", outcome
         elapsed = time.perf_counter() - started
         recycles = runtime.pool.recycles
-    values = [s[1] for s in samples]
+    values = [s[1]["total"] for s in samples]
+    python = [s[1]["python"] for s in samples]
     quarter = max(1, len(values) // 4)
     first, last = statistics.median(values[1 : 1 + quarter]), statistics.median(values[-quarter:])
+    py_first, py_last = statistics.median(python[1 : 1 + quarter]), statistics.median(python[-quarter:])
     summary = {
+        "python_pss_mb_first_quarter_median": py_first,
+        "python_pss_mb_last_quarter_median": py_last,
         "runs": runs,
         "seconds": elapsed,
         "runs_per_s": runs / elapsed,
@@ -159,14 +189,22 @@ def bench_rss(runs: int, every: int, max_contexts: int) -> dict:
         "samples": samples,
     }
     console.print(
-        f"worker RSS over {runs} runs: min {min(values):.0f} MB, max {max(values):.0f} MB; "
+        f"python alone: {py_first:.0f} MB → {py_last:.0f} MB (x{py_last / py_first:.2f})\n"
+        f"worker PSS over {runs} runs: min {min(values):.0f} MB, max {max(values):.0f} MB; "
         f"median of first quarter {first:.0f} MB → last quarter {last:.0f} MB "
         f"(x{last / first:.2f}); {recycles} browser recycles; {runs / elapsed:.1f} runs/s"
     )
     return summary
 
 
+def quiet_logs() -> None:
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+
+
 def main() -> None:
+    quiet_logs()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["acquire", "rss", "all"])
     parser.add_argument("--n", type=int, default=40, help="acquisitions per pool (acquire)")

@@ -165,6 +165,8 @@ def run(
     template: Annotated[str, typer.Argument(help="Template reference: name, name@1.2 or name@1.2.0.")],
     param: Annotated[list[str], typer.Option("--param", "-p", help="A parameter, key=value (repeatable).")] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON only.")] = False,
+    identity: Annotated[str | None, typer.Option(help="Run as this named identity.")] = None,
+    identity_pool: Annotated[str | None, typer.Option(help="Run as an identity from this pool.")] = None,
 ) -> None:
     """Run a template in this process (no broker), recording it like a worker would."""
     from browserq.runtime import Runtime
@@ -178,7 +180,8 @@ def run(
                 runtime.start()
         else:
             runtime.start()
-        outcome = runtime.run_local(template, parse_params(param))
+        outcome = runtime.run_local(template, parse_params(param), identity=identity,
+                                    identity_pool=identity_pool)
         if as_json:
             print(json.dumps(outcome.as_result(), indent=2, ensure_ascii=False))
         else:
@@ -444,6 +447,72 @@ def _resolve_run_id(store: Any, run_id: str) -> str:
     return matches[0]
 
 
+identities_app = typer.Typer(help="Named identities: one visitor each (proxy, fingerprint, storage).")
+app.add_typer(identities_app, name="identities")
+
+
+@identities_app.command("list")
+@friendly_errors
+def identities_list(pool: Annotated[str | None, typer.Option(help="Only this pool.")] = None) -> None:
+    """Identities with their pool, proxy, storage and lease."""
+    rows = _store().list_identities(pool=pool)
+    table = Table(title=f"Identities ({len(rows)})", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("name", "pool", "region", "proxy", "storage saved", "uses", "leased to", "disabled"):
+        table.add_column(column, overflow="fold")
+    for i in rows:
+        table.add_row(
+            i.name, i.pool or "", i.region or "", i.proxy_id or "",
+            i.storage_saved_at.strftime("%m-%d %H:%M") if i.storage_saved_at else "",
+            str(i.uses), (i.lease_run_id or "")[:12], i.disabled_reason or "",
+        )
+    console.print(table)
+
+
+@identities_app.command("add")
+@friendly_errors
+def identities_add(
+    name: Annotated[str, typer.Argument(help="A name runs can ask for (identity=NAME).")],
+    pool: Annotated[str | None, typer.Option(help="A pool runs can draw from (identity_pool=POOL).")] = None,
+    region: Annotated[str | None, typer.Option(help="Region hint for locale/timezone, e.g. de.")] = None,
+) -> None:
+    """Create (or update) an identity."""
+    view = _store().upsert_identity(name=name, pool=pool, region=region)
+    console.print(f"identity {view.name}" + (f" in pool {view.pool}" if view.pool else ""))
+
+
+@identities_app.command("disable")
+@friendly_errors
+def identities_disable(name: str, reason: Annotated[str, typer.Option()] = "disabled by operator") -> None:
+    """Stop runs from using an identity (e.g. its account was banned)."""
+    _store().disable_identity(name, reason)
+    console.print(f"identity {name} disabled: {reason}")
+
+
+@app.command()
+@friendly_errors
+def proxies() -> None:
+    """Configured proxies with their shared health: successes, failures by kind, cooldown."""
+    from browserq.proxies import ProxyManager
+
+    manager = ProxyManager.from_settings(get_settings())
+    if not manager.enabled:
+        console.print("no proxies configured (BROWSERQ_PROXIES / BROWSERQ_PROXIES_FILE)")
+        return
+    table = Table(title="Proxies", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("proxy", "ok", "failed", "success", "cooling down until"):
+        table.add_column(column, overflow="fold")
+    for s in manager.stats():
+        rate = f"{s.success_rate:.0%}" if s.success_rate is not None else "-"
+        import datetime as dt
+
+        until = (
+            dt.datetime.fromtimestamp(s.cooling_down_until).strftime("%H:%M:%S") if s.cooling_down_until else ""
+        )
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(s.failures.items()) if n)
+        table.add_row(s.label, str(s.successes), f"{s.failures_total}" + (f" ({kinds})" if kinds else ""), rate, until)
+    console.print(table)
+
+
 @templates_app.command("list")
 @friendly_errors
 def templates_list() -> None:
@@ -511,6 +580,10 @@ def show_settings() -> None:
         value = getattr(settings, name)
         if name == "secret_key" and value:
             value = "(set)"
+        elif name == "proxies" and value:
+            from browserq.proxies import redact_proxy_setting
+
+            value = redact_proxy_setting(value)
         default = field.default if field.default_factory is None else field.default_factory()
         table.add_row(f"BROWSERQ_{name.upper()}", str(value), str(default))
     console.print(table)

@@ -112,3 +112,15 @@ def test_cancel_a_queued_run_and_show_its_history(tmp_path: Path, site) -> None:
     again = browserq(tmp_path, "cancel", prepared.run_id)
     assert "already ended: cancelled" in again.stdout
     store.dispose()
+
+
+def test_identities_and_proxies_commands(tmp_path: Path) -> None:
+    done = browserq(tmp_path, "identities", "add", "alice", "--pool", "shoppers", "--region", "de")
+    assert done.returncode == 0 and "alice" in done.stdout
+    listed = browserq(tmp_path, "identities", "list")
+    assert "alice" in listed.stdout and "shoppers" in listed.stdout
+    proxies = browserq(tmp_path, "proxies", BROWSERQ_PROXIES="http://user:hunter22@127.0.0.1:3128",
+                       BROWSERQ_PROXY_REDIS_URL="redis://127.0.0.1:6379/9")
+    assert proxies.returncode == 0 and "127.0.0.1:3128" in proxies.stdout and "hunter22" not in proxies.stdout
+    shown = browserq(tmp_path, "settings", BROWSERQ_PROXIES="http://user:hunter22@127.0.0.1:3128")
+    assert "hunter22" not in shown.stdout

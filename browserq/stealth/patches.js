@@ -51,6 +51,28 @@
     throw error;
   }
 
+  // For a JavaScript built-in (Function.prototype.toString), V8 shows the built-in's own frame
+  // ("at Object.toString (<anonymous>)") first: keep that line, drop ours, honour stackTraceLimit.
+  function rethrowFromBuiltin(error, frameToHide) {
+    var before = null;
+    try {
+      if (Error.prepareStackTrace === undefined) before = error.stack;
+    } catch (e) { before = null; }
+    try { apply(captureStackTrace, Error, [error, frameToHide]); } catch (e) { throw error; }
+    if (typeof before === 'string') {
+      var builtinFrame = before.split('\n')[1];
+      if (builtinFrame && /^\s+at .*\(<anonymous>\)$/.test(builtinFrame)) {
+        var lines = String(error.stack).split('\n');
+        var limit = Error.stackTraceLimit;
+        var callers = lines.slice(1);
+        if (typeof limit === 'number' && limit >= 1) callers = callers.slice(0, limit - 1);
+        else if (typeof limit === 'number') callers = [];
+        error.stack = [lines[0], builtinFrame].concat(callers).join('\n');
+      }
+    }
+    throw error;
+  }
+
   var patchedAnything = false;
 
   function replaceMethod(proto, name, makeReplacement) {
@@ -148,7 +170,7 @@
         } else if (this === KEY) {
           return registry;  // a child frame asking for the frame tree's registry
         }
-        try { return apply(nativeToString, this, arguments); } catch (e) { rethrow(e, toStringReplacement); }
+        try { return apply(nativeToString, this, arguments); } catch (e) { rethrowFromBuiltin(e, toStringReplacement); }
       },
     }.toString;
     var tsDesc = getOwnPropertyDescriptor(Function.prototype, 'toString');
