@@ -124,3 +124,11 @@ def test_identities_and_proxies_commands(tmp_path: Path) -> None:
     assert proxies.returncode == 0 and "127.0.0.1:3128" in proxies.stdout and "hunter22" not in proxies.stdout
     shown = browserq(tmp_path, "settings", BROWSERQ_PROXIES="http://user:hunter22@127.0.0.1:3128")
     assert "hunter22" not in shown.stdout
+
+
+def test_readme_lists_every_setting() -> None:
+    from browserq.settings import Settings
+
+    readme = (REPO / "README.md").read_text()
+    missing = [name for name in Settings.model_fields if f"`BROWSERQ_{name.upper()}`" not in readme]
+    assert not missing, f"README's settings table lacks {missing}"

@@ -63,10 +63,14 @@ WRONG_RECEIVER = """() => {
   const targets = [WebGLRenderingContext.prototype.getParameter, Function.prototype.toString,
                    Object.getOwnPropertyDescriptor(Screen.prototype, 'availHeight').get,
                    Object.getOwnPropertyDescriptor(window, 'outerWidth').get];
-  for (const fn of targets) {
-    try { fn.call({}, 37446); out.push('no throw'); }
-    catch (e) { out.push([e.constructor.name, e.message, e.stack.split('\\n').length]); }
+  for (const limit of [10, 2, 1]) {
+    Error.stackTraceLimit = limit;
+    for (const fn of targets) {
+      try { fn.call({}, 37446); out.push('no throw'); }
+      catch (e) { out.push([e.constructor.name, e.message, e.stack]); }
+    }
   }
+  Error.stackTraceLimit = 10;
   return out;
 }"""
 
