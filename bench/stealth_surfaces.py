@@ -65,13 +65,23 @@ async def measure(seed: str, region: str | None, windows: bool) -> dict[str, Any
             await browser.close()
             out["runs"]["before"] = evaluate_checks(run)
 
-            pool = stealth.Fingerprint.generate("pool", chrome_version=version or out["chrome_version"], region=region)
+            pool = stealth.Fingerprint.generate(
+                "pool", chrome_version=version or out["chrome_version"], region=region
+            )
             browser = await _launch(pw, stealth.launch_args(pool), stealth.ignore_default_args())
             host = await stealth.probe_host(browser)
-            identities = {"after": stealth.Fingerprint.generate(seed, chrome_version=host.chrome_version, region=region, host=host)}
+            identities = {
+                "after": stealth.Fingerprint.generate(
+                    seed, chrome_version=host.chrome_version, region=region, host=host
+                )
+            }
             if windows:
                 identities["after_windows"] = stealth.Fingerprint.generate(
-                    seed, chrome_version=host.chrome_version, region=region, host=host, platform="windows"
+                    seed,
+                    chrome_version=host.chrome_version,
+                    region=region,
+                    host=host,
+                    platform="windows",
                 )
             for name, fp in identities.items():
                 context = await browser.new_context(**stealth.context_options(fp))
@@ -90,7 +100,9 @@ def render(result: dict[str, Any]) -> str:
     checks = list(runs["before"][0])
     total = len(checks)
     failed = {n: [c for c in checks if not runs[n][0].get(c)] for n in names}
-    lines = [f"Chromium {result['chrome_version']}, seed {result['seed']!r}, region {result['region'] or 'us'}"]
+    lines = [
+        f"Chromium {result['chrome_version']}, seed {result['seed']!r}, region {result['region'] or 'us'}"
+    ]
     summary = ", ".join(f"{n.replace('_', ' ')} {len(failed[n])}/{total}" for n in names)
     lines.append(f"failed checks: {summary}")
     lines.append(f"  (of which CDP tells no configuration can pass: {', '.join(CDP_TELLS)})")
@@ -113,21 +125,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", default="visitor-1")
     parser.add_argument("--region", default=None, help="proxy region hint, e.g. de (default: us)")
-    parser.add_argument("--no-windows", action="store_true", help="skip the Windows-identity column")
+    parser.add_argument(
+        "--no-windows", action="store_true", help="skip the Windows-identity column"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = parser.parse_args()
     result = asyncio.run(measure(args.seed, args.region, not args.no_windows))
     if args.json:
         runs = result["runs"]
         total = len(runs["before"][0])
-        print(json.dumps({
-            **{k: v for k, v in result.items() if k != "runs"},
-            "total_checks": total,
-            "failed": {n: sorted(c for c, ok in r[0].items() if not ok) for n, r in runs.items()},
-            "checks": {n: r[0] for n, r in runs.items()},
-            "why": {n: r[1] for n, r in runs.items()},
-            "cdp_tells": list(CDP_TELLS),
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    **{k: v for k, v in result.items() if k != "runs"},
+                    "total_checks": total,
+                    "failed": {
+                        n: sorted(c for c, ok in r[0].items() if not ok) for n, r in runs.items()
+                    },
+                    "checks": {n: r[0] for n, r in runs.items()},
+                    "why": {n: r[1] for n, r in runs.items()},
+                    "cdp_tells": list(CDP_TELLS),
+                },
+                indent=2,
+            )
+        )
     else:
         print(render(result))
 

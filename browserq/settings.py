@@ -97,6 +97,9 @@ class Settings(BaseSettings):
         None, description="Pass --no-sandbox; default: only when running as root."
     )
 
+    stealth: bool = Field(
+        True, description="Give every context a coherent, non-headless identity (browserq.stealth)."
+    )
     context_prewarm: int = Field(
         1, ge=0, le=8, description="Spare contexts each worker keeps pre-warmed for the next runs."
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from functools import lru_cache
 from pathlib import Path
 
 from playwright.async_api import Browser, Playwright
@@ -21,11 +22,19 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
     marker = uuid.uuid4().hex[:16]
     executable = settings.resolve_chromium()
     args = [*settings.chromium_launch_args(), f"{MARKER_SWITCH}={marker}"]
+    ignore: list[str] = []
+    if settings.stealth:
+        from browserq import stealth
+
+        version = _chrome_version(executable) if executable else None
+        args += [a for a in stealth.launch_args(chrome_version=version) if a not in args]
+        ignore = stealth.ignore_default_args()
     try:
         browser = await playwright.chromium.launch(
             executable_path=executable,
             headless=settings.headless,
             args=args,
+            ignore_default_args=ignore or None,
             chromium_sandbox=settings.chromium_sandbox,
             handle_sigint=False,
             handle_sigterm=False,
@@ -40,6 +49,13 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
             ) from exc
         raise ConfigError(f"could not launch Chromium ({executable or 'playwright build'}): {message}") from exc
     return browser, marker
+
+
+@lru_cache(maxsize=4)
+def _chrome_version(executable: str) -> str | None:
+    from browserq.stealth import chrome_version_of
+
+    return chrome_version_of(executable)
 
 
 def find_browser_pid(marker: str) -> int | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class _Instance:
     launched_at: float = field(default_factory=time.monotonic)
     contexts_created: int = 0
     in_use: set[BrowserContext] = field(default_factory=set)
+    host: Any = None  # stealth.HostInfo: what this browser really reports (probed once)
     retiring: bool = False
     retire_reason: str = ""
 
@@ -129,6 +131,10 @@ class BrowserPool:
                 await _close_browser(current)
             browser, marker = await launch_chromium(self._playwright, self._settings)
             self._current = _Instance(browser, marker, find_browser_pid(marker))
+            if self._settings.stealth:
+                from browserq import stealth
+
+                self._current.host = await stealth.probe_host(browser)
             self.launches += 1
             log.info("browser launched", pid=self._current.pid, launches=self.launches)
             return self._current
@@ -144,12 +150,20 @@ class BrowserPool:
         self._spares = deque((c, i) for c, i in self._spares if i is not instance)
 
     # --- contexts --------------------------------------------------------------------------
-    async def new_context(self, **options: Any) -> BrowserContext:
+    async def new_context(
+        self, *, identity_seed: str | None = None, region: str | None = None, **options: Any
+    ) -> BrowserContext:
         """A fresh isolated context for one run: a pre-warmed spare when the run asks for
-        nothing special, else a new one with ``options``. Relaunches a dead browser first."""
+        nothing special, else a new one with ``options``. Relaunches a dead browser first.
+
+        With stealth on, every context presents a coherent visitor; ``identity_seed`` (a named
+        identity) makes it the same visitor every time, ``region`` matches it to a proxy's region.
+        """
         self._acquisitions += 1
         await self._maybe_recycle()
         instance = await self._ensure_browser()
+        if identity_seed or region:
+            options = {**options, "_identity": (identity_seed, region)}
         if not options:
             while self._spares:
                 context, owner = self._spares.popleft()
@@ -165,8 +179,23 @@ class BrowserPool:
         return context
 
     async def _create(self, instance: _Instance, options: dict[str, Any]) -> BrowserContext:
+        options = dict(options)
+        seed, region = options.pop("_identity", (None, None))
+        fingerprint = None
+        if self._settings.stealth and instance.host is not None:
+            from browserq import stealth
+
+            fingerprint = stealth.Fingerprint.generate(
+                seed or uuid.uuid4().hex, chrome_version=instance.host.chrome_version,
+                region=region, host=instance.host,
+            )
+            options = {**stealth.context_options(fingerprint), **options}
         try:
             context = await instance.browser.new_context(**{**DEFAULT_CONTEXT_OPTIONS, **options})
+            if fingerprint is not None:
+                from browserq import stealth
+
+                await stealth.apply(context, fingerprint, host=instance.host)
         except Exception as exc:
             if not instance.browser.is_connected():
                 raise InfrastructureError(f"browser disconnected while creating a context: {exc}") from exc
@@ -207,7 +236,7 @@ class BrowserPool:
                     return
                 options = await self._spare_options() if self._spare_options else {}
                 context = await self._create(instance, options)
-                await context.new_page()  # the run's page, ready too (use context.pages[0])
+                await _open_page(context)  # the run's page, ready too (use context.pages[0])
                 if instance is not self._current:
                     await _close_quietly(context)
                     return
@@ -286,6 +315,12 @@ class BrowserPool:
     @property
     def draining(self) -> int:
         return len(self._draining)
+
+
+async def _open_page(context: BrowserContext) -> None:
+    from browserq import stealth
+
+    await stealth.new_page(context)  # waits for the identity's overrides; plain new_page otherwise
 
 
 async def _close_quietly(context: BrowserContext) -> None:

@@ -9,6 +9,7 @@ matches" is what a person means.
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from playwright.async_api import Locator, Page, expect
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from browserq import stealth
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url, safe_artifact_path
 from browserq.runner.context import StepContext
@@ -92,9 +94,12 @@ async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
 
 
 async def click(ctx: StepContext, step: ClickStep) -> Any:
-    await first(ctx, step.selector).click(
-        button=step.button, click_count=step.click_count, timeout=ctx.timeout_ms
-    )
+    locator = first(ctx, step.selector)
+    if ctx.settings.human_input and step.button == "left" and step.click_count == 1:
+        await locator.wait_for(state="visible", timeout=ctx.timeout_ms)
+        await stealth.move_and_click(ctx.page, locator, random.Random())
+    else:
+        await locator.click(button=step.button, click_count=step.click_count, timeout=ctx.timeout_ms)
     await settle(ctx.page, ctx.timeout_ms)
 
 
@@ -111,9 +116,12 @@ async def fill(ctx: StepContext, step: FillStep) -> Any:
 
 
 async def type_text(ctx: StepContext, step: TypeStep) -> Any:
-    await first(ctx, step.selector).press_sequentially(
-        step.text, delay=step.delay_ms, timeout=ctx.timeout_ms
-    )
+    locator = first(ctx, step.selector)
+    if ctx.settings.human_input:
+        await locator.focus(timeout=ctx.timeout_ms)
+        await stealth.type_like_human(locator, step.text, random.Random())
+        return
+    await locator.press_sequentially(step.text, delay=step.delay_ms, timeout=ctx.timeout_ms)
 
 
 async def select(ctx: StepContext, step: SelectStep) -> Any:

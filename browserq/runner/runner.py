@@ -37,6 +37,7 @@ from browserq.runner.context import StepContext
 from browserq.runner.translate import first_line, translate
 from browserq.limits import BlockStats, NavigationGate, RateLimiter, install_blocking, install_navigation_gate
 from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classify_error
+from browserq import stealth
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store
@@ -208,7 +209,7 @@ class TemplateRunner:
             await self._install_limits(context, state)
             if tsettings.trace != "off":
                 await context.tracing.start(screenshots=True, snapshots=True)
-            state.page = context.pages[0] if context.pages else await context.new_page()
+            state.page = context.pages[0] if context.pages else await stealth.new_page(context)
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
             try:
                 async with asyncio.timeout(tsettings.timeout_s):
@@ -260,12 +261,17 @@ class TemplateRunner:
         storage = request.resume.storage if request.resume else request.identity_storage
         if storage:
             options["storage_state"] = storage
+        if request.identity is not None:
+            options["identity_seed"] = request.identity.fingerprint_seed
+            options["region"] = request.identity.region
         if self.proxies is not None:
             identity = request.identity.name if request.identity else None
             state.proxy = await asyncio.to_thread(
                 self.proxies.choose, domain=_start_host(state), identity=identity
             )
             options.update(self.proxies.context_options(state.proxy))
+            if state.proxy is not None and state.proxy.region and not options.get("region"):
+                options["region"] = state.proxy.region
             if state.proxy is not None:
                 log.info("run via proxy", run_id=request.run_id, proxy=state.proxy.label)
         return options

@@ -1,24 +1,26 @@
 """Making a browser context match a :class:`~browserq.stealth.identity.Fingerprint`.
 
 Three layers, each doing only what the one before cannot (measured on Chromium 156 + Playwright
-1.65; the README has the table):
+1.65; README.md in this package has the table):
 
 1. **Launch flags** (:func:`launch_args`, :func:`ignore_default_args`), per browser process:
    ``--disable-blink-features=AutomationControlled`` makes ``navigator.webdriver`` false natively
-   (a prototype getter, like any browser's); ``--user-agent`` removes ``HeadlessChrome`` from the
-   one place nothing else reaches — service workers, shared workers, cross-site iframes and the
-   requests they make; ``--accept-lang``/``--lang`` give shared workers the languages; scrollbars
-   come back (``--hide-scrollbars`` is dropped).
-2. **Context options** (:func:`context_options`): locale, timezone, viewport, screen, scale
-   factor, and the ``Accept-Language`` header Chrome itself would send. Deliberately *not*
-   ``user_agent``: Playwright then sends its own ``userAgentMetadata`` (no brands in workers,
-   Windows ``platformVersion`` "10.0", no ``navigator.platform``), which is a worse tell than none.
-3. **Per page** (:func:`apply`): CDP ``Emulation.setUserAgentOverride`` with the full client-hint
-   metadata and ``navigator.platform`` (dedicated workers and same-process iframes inherit it),
-   ``Emulation.setHardwareConcurrencyOverride``, and one init script (``patches.js``) for what no
-   CDP command covers: WebGL vendor/renderer, the screen work area, outer window geometry and
-   ``deviceMemory`` when it differs from the host — replaced functions keep native ``toString``,
-   descriptors and error stacks, in every frame.
+   (the prototype getter every browser has); ``--user-agent`` removes ``HeadlessChrome`` where no
+   per-context override reaches (service and shared workers, cross-site iframes, their
+   requests); ``--accept-lang`` sets the languages every surface shares; scrollbars come back
+   (Playwright's ``--hide-scrollbars`` is dropped).
+2. **Context options** (:func:`context_options`): timezone, viewport, screen, scale factor.
+   Deliberately neither ``user_agent`` nor ``locale``: Playwright would then send its own
+   ``userAgentMetadata`` (no brands in workers, Windows ``platformVersion`` "10.0", no
+   ``navigator.platform``) and its own one-language ``acceptLanguage`` (sent unexpanded, unlike
+   Chrome) to every page, frame and worker session.
+3. **Per page** (:func:`apply`): CDP ``Emulation.setUserAgentOverride`` with the full
+   client-hint metadata and ``navigator.platform`` (same-process iframes and dedicated workers
+   inherit it), ``setLocaleOverride`` / ``setHardwareConcurrencyOverride`` where the browser's
+   own values differ, and one init script (``patches.js``) for what no CDP command covers:
+   WebGL vendor/renderer, the screen work area, the outer window geometry and ``deviceMemory``
+   when it differs — replaced functions keep native ``toString``, descriptors and error stacks,
+   in every frame.
 """
 
 from __future__ import annotations
@@ -64,7 +66,10 @@ def launch_args(fp: Fingerprint | None = None, *, chrome_version: str | None = N
         ]
     elif chrome_version:
         major = int(chrome_version.split(".")[0])
-        args += [f"--user-agent={user_agent_for(host_platform(), major)}", "--window-size=1920,1080"]
+        args += [
+            f"--user-agent={user_agent_for(host_platform(), major)}",
+            "--window-size=1920,1080",
+        ]
     else:
         args.append("--window-size=1920,1080")
     return args
@@ -131,7 +136,11 @@ def init_script(fp: Fingerprint, *, host: HostInfo | None = None, nonce: str | N
             "screenY": fp.window_position[1],
         },
     }
-    if host is not None and host.webgl_renderer == fp.webgl_renderer and host.webgl_vendor == fp.webgl_vendor:
+    if (
+        host is not None
+        and host.webgl_renderer == fp.webgl_renderer
+        and host.webgl_vendor == fp.webgl_vendor
+    ):
         config["webgl"] = None
     source = resources.files("browserq.stealth").joinpath("patches.js").read_text(encoding="utf-8")
     return source.replace("__BROWSERQ_STEALTH_CONFIG__", json.dumps(config))
@@ -142,7 +151,9 @@ class _ContextState:
     def __init__(self, fp: Fingerprint, host: HostInfo | None) -> None:
         self.fp = fp
         self.host = host
-        self.ready: weakref.WeakKeyDictionary[Page, asyncio.Future[None]] = weakref.WeakKeyDictionary()
+        self.ready: weakref.WeakKeyDictionary[Page, asyncio.Future[None]] = (
+            weakref.WeakKeyDictionary()
+        )
 
 
 _STATES: weakref.WeakKeyDictionary[BrowserContext, _ContextState] = weakref.WeakKeyDictionary()
@@ -202,7 +213,12 @@ async def _setup_page(page: Page, fp: Fingerprint, host: HostInfo | None) -> Non
     if host is None or host.locale != fp.locale:
         commands.append(("Emulation.setLocaleOverride", {"locale": fp.locale}))
     if host is None or host.hardware_concurrency != fp.hardware_concurrency:
-        commands.append(("Emulation.setHardwareConcurrencyOverride", {"hardwareConcurrency": fp.hardware_concurrency}))
+        commands.append(
+            (
+                "Emulation.setHardwareConcurrencyOverride",
+                {"hardwareConcurrency": fp.hardware_concurrency},
+            )
+        )
     try:
         session = await page.context.new_cdp_session(page)
         await asyncio.gather(*(session.send(method, params) for method, params in commands))
@@ -240,7 +256,10 @@ async def probe_host(browser: Browser) -> HostInfo:
     context = await browser.new_context()
     try:
         page = await context.new_page()
-        await page.route(_PROBE_URL, lambda route: route.fulfill(status=200, content_type="text/html", body="<html></html>"))
+        await page.route(
+            _PROBE_URL,
+            lambda route: route.fulfill(status=200, content_type="text/html", body="<html></html>"),
+        )
         await page.goto(_PROBE_URL)
         data = await page.evaluate(_PROBE_JS)
     finally:

@@ -49,8 +49,10 @@ def mouse_path(
     nx, ny = -dy / dist, dx / dist  # unit normal
     bow = rng.uniform(0.08, 0.28) * dist * rng.choice((-1, 1))
     c1 = (x0 + dx * rng.uniform(0.2, 0.4) + nx * bow, y0 + dy * rng.uniform(0.2, 0.4) + ny * bow)
-    c2 = (x0 + dx * rng.uniform(0.6, 0.8) + nx * bow * rng.uniform(0.3, 0.9),
-          y0 + dy * rng.uniform(0.6, 0.8) + ny * bow * rng.uniform(0.3, 0.9))
+    c2 = (
+        x0 + dx * rng.uniform(0.6, 0.8) + nx * bow * rng.uniform(0.3, 0.9),
+        y0 + dy * rng.uniform(0.6, 0.8) + ny * bow * rng.uniform(0.3, 0.9),
+    )
     steps = int(min(90, max(14, dist / rng.uniform(7, 12))))
     points = []
     for i in range(1, steps + 1):
@@ -79,7 +81,9 @@ async def move_to(page: Page, x: float, y: float, rng: random.Random) -> None:
     _positions[page] = (x, y)
 
 
-async def move_and_click(page: Page, locator: Locator, rng: random.Random, *, button: str = "left") -> None:
+async def move_and_click(
+    page: Page, locator: Locator, rng: random.Random, *, button: str = "left"
+) -> None:
     """Scroll ``locator`` into view, move there on a curved path, pause, and click it.
 
     The click lands at a random point of the element's box (biased to the middle, never on its
@@ -99,7 +103,9 @@ async def move_and_click(page: Page, locator: Locator, rng: random.Random, *, bu
     await page.mouse.up(button=button)  # type: ignore[arg-type]
 
 
-async def type_like_human(locator: Locator, text: str, rng: random.Random, *, wpm: float = 75) -> None:
+async def type_like_human(
+    locator: Locator, text: str, rng: random.Random, *, wpm: float = 75
+) -> None:
     """Focus ``locator`` and type ``text`` key by key with uneven delays.
 
     Delays are log-normal around the rate given by ``wpm`` (5 characters a word), faster inside

@@ -35,7 +35,11 @@ UA_OS_TOKEN: dict[str, str] = {
     "macos": "Macintosh; Intel Mac OS X 10_15_7",
     "linux": "X11; Linux x86_64",
 }
-NAVIGATOR_PLATFORM: dict[str, str] = {"windows": "Win32", "macos": "MacIntel", "linux": "Linux x86_64"}
+NAVIGATOR_PLATFORM: dict[str, str] = {
+    "windows": "Win32",
+    "macos": "MacIntel",
+    "linux": "Linux x86_64",
+}
 CH_PLATFORM: dict[str, str] = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
 
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)\.(\d+)")
@@ -82,7 +86,11 @@ def chrome_version_of(executable: str, timeout_s: float = 10.0) -> str | None:
     """
     try:
         out = subprocess.run(
-            [executable, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
+            [executable, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -97,7 +105,9 @@ _ORDERS_2 = ((0, 1), (1, 0))
 _ORDERS_3 = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
 
 
-def brand_list(major: int, full_version: str, brand: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+def brand_list(
+    major: int, full_version: str, brand: str
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """The ``brands`` and ``fullVersionList`` Chrome reports for ``major``, GREASE included.
 
     Chrome derives the GREASE ("Not?A_Brand") entry and the order of the list from the major
@@ -106,7 +116,10 @@ def brand_list(major: int, full_version: str, brand: str) -> tuple[list[dict[str
     """
     grease = f"Not{_GREASE_CHARS[major % 11]}A{_GREASE_CHARS[(major + 1) % 11]}Brand"
     grease_version = _GREASE_VERSIONS[major % 3]
-    entries = [(grease, grease_version, f"{grease_version}.0.0.0"), ("Chromium", str(major), full_version)]
+    entries = [
+        (grease, grease_version, f"{grease_version}.0.0.0"),
+        ("Chromium", str(major), full_version),
+    ]
     if brand != "Chromium":
         entries.append((brand, str(major), full_version))
         order = _ORDERS_3[major % 6]
@@ -153,7 +166,10 @@ def accept_language_header(languages: Sequence[str]) -> str:
 #: Region hint (a proxy's ``#region=``) → (locale, timezones it may use). First timezone is the
 #: most common; the generator picks among them.
 REGIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "us": ("en-US", ("America/New_York", "America/Chicago", "America/Los_Angeles", "America/Denver")),
+    "us": (
+        "en-US",
+        ("America/New_York", "America/Chicago", "America/Los_Angeles", "America/Denver"),
+    ),
     "ca": ("en-CA", ("America/Toronto", "America/Vancouver", "America/Edmonton")),
     "gb": ("en-GB", ("Europe/London",)),
     "ie": ("en-IE", ("Europe/Dublin",)),
@@ -192,11 +208,24 @@ REGIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 REGION_ALIASES = {"uk": "gb", "usa": "us", "en": "us"}
 US_STATES = {
-    "ny": "America/New_York", "nj": "America/New_York", "fl": "America/New_York", "va": "America/New_York",
-    "ga": "America/New_York", "ma": "America/New_York", "pa": "America/New_York", "oh": "America/New_York",
-    "il": "America/Chicago", "tx": "America/Chicago", "mn": "America/Chicago", "co": "America/Denver",
-    "az": "America/Phoenix", "ut": "America/Denver", "ca": "America/Los_Angeles", "wa": "America/Los_Angeles",
-    "or": "America/Los_Angeles", "nv": "America/Los_Angeles",
+    "ny": "America/New_York",
+    "nj": "America/New_York",
+    "fl": "America/New_York",
+    "va": "America/New_York",
+    "ga": "America/New_York",
+    "ma": "America/New_York",
+    "pa": "America/New_York",
+    "oh": "America/New_York",
+    "il": "America/Chicago",
+    "tx": "America/Chicago",
+    "mn": "America/Chicago",
+    "co": "America/Denver",
+    "az": "America/Phoenix",
+    "ut": "America/Denver",
+    "ca": "America/Los_Angeles",
+    "wa": "America/Los_Angeles",
+    "or": "America/Los_Angeles",
+    "nv": "America/Los_Angeles",
 }
 
 
@@ -225,17 +254,36 @@ def resolve_region(region: str | None) -> tuple[str, tuple[str, ...]]:
 # (weight, value) tables: plausible, not exhaustive. Screens are CSS pixels (width, height, dpr).
 _SCREENS: dict[str, list[tuple[float, tuple[int, int, float]]]] = {
     "windows": [
-        (34, (1920, 1080, 1.0)), (20, (1536, 864, 1.25)), (9, (1366, 768, 1.0)), (9, (2560, 1440, 1.0)),
-        (6, (1440, 900, 1.0)), (6, (1600, 900, 1.0)), (5, (1920, 1200, 1.0)), (4, (1280, 800, 1.5)),
-        (4, (2048, 1152, 1.25)), (3, (1707, 960, 1.5)),
+        (34, (1920, 1080, 1.0)),
+        (20, (1536, 864, 1.25)),
+        (9, (1366, 768, 1.0)),
+        (9, (2560, 1440, 1.0)),
+        (6, (1440, 900, 1.0)),
+        (6, (1600, 900, 1.0)),
+        (5, (1920, 1200, 1.0)),
+        (4, (1280, 800, 1.5)),
+        (4, (2048, 1152, 1.25)),
+        (3, (1707, 960, 1.5)),
     ],
     "macos": [
-        (26, (1440, 900, 2.0)), (20, (1512, 982, 2.0)), (14, (1728, 1117, 2.0)), (12, (1470, 956, 2.0)),
-        (10, (1920, 1080, 1.0)), (8, (2560, 1440, 1.0)), (6, (1680, 1050, 2.0)), (4, (1280, 800, 2.0)),
+        (26, (1440, 900, 2.0)),
+        (20, (1512, 982, 2.0)),
+        (14, (1728, 1117, 2.0)),
+        (12, (1470, 956, 2.0)),
+        (10, (1920, 1080, 1.0)),
+        (8, (2560, 1440, 1.0)),
+        (6, (1680, 1050, 2.0)),
+        (4, (1280, 800, 2.0)),
     ],
     "linux": [
-        (44, (1920, 1080, 1.0)), (14, (2560, 1440, 1.0)), (10, (1366, 768, 1.0)), (10, (1920, 1200, 1.0)),
-        (8, (1600, 900, 1.0)), (6, (1440, 900, 1.0)), (4, (1680, 1050, 1.0)), (4, (3840, 2160, 2.0)),
+        (44, (1920, 1080, 1.0)),
+        (14, (2560, 1440, 1.0)),
+        (10, (1366, 768, 1.0)),
+        (10, (1920, 1200, 1.0)),
+        (8, (1600, 900, 1.0)),
+        (6, (1440, 900, 1.0)),
+        (4, (1680, 1050, 1.0)),
+        (4, (3840, 2160, 2.0)),
     ],
 }
 # Browser UI height (tab strip + toolbar [+ bookmarks bar]) between outer and inner height.
@@ -257,28 +305,100 @@ _MEMORY: dict[str, list[tuple[float, float]]] = {
 # (weight, vendor, renderer) as Chrome's WEBGL_debug_renderer_info reports them (ANGLE strings).
 _GPUS: dict[str, list[tuple[float, str, str]]] = {
     "windows": [
-        (22, "Google Inc. (Intel)", "ANGLE (Intel, Intel(R) UHD Graphics 620 Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (18, "Google Inc. (Intel)", "ANGLE (Intel, Intel(R) Iris(R) Xe Graphics (0x00009A49) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (10, "Google Inc. (Intel)", "ANGLE (Intel, Intel(R) UHD Graphics (0x00009BC4) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (14, "Google Inc. (NVIDIA)", "ANGLE (NVIDIA, NVIDIA GeForce GTX 1650 (0x00001F82) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (12, "Google Inc. (NVIDIA)", "ANGLE (NVIDIA, NVIDIA GeForce RTX 3060 (0x00002503) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (8, "Google Inc. (NVIDIA)", "ANGLE (NVIDIA, NVIDIA GeForce RTX 4060 (0x00002882) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (10, "Google Inc. (AMD)", "ANGLE (AMD, AMD Radeon(TM) Graphics (0x00001638) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
-        (6, "Google Inc. (AMD)", "ANGLE (AMD, AMD Radeon RX 6600 (0x000073FF) Direct3D11 vs_5_0 ps_5_0, D3D11)"),
+        (
+            22,
+            "Google Inc. (Intel)",
+            "ANGLE (Intel, Intel(R) UHD Graphics 620 Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            18,
+            "Google Inc. (Intel)",
+            "ANGLE (Intel, Intel(R) Iris(R) Xe Graphics (0x00009A49) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            10,
+            "Google Inc. (Intel)",
+            "ANGLE (Intel, Intel(R) UHD Graphics (0x00009BC4) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            14,
+            "Google Inc. (NVIDIA)",
+            "ANGLE (NVIDIA, NVIDIA GeForce GTX 1650 (0x00001F82) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            12,
+            "Google Inc. (NVIDIA)",
+            "ANGLE (NVIDIA, NVIDIA GeForce RTX 3060 (0x00002503) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            8,
+            "Google Inc. (NVIDIA)",
+            "ANGLE (NVIDIA, NVIDIA GeForce RTX 4060 (0x00002882) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            10,
+            "Google Inc. (AMD)",
+            "ANGLE (AMD, AMD Radeon(TM) Graphics (0x00001638) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
+        (
+            6,
+            "Google Inc. (AMD)",
+            "ANGLE (AMD, AMD Radeon RX 6600 (0x000073FF) Direct3D11 vs_5_0 ps_5_0, D3D11)",
+        ),
     ],
     "macos": [
-        (30, "Google Inc. (Apple)", "ANGLE (Apple, ANGLE Metal Renderer: Apple M1, Unspecified Version)"),
-        (26, "Google Inc. (Apple)", "ANGLE (Apple, ANGLE Metal Renderer: Apple M2, Unspecified Version)"),
-        (22, "Google Inc. (Apple)", "ANGLE (Apple, ANGLE Metal Renderer: Apple M3, Unspecified Version)"),
-        (12, "Google Inc. (Apple)", "ANGLE (Apple, ANGLE Metal Renderer: Apple M1 Pro, Unspecified Version)"),
-        (10, "Google Inc. (Apple)", "ANGLE (Apple, ANGLE Metal Renderer: Apple M2 Pro, Unspecified Version)"),
+        (
+            30,
+            "Google Inc. (Apple)",
+            "ANGLE (Apple, ANGLE Metal Renderer: Apple M1, Unspecified Version)",
+        ),
+        (
+            26,
+            "Google Inc. (Apple)",
+            "ANGLE (Apple, ANGLE Metal Renderer: Apple M2, Unspecified Version)",
+        ),
+        (
+            22,
+            "Google Inc. (Apple)",
+            "ANGLE (Apple, ANGLE Metal Renderer: Apple M3, Unspecified Version)",
+        ),
+        (
+            12,
+            "Google Inc. (Apple)",
+            "ANGLE (Apple, ANGLE Metal Renderer: Apple M1 Pro, Unspecified Version)",
+        ),
+        (
+            10,
+            "Google Inc. (Apple)",
+            "ANGLE (Apple, ANGLE Metal Renderer: Apple M2 Pro, Unspecified Version)",
+        ),
     ],
     "linux": [
-        (30, "Google Inc. (Intel)", "ANGLE (Intel, Mesa Intel(R) UHD Graphics 620 (KBL GT2), OpenGL 4.6)"),
-        (22, "Google Inc. (Intel)", "ANGLE (Intel, Mesa Intel(R) Xe Graphics (TGL GT2), OpenGL 4.6)"),
-        (18, "Google Inc. (AMD)", "ANGLE (AMD, AMD Radeon Graphics (radeonsi, renoir, LLVM 15.0.7, DRM 3.54, 6.5.0-35-generic), OpenGL 4.6)"),
-        (16, "Google Inc. (NVIDIA Corporation)", "ANGLE (NVIDIA Corporation, NVIDIA GeForce GTX 1660/PCIe/SSE2, OpenGL 4.5.0)"),
-        (14, "Google Inc. (NVIDIA Corporation)", "ANGLE (NVIDIA Corporation, NVIDIA GeForce RTX 3070/PCIe/SSE2, OpenGL 4.5.0)"),
+        (
+            30,
+            "Google Inc. (Intel)",
+            "ANGLE (Intel, Mesa Intel(R) UHD Graphics 620 (KBL GT2), OpenGL 4.6)",
+        ),
+        (
+            22,
+            "Google Inc. (Intel)",
+            "ANGLE (Intel, Mesa Intel(R) Xe Graphics (TGL GT2), OpenGL 4.6)",
+        ),
+        (
+            18,
+            "Google Inc. (AMD)",
+            "ANGLE (AMD, AMD Radeon Graphics (radeonsi, renoir, LLVM 15.0.7, DRM 3.54, 6.5.0-35-generic), OpenGL 4.6)",
+        ),
+        (
+            16,
+            "Google Inc. (NVIDIA Corporation)",
+            "ANGLE (NVIDIA Corporation, NVIDIA GeForce GTX 1660/PCIe/SSE2, OpenGL 4.5.0)",
+        ),
+        (
+            14,
+            "Google Inc. (NVIDIA Corporation)",
+            "ANGLE (NVIDIA Corporation, NVIDIA GeForce RTX 3070/PCIe/SSE2, OpenGL 4.5.0)",
+        ),
     ],
 }
 # Windows 10 22H2 reports "10.0.0"; Windows 11 23H2 "15.0.0", 24H2 "19.0.0" (UniversalApiContract).
@@ -354,7 +474,9 @@ class Fingerprint:
         """
         match = _VERSION_RE.fullmatch(chrome_version.strip())
         if not match:
-            raise ValueError(f"chrome_version must be a full version like 156.0.8078.108, got {chrome_version!r}")
+            raise ValueError(
+                f"chrome_version must be a full version like 156.0.8078.108, got {chrome_version!r}"
+            )
         major = int(match.group(1))
         chosen: Platform = platform or (host.platform if host else host_platform())
         if chosen not in PLATFORMS:
@@ -366,7 +488,11 @@ class Fingerprint:
         digest = hashlib.sha256(f"browserq-stealth/1\0{seed}".encode()).digest()
         rng = random.Random(int.from_bytes(digest[:16], "big"))
 
-        timezone = zones[0] if len(zones) == 1 else _pick(rng, [(len(zones) - i, z) for i, z in enumerate(zones)])
+        timezone = (
+            zones[0]
+            if len(zones) == 1
+            else _pick(rng, [(len(zones) - i, z) for i, z in enumerate(zones)])
+        )
         width, height, dpr = _pick(rng, _SCREENS[chosen])
         geometry = _window_geometry(rng, chosen, width, height)
         vendor, renderer = _pick(rng, _GPUS[chosen])
@@ -393,7 +519,11 @@ class Fingerprint:
             assert host is not None
             cores, navigator_platform = host.hardware_concurrency, host.navigator_platform
             memory = host.device_memory if host.device_memory is not None else memory
-            platform_version, architecture, bitness = host.platform_version, host.architecture, host.bitness
+            platform_version, architecture, bitness = (
+                host.platform_version,
+                host.architecture,
+                host.bitness,
+            )
 
         brands, full_list = brand_list(major, chrome_version, brand)
         return cls(
@@ -466,7 +596,9 @@ class Fingerprint:
             "sec-ch-ua-arch": quote(self.architecture),
             "sec-ch-ua-bitness": quote(self.bitness),
             "sec-ch-ua-model": quote(""),
-            "sec-ch-ua-full-version-list": sec_ch_ua([{"brand": b, "version": v} for b, v in self.full_version_list]),
+            "sec-ch-ua-full-version-list": sec_ch_ua(
+                [{"brand": b, "version": v} for b, v in self.full_version_list]
+            ),
             "sec-ch-ua-wow64": "?0",
         }
 
@@ -484,7 +616,9 @@ def user_agent_for(platform: Platform, major: int) -> str:
     )
 
 
-def _window_geometry(rng: random.Random, platform: str, width: int, height: int) -> dict[str, tuple[int, ...]]:
+def _window_geometry(
+    rng: random.Random, platform: str, width: int, height: int
+) -> dict[str, tuple[int, ...]]:
     """Work area, a maximized window and its inner viewport for a screen.
 
     Windows: taskbar at the bottom (40 or 48 px); a maximized window overhangs by its 8 px

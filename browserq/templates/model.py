@@ -218,6 +218,8 @@ class TemplateSettings(_Model):
     #: Per-domain rates for this template's runs, overriding BROWSERQ_RATE_LIMITS:
     #: ``{"example.com": "2/s", "*": "10/s"}``. Shared by every worker.
     rate_limits: dict[str, str] = Field(default_factory=dict)
+    #: Move the mouse along curved paths and type with human cadence (slower; for picky sites).
+    human_input: bool = False
     #: Resource types to abort in this template's runs (image, font, media, stylesheet).
     block_resources: list[str] = Field(default_factory=list)
 

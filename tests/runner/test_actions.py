@@ -208,9 +208,11 @@ def test_frames_and_shadow_dom(any_runtime: Runtime, demo) -> None:
 def test_screenshots_are_stored_as_artifacts(any_runtime: Runtime, demo) -> None:
     loaded = template(
         """
+        settings: {allow_eval: true}
         steps:
           - action: navigate
             url: "%s/quotes/"
+          - {action: eval, expression: "[window.innerWidth, window.innerHeight]", into: viewport}
           - {action: screenshot, name: page.png}
           - {action: screenshot, name: shots/full.png, full_page: true}
           - {action: screenshot, selector: ".quote"}
@@ -222,16 +224,17 @@ def test_screenshots_are_stored_as_artifacts(any_runtime: Runtime, demo) -> None
     artifacts = any_runtime.store.artifacts(outcome.run_id)
     steps = {s.id: s for s in any_runtime.store.steps(outcome.run_id)}
     assert [a.kind for a in artifacts] == ["screenshot"] * 3
+    width, height = outcome.outputs["viewport"]
     for artifact in artifacts:
         data = (any_runtime.settings.artifacts_dir / artifact.path).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert hashlib.sha256(data).hexdigest() == artifact.sha256 and len(data) == artifact.size
         assert steps[artifact.step_attempt_id].action == "screenshot"
     sizes = {a.path.rsplit("/", 1)[-1]: png_size(any_runtime.settings.artifacts_dir / a.path) for a in artifacts}
-    assert sizes["page.png"] == (1366, 768)  # the viewport
-    assert sizes["full.png"][1] >= 768
-    element = sizes["screenshot-3.png"]
-    assert element[0] < 1366 and element[1] < 768  # just the element
+    assert sizes["page.png"] == (width, height)  # the viewport
+    assert sizes["full.png"][1] >= height
+    element = sizes["screenshot-4.png"]
+    assert element[0] < width and element[1] < height  # just the element
 
 
 def png_size(path) -> tuple[int, int]:

@@ -85,3 +85,61 @@ def test_an_identity_keeps_its_session_between_runs_encrypted_at_rest(pg_runtime
         row = conn.execute(sa.text("select storage_encrypted from identities where name = 'alice'")).scalar_one()
     engine.dispose()
     assert "session" not in row and "cookies" not in row  # ciphertext, not storage JSON
+
+
+PROBE = """
+settings: {allow_eval: true, trace: off}
+steps:
+  - {action: navigate, url: "%s/storage"}
+  - action: eval
+    expression: >-
+      (async () => {
+        const worker = new Worker(URL.createObjectURL(new Blob(
+          ["postMessage([navigator.userAgent, navigator.platform, navigator.languages.join(',')])"])));
+        const inWorker = await new Promise((ok) => { worker.onmessage = (e) => ok(e.data); });
+        const brands = (navigator.userAgentData?.brands || []).map((b) => b.brand);
+        return {ua: navigator.userAgent, webdriver: navigator.webdriver, brands,
+                platform: navigator.platform, languages: navigator.languages.join(','),
+                screen: [screen.width, screen.height], viewport: [innerWidth, innerHeight],
+                worker: inWorker};
+      })()
+    into: seen
+"""
+
+
+def test_every_run_presents_a_coherent_non_headless_visitor(pg_runtime: Runtime, demo) -> None:
+    seen = pg_runtime.run_loaded(template(PROBE % demo.url)).outputs["seen"]
+    assert "Headless" not in seen["ua"] and seen["webdriver"] is False
+    assert not any("Headless" in b for b in seen["brands"])
+    assert seen["worker"][0] == seen["ua"]  # the same browser in a Web Worker
+    assert seen["worker"][1] == seen["platform"] and seen["worker"][2] == seen["languages"]
+    assert seen["viewport"] != [1280, 720] and seen["screen"][0] >= seen["viewport"][0]
+
+
+def test_a_named_identity_is_the_same_visitor_every_time(pg_runtime: Runtime, demo) -> None:
+    first = pg_runtime.run_loaded(template(PROBE % demo.url), identity="carol").outputs["seen"]
+    again = pg_runtime.run_loaded(template(PROBE % demo.url), identity="carol").outputs["seen"]
+    assert (first["ua"], first["screen"], first["viewport"]) == (again["ua"], again["screen"], again["viewport"])
+
+
+def test_human_input_clicks_and_types(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        settings: {human_input: true, allow_eval: true, trace: off}
+        steps:
+          - {action: navigate, url: "%s/widgets"}
+          - {action: wait, selector: "#delayed"}  # the late button shifts the layout: let it land
+          - action: eval
+            expression: "window.__moves = 0; document.addEventListener('mousemove', () => window.__moves++); 1"
+          - {action: click, selector: "#inc"}
+          - {action: type, selector: "#keys", text: "hello"}
+          - {action: get, what: text, selector: "#counter", into: counter}
+          - {action: get, what: value, selector: "#keys", into: typed}
+          - {action: eval, expression: "window.__moves", into: moves}
+        """
+        % demo.url
+    )
+    outcome = any_runtime.run_loaded(loaded)
+    assert outcome.status == "completed", outcome
+    assert outcome.outputs["counter"] == "1" and outcome.outputs["typed"] == "hello"
+    assert outcome.outputs["moves"] >= 5  # a path, not a teleport

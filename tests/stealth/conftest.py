@@ -33,7 +33,7 @@ def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
 
 
 @asynccontextmanager
-async def launched(*, stealth_pool: stealth.Fingerprint | None | bool = None):
+async def launched(*, stealth_pool: stealth.Fingerprint | bool | None = None):
     """A Chromium launched like browserq's; with ``stealth_pool`` (a pool fingerprint, or True
     for the default one) also with stealth's launch flags."""
     settings = load_settings()
@@ -63,7 +63,9 @@ async def launched(*, stealth_pool: stealth.Fingerprint | None | bool = None):
             await browser.close()
 
 
-async def stealth_context(browser: Browser, fp: stealth.Fingerprint, host: stealth.HostInfo | None) -> Any:
+async def stealth_context(
+    browser: Browser, fp: stealth.Fingerprint, host: stealth.HostInfo | None
+) -> Any:
     context = await browser.new_context(**stealth.context_options(fp))
     await stealth.apply(context, fp, host=host)
     return context

@@ -130,17 +130,25 @@ function bqGeometry() {
 
 function bqDevtoolsConsoleChecks() {
   // rebrowser / DataDome: an Error whose `stack` getter only runs when DevTools' Runtime domain
-  // serializes console arguments.
+  // serializes console arguments (no longer fires on Chromium 156).
   let errorStackReads = 0;
   const err = new Error('bq');
   Object.defineProperty(err, 'stack', {configurable: false, enumerable: false, get() { errorStackReads += 1; return ''; }});
   console.debug(err);
+  // The same leak through V8's stack formatting: with Runtime enabled, logging a fresh Error makes
+  // the inspector format its stack, which calls Error.prepareStackTrace. Without a DevTools
+  // client nothing formats it (measured: 0 with no CDP client, 1 under Playwright).
+  let prepareStackTraceCalls = 0;
+  const previous = Error.prepareStackTrace;
+  Error.prepareStackTrace = (error, frames) => { prepareStackTraceCalls += 1; return 'bq'; };
+  console.debug(new Error('bq'));
+  Error.prepareStackTrace = previous;
   // infosimples: a RegExp whose toString counts how often it is rendered.
   let regexToString = 0;
   const re = /./;
   re.toString = function () { regexToString += 1; return 'bq'; };
   console.debug(re);
-  return new Promise(resolve => setTimeout(() => resolve({errorStackReads, regexToString}), 150));
+  return new Promise(resolve => setTimeout(() => resolve({errorStackReads, prepareStackTraceCalls, regexToString}), 150));
 }
 
 function bqAutomationGlobals() {

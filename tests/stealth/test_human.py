@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -35,7 +36,7 @@ def test_mouse_path_is_curved_eased_and_deterministic() -> None:
     assert deviation > 20
     # ...and eases: short steps at both ends, long ones in the middle.
     steps = [math.dist(p, q) for p, q in zip([(10.0, 10.0), *a], a, strict=False)]
-    middle = steps[len(steps) // 3: 2 * len(steps) // 3]
+    middle = steps[len(steps) // 3 : 2 * len(steps) // 3]
     assert statistics.mean(middle) > 3 * statistics.mean(steps[:3] + steps[-3:])
 
 
@@ -48,7 +49,10 @@ def test_move_and_click_and_typing_on_a_recording_page() -> None:
             await human.move_and_click(page, page.locator("#go"), rng)
             await human.type_like_human(page.locator("#name"), "Ada Lovelace, hi", rng)
             await human.pause(rng, 50)
-            return {"rec": await page.evaluate("rec"), "value": await page.locator("#name").input_value()}
+            return {
+                "rec": await page.evaluate("rec"),
+                "value": await page.locator("#name").input_value(),
+            }
 
     out = run(go)
     moves, clicks, keys = out["rec"]["moves"], out["rec"]["clicks"], out["rec"]["keys"]
@@ -62,7 +66,7 @@ def test_move_and_click_and_typing_on_a_recording_page() -> None:
     # Typing: real key events, uneven intervals.
     assert out["value"] == "Ada Lovelace, hi"
     assert [k[0] for k in keys] == list("Ada Lovelace, hi") and all(k[2] for k in keys)
-    intervals = [b[1] - a[1] for a, b in zip(keys, keys[1:], strict=False)]
+    intervals = [b[1] - a[1] for a, b in itertools.pairwise(keys)]
     assert min(intervals) > 10
     assert statistics.pstdev(intervals) > 15
     assert len({round(i) for i in intervals}) > len(intervals) // 2

@@ -7,23 +7,46 @@ import sys
 
 import pytest
 
-from browserq.stealth import Fingerprint, HostInfo, accept_language_header, brand_list, resolve_region
+from browserq.stealth import (
+    Fingerprint,
+    HostInfo,
+    accept_language_header,
+    brand_list,
+    resolve_region,
+)
 from browserq.stealth.apply import context_options, launch_args, user_agent_override
 
 VERSION = "156.0.8078.108"
 
 HOST = HostInfo(
-    chrome_version=VERSION, brand="Chromium", platform="linux", navigator_platform="Linux x86_64",
-    platform_version="", architecture="x86", bitness="64", hardware_concurrency=6, device_memory=16,
-    languages=("en-US",), locale="en-US",
+    chrome_version=VERSION,
+    brand="Chromium",
+    platform="linux",
+    navigator_platform="Linux x86_64",
+    platform_version="",
+    architecture="x86",
+    bitness="64",
+    hardware_concurrency=6,
+    device_memory=16,
+    languages=("en-US",),
+    locale="en-US",
 )
 
 
 def test_same_seed_same_fingerprint_and_other_seeds_differ() -> None:
     a = Fingerprint.generate("acct-1", chrome_version=VERSION, platform="windows")
     assert a == Fingerprint.generate("acct-1", chrome_version=VERSION, platform="windows")
-    others = [Fingerprint.generate(f"acct-{i}", chrome_version=VERSION, platform="windows") for i in range(2, 40)]
-    for attr in ("screen", "viewport", "webgl_renderer", "hardware_concurrency", "platform_version"):
+    others = [
+        Fingerprint.generate(f"acct-{i}", chrome_version=VERSION, platform="windows")
+        for i in range(2, 40)
+    ]
+    for attr in (
+        "screen",
+        "viewport",
+        "webgl_renderer",
+        "hardware_concurrency",
+        "platform_version",
+    ):
         assert len({getattr(f, attr) for f in [a, *others]}) > 1, attr
 
 
@@ -32,16 +55,27 @@ def test_determinism_is_pinned() -> None:
     # hashes the seed itself (no PYTHONHASHSEED dependence). Changing these values is a
     # breaking change for every stored identity.
     fp = Fingerprint.generate("pinned", chrome_version=VERSION, platform="windows")
-    assert (fp.screen, fp.viewport, fp.device_scale_factor, fp.hardware_concurrency, fp.platform_version) == (
-        (1600, 900), (1600, 773), 1.0, 4, "19.0.0")
-    assert fp.webgl_renderer == "ANGLE (Intel, Intel(R) UHD Graphics (0x00009BC4) Direct3D11 vs_5_0 ps_5_0, D3D11)"
+    assert (
+        fp.screen,
+        fp.viewport,
+        fp.device_scale_factor,
+        fp.hardware_concurrency,
+        fp.platform_version,
+    ) == ((1600, 900), (1600, 773), 1.0, 4, "19.0.0")
+    assert (
+        fp.webgl_renderer
+        == "ANGLE (Intel, Intel(R) UHD Graphics (0x00009BC4) Direct3D11 vs_5_0 ps_5_0, D3D11)"
+    )
 
 
-@pytest.mark.parametrize("platform, token, nav, ch", [
-    ("windows", "Windows NT 10.0; Win64; x64", "Win32", "Windows"),
-    ("macos", "Macintosh; Intel Mac OS X 10_15_7", "MacIntel", "macOS"),
-    ("linux", "X11; Linux x86_64", "Linux x86_64", "Linux"),
-])
+@pytest.mark.parametrize(
+    "platform, token, nav, ch",
+    [
+        ("windows", "Windows NT 10.0; Win64; x64", "Win32", "Windows"),
+        ("macos", "Macintosh; Intel Mac OS X 10_15_7", "MacIntel", "macOS"),
+        ("linux", "X11; Linux x86_64", "Linux x86_64", "Linux"),
+    ],
+)
 def test_platform_consistency(platform: str, token: str, nav: str, ch: str) -> None:
     for seed in ("a", "b", "c", "d"):
         fp = Fingerprint.generate(seed, chrome_version=VERSION, platform=platform)  # type: ignore[arg-type]
@@ -65,7 +99,7 @@ def test_platform_consistency(platform: str, token: str, nav: str, ch: str) -> N
         assert fp.webgl_vendor.startswith("Google Inc. (")
         # Geometry: viewport inside the window, window inside (or, on Windows, overhanging by
         # its 8 px borders) the work area, work area inside the screen.
-        left, top, aw, ah = fp.avail
+        _left, _top, aw, ah = fp.avail
         assert aw <= fp.screen[0] and ah < fp.screen[1]
         assert fp.viewport[0] <= fp.outer[0] and fp.outer[1] - fp.viewport[1] >= 70
         assert fp.outer[0] <= aw + 16 and fp.outer[1] <= ah + 16
@@ -78,18 +112,32 @@ def test_brand_lists_follow_chromes_grease_algorithm() -> None:
     # Known real values: Chrome 120 and 124 sent these; Chromium 156 here reports the 2-brand one.
     brands, _ = brand_list(120, "120.0.6099.71", "Google Chrome")
     assert [(b["brand"], b["version"]) for b in brands] == [
-        ("Not_A Brand", "8"), ("Chromium", "120"), ("Google Chrome", "120")]
+        ("Not_A Brand", "8"),
+        ("Chromium", "120"),
+        ("Google Chrome", "120"),
+    ]
     brands, full = brand_list(124, "124.0.6367.60", "Google Chrome")
     assert [(b["brand"], b["version"]) for b in brands] == [
-        ("Chromium", "124"), ("Google Chrome", "124"), ("Not-A.Brand", "99")]
+        ("Chromium", "124"),
+        ("Google Chrome", "124"),
+        ("Not-A.Brand", "99"),
+    ]
     assert full[2] == {"brand": "Not-A.Brand", "version": "99.0.0.0"}
     brands, full = brand_list(156, VERSION, "Chromium")
-    assert [(b["brand"], b["version"]) for b in brands] == [("Not:A-Brand", "8"), ("Chromium", "156")]
-    assert full == [{"brand": "Not:A-Brand", "version": "8.0.0.0"}, {"brand": "Chromium", "version": VERSION}]
+    assert [(b["brand"], b["version"]) for b in brands] == [
+        ("Not:A-Brand", "8"),
+        ("Chromium", "156"),
+    ]
+    assert full == [
+        {"brand": "Not:A-Brand", "version": "8.0.0.0"},
+        {"brand": "Chromium", "version": VERSION},
+    ]
 
 
 def test_client_hint_headers() -> None:
-    fp = Fingerprint.generate("x", chrome_version=VERSION, platform="windows", brand="Google Chrome")
+    fp = Fingerprint.generate(
+        "x", chrome_version=VERSION, platform="windows", brand="Google Chrome"
+    )
     h = fp.client_hint_headers()
     assert h["sec-ch-ua"] == '"Not:A-Brand";v="8", "Chromium";v="156", "Google Chrome";v="156"'
     assert h["sec-ch-ua-platform"] == '"Windows"' and h["sec-ch-ua-mobile"] == "?0"
@@ -100,7 +148,10 @@ def test_accept_language_expansion_matches_chrome() -> None:
     # Values observed from Chromium 156 with --accept-lang.
     assert accept_language_header(["de-DE"]) == "de-DE,de;q=0.9"
     assert accept_language_header(["en-US", "en"]) == "en-US,en;q=0.9"
-    assert accept_language_header(["de-DE", "de", "en-US", "en"]) == "de-DE,de;q=0.9,en-US;q=0.8,en;q=0.7"
+    assert (
+        accept_language_header(["de-DE", "de", "en-US", "en"])
+        == "de-DE,de;q=0.9,en-US;q=0.8,en;q=0.7"
+    )
     assert accept_language_header(["fr"]) == "fr"
 
 
@@ -114,13 +165,21 @@ def test_regions() -> None:
         resolve_region("xx")
     fp = Fingerprint.generate("r", chrome_version=VERSION, region="de")
     assert (fp.locale, fp.timezone, fp.languages, fp.accept_language) == (
-        "de-DE", "Europe/Berlin", ("de-DE", "de"), "de-DE,de;q=0.9")
+        "de-DE",
+        "Europe/Berlin",
+        ("de-DE", "de"),
+        "de-DE,de;q=0.9",
+    )
 
 
 def test_host_coherent_identity_copies_what_workers_show() -> None:
     fp = Fingerprint.generate("h", chrome_version=VERSION, host=HOST)
     assert fp.host_coherent and fp.platform == "linux" and fp.brand == "Chromium"
-    assert (fp.hardware_concurrency, fp.device_memory, fp.navigator_platform) == (6, 16.0, "Linux x86_64")
+    assert (fp.hardware_concurrency, fp.device_memory, fp.navigator_platform) == (
+        6,
+        16.0,
+        "Linux x86_64",
+    )
     assert fp.languages == ("en-US",)  # the browser's own (--accept-lang=en-US), not invented
     other = Fingerprint.generate("h", chrome_version=VERSION, host=HOST, platform="windows")
     assert not other.host_coherent and other.navigator_platform == "Win32"
@@ -141,11 +200,20 @@ def test_context_options_and_launch_args() -> None:
     opts = context_options(fp)
     assert opts["viewport"] == {"width": fp.viewport[0], "height": fp.viewport[1]}
     assert opts["screen"] == {"width": fp.screen[0], "height": fp.screen[1]}
-    assert opts["timezone_id"] == "Europe/Paris" and opts["device_scale_factor"] == fp.device_scale_factor
+    assert (
+        opts["timezone_id"] == "Europe/Paris"
+        and opts["device_scale_factor"] == fp.device_scale_factor
+    )
     assert "user_agent" not in opts and "locale" not in opts  # set through CDP, see apply.py
     args = launch_args(fp)
     assert "--disable-blink-features=AutomationControlled" in args
     assert f"--user-agent={fp.user_agent}" in args and "--accept-lang=fr-FR" in args
-    assert launch_args() == ["--disable-blink-features=AutomationControlled", "--window-size=1920,1080"]
+    assert launch_args() == [
+        "--disable-blink-features=AutomationControlled",
+        "--window-size=1920,1080",
+    ]
     if sys.platform.startswith("linux"):
-        assert f"--user-agent={Fingerprint.generate('o', chrome_version=VERSION).user_agent}" in launch_args(chrome_version=VERSION)
+        assert (
+            f"--user-agent={Fingerprint.generate('o', chrome_version=VERSION).user_agent}"
+            in launch_args(chrome_version=VERSION)
+        )

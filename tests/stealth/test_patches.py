@@ -99,7 +99,9 @@ def test_patches_everywhere_and_invisible(detector_server: DetectorServer) -> No
     async def go() -> dict[str, Any]:
         async with launched(stealth_pool=True) as browser:
             host = await stealth.probe_host(browser)
-            fp = stealth.Fingerprint.generate("patch-test", chrome_version=host.chrome_version, host=host)
+            fp = stealth.Fingerprint.generate(
+                "patch-test", chrome_version=host.chrome_version, host=host
+            )
             plain, patched = await _contexts(browser, host, fp)
             url = detector_server.base_url + "/frame?tag=patches"
             p_page = await plain.new_page()
@@ -110,7 +112,10 @@ def test_patches_everywhere_and_invisible(detector_server: DetectorServer) -> No
                 "webgl": await s_page.evaluate(WEBGL_EVERYWHERE),
                 "plain_webgl": await p_page.evaluate(WEBGL_EVERYWHERE),
                 "traces": (await p_page.evaluate(TRACES), await s_page.evaluate(TRACES)),
-                "errors": (await p_page.evaluate(WRONG_RECEIVER), await s_page.evaluate(WRONG_RECEIVER)),
+                "errors": (
+                    await p_page.evaluate(WRONG_RECEIVER),
+                    await s_page.evaluate(WRONG_RECEIVER),
+                ),
                 "detached": await s_page.evaluate(DETACHED),
                 "fp": fp,
             }
