@@ -24,7 +24,6 @@ refilling the global one at a different speed.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
 import time
@@ -35,6 +34,7 @@ from urllib.parse import urlsplit
 
 from browserq.errors import Codes, ConfigError, StepFailed
 from browserq.guards import normalize_host
+from browserq.limits._mapping import read_mapping
 from browserq.limits._redis import RedisHandle, Script
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -173,35 +173,9 @@ def parse_rate_map(value: Mapping[str, RateSpec] | str | None) -> dict[str, str]
     Returns the same map with normalized keys (lower-case hosts) and canonical rate strings,
     every problem reported at once. Used by the settings and by template validation.
     """
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return {}
-        if text.startswith("{"):
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidRate(
-                    f"rate limits: invalid JSON ({exc.msg} at char {exc.pos})"
-                ) from None
-            if not isinstance(value, dict):
-                raise InvalidRate("rate limits: expected a JSON object of host to rate")
-        else:
-            pairs: dict[str, RateSpec] = {}
-            for part in filter(None, (p.strip() for p in re.split(r"[;\n]", text))):
-                host, sep, rate = part.partition("=")
-                if not sep:
-                    raise InvalidRate(
-                        f"rate limits: {part!r} is not host=rate (e.g. 'example.com=2/s; *=10/s')"
-                    )
-                pairs[host.strip()] = rate.strip()
-            value = pairs
-    if not isinstance(value, Mapping):
-        raise InvalidRate(
-            f"rate limits: expected a mapping of host to rate, got {type(value).__name__}"
-        )
+    value = read_mapping(
+        value, what="rate limits", pair="host=rate", example="example.com=2/s; *=10/s", error=InvalidRate
+    )
     out: dict[str, str] = {}
     problems: list[str] = []
     for host, spec in value.items():

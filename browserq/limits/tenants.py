@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 import re
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from browserq.errors import BrowserqError, ConfigError
+from browserq.limits._mapping import read_mapping
 from browserq.limits._redis import LimitsUnavailable, RedisHandle, Script
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,35 +57,10 @@ class TenantBusy(BrowserqError):
 
 def parse_caps(value: Mapping[str, Any] | str | None) -> dict[str, int]:
     """Validate ``{"acme": 2, "*": 5}`` or ``"acme=2; *=5"`` (``*`` = every other tenant)."""
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return {}
-        if text.startswith("{"):
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidTenantCaps(
-                    f"tenant caps: invalid JSON ({exc.msg} at char {exc.pos})"
-                ) from None
-            if not isinstance(value, dict):
-                raise InvalidTenantCaps("tenant caps: expected a JSON object of tenant to cap")
-        else:
-            pairs: dict[str, Any] = {}
-            for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", text))):
-                name, sep, cap = part.partition("=")
-                if not sep:
-                    raise InvalidTenantCaps(
-                        f"tenant caps: {part!r} is not tenant=cap (e.g. 'acme=2; *=5')"
-                    )
-                pairs[name.strip()] = cap.strip()
-            value = pairs
-    if not isinstance(value, Mapping):
-        raise InvalidTenantCaps(
-            f"tenant caps: expected a mapping of tenant to cap, got {type(value).__name__}"
-        )
+    value = read_mapping(
+        value, what="tenant caps", pair="tenant=cap", example="acme=2; *=5",
+        error=InvalidTenantCaps, separators=";,\n",
+    )
     out: dict[str, int] = {}
     problems: list[str] = []
     for name, cap in value.items():
