@@ -299,7 +299,7 @@ def test_two_threads_on_one_name(store: Store) -> None:
     assert len(errors) == 1 and isinstance(errors[0], IdentityBusy), errors
 
 
-def test_migration_0003_adds_and_drops_only_the_identities_table(empty_url: str) -> None:
+def test_migration_0003_adds_identities_and_the_runs_identity_columns(empty_url: str) -> None:
     store = Store(empty_url)
 
     def migrate(how: Callable[..., None], revision: str) -> None:
@@ -317,7 +317,10 @@ def test_migration_0003_adds_and_drops_only_the_identities_table(empty_url: str)
     without = MetaData(naming_convention=Base.metadata.naming_convention)
     for table in Base.metadata.tables.values():
         if table.name != "identities":
-            table.to_metadata(without)
+            copy = table.to_metadata(without)
+            if table.name == "runs":  # 0003 also adds the runs' identity request columns
+                for column in ("identity", "identity_pool"):
+                    copy._columns.remove(copy.c[column])
     try:
         migrate(command.upgrade, "0002")
         assert diff(without) == []
@@ -329,6 +332,8 @@ def test_migration_0003_adds_and_drops_only_the_identities_table(empty_url: str)
         assert acquire(store, "r1", pool="p").name == "ann"
         migrate(command.downgrade, "0002")
         assert "identities" not in inspect(store.engine).get_table_names()
+        run_columns = {c["name"] for c in inspect(store.engine).get_columns("runs")}
+        assert not {"identity", "identity_pool"} & run_columns
         assert diff(without) == []
     finally:
         store.dispose()
