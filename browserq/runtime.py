@@ -23,9 +23,9 @@ from typing import Any
 import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
+from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager
-from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.runner.checkpoint import Checkpoint, parse_path

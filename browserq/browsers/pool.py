@@ -29,7 +29,12 @@ from typing import Any
 import structlog
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 
-from browserq.browsers.launcher import browser_process_tree, find_browser_pid, launch_chromium, rss_bytes
+from browserq.browsers.launcher import (
+    browser_process_tree,
+    find_browser_pid,
+    launch_chromium,
+    rss_bytes,
+)
 from browserq.errors import InfrastructureError
 from browserq.settings import Settings
 
@@ -114,7 +119,7 @@ class BrowserPool:
         if self._playwright is not None:
             try:
                 await asyncio.wait_for(self._playwright.stop(), CLOSE_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001 - shutting down anyway
+            except Exception as exc:
                 log.warning("playwright stop failed", error=str(exc))
             self._playwright = None
 
@@ -241,7 +246,7 @@ class BrowserPool:
                     await _close_quietly(context)
                     return
                 self._spares.append((context, instance))
-        except Exception as exc:  # noqa: BLE001 - a spare is an optimisation; runs create on demand
+        except Exception as exc:
             log.debug("spare context not created", error=str(exc))
 
     # --- recycling ---------------------------------------------------------------------------
@@ -326,12 +331,12 @@ async def _open_page(context: BrowserContext) -> None:
 async def _close_quietly(context: BrowserContext) -> None:
     try:
         await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - a dead context is already closed
+    except Exception as exc:
         log.debug("context close failed", error=str(exc))
 
 
 async def _close_browser(instance: _Instance) -> None:
     try:
         await asyncio.wait_for(instance.browser.close(), CLOSE_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - it may be gone already
+    except Exception as exc:
         log.debug("browser close failed", error=str(exc))

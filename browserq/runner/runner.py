@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 from playwright.async_api import BrowserContext, Page
 
+from browserq import stealth
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import (
     Codes,
@@ -29,15 +30,20 @@ from browserq.errors import (
     StoreError,
 )
 from browserq.guards import check_selector_length, check_url
+from browserq.limits import (
+    BlockStats,
+    NavigationGate,
+    RateLimiter,
+    install_blocking,
+    install_navigation_gate,
+)
+from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classify_error
 from browserq.redact import Redactor
 from browserq.runner.actions import element_selector, handler_for, locate, settle, url_matcher
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.context import StepContext
 from browserq.runner.translate import first_line, translate
-from browserq.limits import BlockStats, NavigationGate, RateLimiter, install_blocking, install_navigation_gate
-from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classify_error
-from browserq import stealth
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store
@@ -284,7 +290,7 @@ class TemplateRunner:
         try:
             storage = await state.context.storage_state(indexed_db=True)
             await self._store_identity_storage(state, storage)
-        except Exception as exc:  # noqa: BLE001 - the run's own outcome matters more
+        except Exception as exc:
             log.warning("identity storage not saved", identity=identity.name, error=str(exc))
 
     async def _store_identity_storage(self, state: _RunState, storage: dict[str, Any]) -> None:
@@ -308,7 +314,7 @@ class TemplateRunner:
                 await asyncio.to_thread(manager.report_response, proxy, status_code, "")
             elif status == "completed":
                 await asyncio.to_thread(manager.report_success, proxy)
-        except Exception as exc:  # noqa: BLE001 - health is advisory
+        except Exception as exc:
             log.warning("proxy health not updated", error=str(exc))
 
     async def _install_limits(self, context: BrowserContext, state: _RunState) -> None:
@@ -925,7 +931,7 @@ def _start_host(state: _RunState) -> str | None:
         return None
     try:
         return urlsplit(str(render(first.url, state.scope()))).hostname
-    except Exception:  # noqa: BLE001 - no host, no stickiness
+    except Exception:
         return None
 
 

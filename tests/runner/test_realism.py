@@ -79,7 +79,8 @@ def test_an_identity_keeps_its_session_between_runs_encrypted_at_rest(pg_runtime
     assert alice.outputs["landed"].endswith("/account")  # logged in from the stored session
     assert bob.outputs["landed"].endswith("/login") and anonymous.outputs["landed"].endswith("/login")
     stored = pg_runtime.store.get_identity("alice")
-    assert stored.storage_encrypted and stored.lease_run_id is None or stored.lease_expires_at is not None
+    assert stored.storage_encrypted and stored.storage_saved_at is not None
+    assert stored.uses == 2 and not stored.leased()  # two runs, and released after each
     engine = sa.create_engine(pg_url)
     with engine.connect() as conn:
         row = conn.execute(sa.text("select storage_encrypted from identities where name = 'alice'")).scalar_one()
