@@ -271,16 +271,29 @@ class TemplateRunner:
             options["identity_seed"] = request.identity.fingerprint_seed
             options["region"] = request.identity.region
         if self.proxies is not None:
-            identity = request.identity.name if request.identity else None
-            state.proxy = await asyncio.to_thread(
-                self.proxies.choose, domain=_start_host(state), identity=identity
-            )
+            state.proxy = await asyncio.to_thread(self._proxy_for, state)
             options.update(self.proxies.context_options(state.proxy))
             if state.proxy is not None and state.proxy.region and not options.get("region"):
                 options["region"] = state.proxy.region
             if state.proxy is not None:
                 log.info("run via proxy", run_id=request.run_id, proxy=state.proxy.label)
         return options
+
+    def _proxy_for(self, state: _RunState) -> Proxy | None:
+        """An identity keeps its proxy while that proxy is healthy (then gets a new sticky one);
+        anonymous runs follow the configured strategy."""
+        assert self.proxies is not None
+        identity = state.request.identity
+        if identity is None:
+            return self.proxies.choose(domain=_start_host(state))
+        by_id = {p.id: p for p in self.proxies.proxies}
+        current = by_id.get(identity.proxy_id or "")
+        if current is not None and not self.proxies.health.is_cooling(current):
+            return current
+        chosen = self.proxies.choose(domain=_start_host(state), identity=identity.name)
+        if chosen is not None and chosen.id != identity.proxy_id:
+            self.store.set_identity_proxy(identity.name, token=identity.token, proxy_id=chosen.id)
+        return chosen
 
     async def _save_identity(self, state: _RunState) -> None:
         """Keep what the site gave this visitor (cookies, storage) for the identity's next run."""

@@ -144,3 +144,17 @@ def test_human_input_clicks_and_types(any_runtime: Runtime, demo) -> None:
     assert outcome.status == "completed", outcome
     assert outcome.outputs["counter"] == "1" and outcome.outputs["typed"] == "hello"
     assert outcome.outputs["moves"] >= 5  # a path, not a teleport
+
+
+def test_an_identity_keeps_its_proxy_while_it_is_healthy(tmp_path, demo) -> None:
+    redis.Redis.from_url(PROXY_REDIS).flushdb()
+    with HttpProxy(name="a") as a, HttpProxy(name="b") as b:
+        settings = make_settings(tmp_path, proxies=[a.proxy_url(), b.proxy_url()],
+                                 proxy_strategy="round_robin", proxy_redis_url=PROXY_REDIS)
+        with Runtime(settings) as runtime:
+            for _ in range(4):
+                outcome = runtime.run_loaded(template(VISIT), {"url": f"{demo.url}/quotes/"}, identity="dora")
+                assert outcome.status == "completed"
+            used = [p for p in (a, b) if p.hits]
+            assert len(used) == 1  # round robin for everyone else, sticky for dora
+            assert runtime.store.get_identity("dora").proxy_id is not None
