@@ -25,11 +25,12 @@ err_console = Console(stderr=True)
 
 
 def _settings_epilog() -> str:
-    lines = ["Settings (environment variables; also BROWSERQ_SETTINGS_FILE, YAML or TOML):", ""]
+    """Every setting with its default, unwrapped (click's \\b marker keeps the lines as they are)."""
+    lines = ["Settings (environment variables; also BROWSERQ_SETTINGS_FILE, YAML or TOML):"]
     for name, field in Settings.model_fields.items():
         default = field.default if field.default_factory is None else field.default_factory()
-        lines.append(f"  BROWSERQ_{name.upper()}  (default: {default!s})  {field.description or ''}")
-    return "\n\n".join(["\b\n" + "\n".join(lines)])
+        lines.append(f"  BROWSERQ_{name.upper()} = {default!s}  — {field.description or ''}")
+    return "\b\n" + "\n".join(lines)
 
 
 app = typer.Typer(
