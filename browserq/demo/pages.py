@@ -233,9 +233,11 @@ def scroll_page() -> str:
       }}
       loading.hidden = true;
       busy = false;
+      if (nearBottom()) load();  // a tall window shows the bottom without scrolling: keep filling
     }}, DELAY);
   }}
   window.addEventListener("scroll", () => {{ if (nearBottom()) load(); }}, {{ passive: true }});
+  if (nearBottom()) load();
 }})();
 </script>
 """
