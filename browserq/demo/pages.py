@@ -210,7 +210,7 @@ def scroll_page() -> str:
   function count() {{ return list.querySelectorAll(".item").length; }}
   function nearBottom() {{
     const doc = document.documentElement;
-    return window.innerHeight + window.scrollY >= doc.scrollHeight - 200;
+    return window.innerHeight + window.scrollY >= doc.scrollHeight - 400;
   }}
   function load() {{
     if (busy || document.getElementById("end")) return;
