@@ -214,7 +214,9 @@ class TemplateRunner:
             context.set_default_timeout(tsettings.step_timeout_s * 1000)
             await self._install_limits(context, state)
             if tsettings.trace != "off":
-                await context.tracing.start(screenshots=True, snapshots=True)
+                # DOM snapshots, not the screencast filmstrip: the filmstrip tripled tracing's cost
+                # (bench/scrape_and_form.py), and a failure keeps its own full-page screenshot.
+                await context.tracing.start(screenshots=False, snapshots=True)
             state.page = context.pages[0] if context.pages else await stealth.new_page(context)
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
             try:
