@@ -701,18 +701,22 @@ class Store(IdentityMethods):
 
     def heartbeat(self, run_id: str) -> None:
         """Record that the worker running ``run_id`` is alive."""
+        self._stamp(run_id, "heartbeat_at", "heartbeat")
+
+    def _stamp(self, run_id: str, column: str, what: str) -> None:
+        """Set one timestamp column of a run to now (StoreError for an unknown run)."""
 
         def body(s: Session, _retried: bool) -> None:
             result = s.execute(
                 update(Run)
                 .where(Run.id == run_id)
-                .values(heartbeat_at=utcnow())
+                .values({column: utcnow()})
                 .execution_options(synchronize_session=False)
             )
             if result.rowcount == 0:
-                raise StoreError(f"cannot heartbeat run {run_id!r}: no such run")
+                raise StoreError(f"cannot {what} run {run_id!r}: no such run")
 
-        self._tx(f"heartbeat of run {run_id}", body, write=True)
+        self._tx(f"{what} of run {run_id}", body, write=True)
 
     def finish_run(
         self,
@@ -804,18 +808,7 @@ class Store(IdentityMethods):
 
     def mark_enqueued(self, run_id: str) -> None:
         """Record that a task message was just sent for the run (``enqueued_at`` = now)."""
-
-        def body(s: Session, _retried: bool) -> None:
-            result = s.execute(
-                update(Run)
-                .where(Run.id == run_id)
-                .values(enqueued_at=utcnow())
-                .execution_options(synchronize_session=False)
-            )
-            if result.rowcount == 0:
-                raise StoreError(f"cannot mark run {run_id!r} enqueued: no such run")
-
-        self._tx(f"marking run {run_id} enqueued", body, write=True)
+        self._stamp(run_id, "enqueued_at", "mark enqueued")
 
     # --- leases -----------------------------------------------------------------------------
     def acquire_lease(
