@@ -263,9 +263,9 @@ def bundled_templates_dir() -> Path:
 
 
 def _masked_db(settings: Settings) -> str:
-    from sqlalchemy.engine import make_url
+    from browserq.store import mask_url
 
-    return make_url(settings.database_url).render_as_string(hide_password=True)
+    return mask_url(settings.database_url)
 
 
 # --- workers ------------------------------------------------------------------------------------
