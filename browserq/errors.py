@@ -4,7 +4,8 @@
     ├── ConfigError              settings are wrong (missing key, bad path, unknown setting)
     ├── TemplateError            a template cannot be used
     │   ├── TemplateNotFound     no such name / version in the registry
-    │   └── TemplateInvalid      YAML or schema problem (carries file and line)
+    │   ├── TemplateInvalid      YAML or schema problem (carries file and line)
+    │   └── TemplateChanged      a used name@version now has another body (bump the version)
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
     ├── StoreError               the run store (database) failed
@@ -122,11 +123,35 @@ class TemplateNotFound(TemplateError):
 class TemplateInvalid(TemplateError):
     """A template failed to parse or validate. ``problems`` lists every problem found."""
 
-    def __init__(self, source: str, problems: list[str]) -> None:
+    def __init__(
+        self, source: str, problems: list[str], *, name: str | None = None, version: str | None = None
+    ) -> None:
         self.source = source
         self.problems = problems
+        #: What the file says it is, as far as it could be read (the registry files it under it).
+        self.name = name
+        self.version = version
         joined = "\n  - ".join(problems)
-        super().__init__(f"{source}: invalid template:\n  - {joined}")
+        if name:
+            label = f"{name}@{version}" if version else name
+            super().__init__(f"template {label} is invalid ({source}):\n  - {joined}")
+        else:
+            super().__init__(f"{source}: invalid template:\n  - {joined}")
+
+
+class TemplateChanged(TemplateError):
+    """A ``name@version`` that runs already used now has another body: versions are immutable."""
+
+    def __init__(self, ref: str, source: str, new_hash: str, used_hash: str) -> None:
+        self.ref = ref
+        self.source = source
+        self.new_hash = new_hash
+        self.used_hash = used_hash
+        super().__init__(
+            f"template {ref} ({source}) has changed since runs used it (content hash "
+            f"{new_hash[:12]}, runs used {used_hash[:12]}): a version is immutable once used. "
+            "Bump `version:` in the file to release the change (earlier runs keep their stored body)"
+        )
 
 
 class ParamError(BrowserqError):

@@ -24,6 +24,8 @@ _AUTHORITY_DONE = re.compile(r"^\s*https?://[^/?#\\]+[/?#\\]", re.IGNORECASE)
 SELECTOR_KEYS = ("selector", "within", "until_missing", "while_present")
 LOOP_VARIABLES = ("index", "iteration")
 RUN_VARIABLES = ("id", "attempt")
+#: Repeats inside repeats, at most this deep: each level multiplies the work and the recursion.
+MAX_REPEAT_NESTING = 8
 
 
 def _literal(text: str) -> str | None:
@@ -144,6 +146,13 @@ class TemplateChecker:
 
     def _repeat(self, spec: Any, loc: Location, *, in_repeat: bool) -> None:
         if not isinstance(spec, dict):
+            return
+        if loc.count("repeat") > MAX_REPEAT_NESTING:
+            self.add(
+                loc,
+                f"repeats nest more than {MAX_REPEAT_NESTING} deep; flatten the loops "
+                "(each level multiplies the work)",
+            )
             return
         if "max" in spec:
             self._repeat_max(spec["max"], (*loc, "max"))

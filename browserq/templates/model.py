@@ -28,7 +28,10 @@ from pydantic import (
 from browserq.templates.params import ParamValueError, coerce_value, show
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+#: Each part at most 9 digits (CalVer's 20261201 fits): the store keeps versions in 100 chars.
+SEMVER = re.compile(r"^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$")
+#: Longest template name (the store keeps names in 200 chars).
+MAX_NAME_LENGTH = 100
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 STEP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 #: Scope names a param cannot take, because ``${outputs...}`` etc. mean something else.
@@ -596,13 +599,16 @@ RepeatStep.model_rebuild()
 def _semver(value: Any) -> Any:
     if not isinstance(value, str) or not SEMVER.match(value):
         raise ValueError(
-            f"version must be a semantic version MAJOR.MINOR.PATCH such as 1.2.0, got {show(value)}"
+            f"version must be a semantic version MAJOR.MINOR.PATCH such as 1.2.0 (each part at "
+            f"most 9 digits), got {show(value)}"
             + (" (quote it in YAML)" if isinstance(value, int | float) else "")
         )
     return value
 
 
 def _slug(value: str) -> str:
+    if len(value) > MAX_NAME_LENGTH:
+        raise ValueError(f"name is {len(value)} characters long; the limit is {MAX_NAME_LENGTH}")
     if not SLUG.match(value):
         raise ValueError(
             f"name {value!r} must be lower-case letters, digits, '_', '-' or '.', "

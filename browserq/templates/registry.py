@@ -10,11 +10,12 @@ from __future__ import annotations
 import builtins
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import yaml
+import structlog
 
 from browserq.errors import ConfigError, TemplateInvalid, TemplateNotFound
 from browserq.templates.loader import (
@@ -24,12 +25,17 @@ from browserq.templates.loader import (
     load_template_file,
 )
 from browserq.templates.messages import did_you_mean
-from browserq.templates.model import SEMVER, version_tuple
+from browserq.templates.model import version_tuple
+from browserq.templates.params import show
 
 if TYPE_CHECKING:
     from browserq.settings import Settings
 
+log = structlog.get_logger(__name__)
+
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
+#: Longest reference accepted (a name is at most 100 characters, a version 29).
+MAX_REF_LENGTH = 200
 _REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*?)(?:@(?P<version>\d+(?:\.\d+){0,2}))?$")
 
 Version = tuple[int, ...]
@@ -41,10 +47,15 @@ class TemplatesDirMissing(ConfigError, TemplateNotFound):
 
 def parse_ref(ref: str) -> tuple[str, Version]:
     """``"quotes@1.2"`` → ``("quotes", (1, 2))``; no version → ``()`` (the newest)."""
+    if len(ref) > MAX_REF_LENGTH:
+        raise TemplateNotFound(
+            f"invalid template reference {show(ref)}: it is {len(ref):,} characters long, the "
+            f"limit is {MAX_REF_LENGTH}"
+        )
     match = _REF.match(ref.strip())
     if not match:
         raise TemplateNotFound(
-            f"invalid template reference {ref!r}; use NAME, NAME@MAJOR, NAME@MAJOR.MINOR or "
+            f"invalid template reference {show(ref)}; use NAME, NAME@MAJOR, NAME@MAJOR.MINOR or "
             "NAME@MAJOR.MINOR.PATCH"
         )
     version = match.group("version")
@@ -168,62 +179,96 @@ class TemplateRegistry:
                 entry = self._load(path, stamp)
                 changed = True
             current[path] = entry
-        self._files = current
-        if changed:
-            self._rebuild()
+        if changed:  # the new state is taken only once it is complete
+            self._rebuild(current)
 
     def _load(self, path: Path, stamp: tuple[int, int]) -> _Entry:
+        """One file's outcome; whatever goes wrong stays this file's problem."""
         try:
             loaded = load_template_file(
                 path, max_selector_length=self.max_selector_length, max_repeat=self.max_repeat
             )
         except TemplateInvalid as exc:
-            name, version = _hints(path)
-            return _Entry(stamp, None, exc, name, version)
+            return _broken_entry(stamp, path, exc)
         except TemplateNotFound:  # deleted between scan and read
             exc = TemplateInvalid(str(path), ["the file disappeared while loading"])
-            return _Entry(stamp, None, exc, None, None)
+            return _broken_entry(stamp, path, exc)
+        except Exception as exc:  # a bug in a check must not take every other template down
+            log.exception("template file could not be loaded", path=str(path))
+            problem = f"could not be loaded ({type(exc).__name__}: {show(str(exc), 200)})"
+            return _broken_entry(stamp, path, TemplateInvalid(str(path), [problem]))
         return _Entry(stamp, loaded, None)
 
-    def _rebuild(self) -> None:
-        by_ref: dict[tuple[str, Version], list[LoadedTemplate]] = {}
+    def _rebuild(self, files: dict[Path, _Entry]) -> None:
         errors: dict[Path, TemplateInvalid] = {}
         broken: list[_Broken] = []
-        for path, entry in self._files.items():
+        loaded: dict[Path, LoadedTemplate] = {}
+        for path, entry in files.items():
             if entry.error is not None:
                 errors[path] = entry.error
                 broken.append(_Broken(entry.name_hint, entry.version_hint, entry.error))
             elif entry.loaded is not None:
-                key = (entry.loaded.name, version_tuple(entry.loaded.version))
-                by_ref.setdefault(key, []).append(entry.loaded)
+                loaded[path] = entry.loaded
+        clashes = duplicate_errors(loaded)
         index: dict[str, dict[Version, LoadedTemplate]] = {}
-        for (name, version), loaded in by_ref.items():
-            if len(loaded) == 1:
-                index.setdefault(name, {})[version] = loaded[0]
+        for path, item in loaded.items():
+            if path in clashes:
                 continue
-            files = ", ".join(item.source for item in loaded)
-            message = (
-                f"{loaded[0].ref} is declared by more than one file: {files}; "
-                "give each file its own name or version"
+            index.setdefault(item.name, {})[version_tuple(item.version)] = item
+        for path, error in clashes.items():
+            errors[path] = error
+            item = loaded[path]
+            broken.append(_Broken(item.name, version_tuple(item.version), error))
+        self._files, self._index, self._errors, self._broken = files, index, errors, broken
+
+
+def duplicate_errors(loaded: dict[Path, LoadedTemplate]) -> dict[Path, TemplateInvalid]:
+    """Files declaring a ``name@version`` that another file declares too: an error for each."""
+    by_ref: dict[str, list[Path]] = {}
+    for path, item in loaded.items():
+        by_ref.setdefault(item.ref, []).append(path)
+    errors: dict[Path, TemplateInvalid] = {}
+    for ref, paths in by_ref.items():
+        if len(paths) < 2:
+            continue
+        files = ", ".join(str(p) for p in paths)
+        message = (
+            f"{ref} is declared by more than one file: {files}; "
+            "give each file its own name or version"
+        )
+        first = loaded[paths[0]]
+        for path in paths:
+            errors[path] = TemplateInvalid(str(path), [message], name=first.name, version=first.version)
+    return errors
+
+
+def validate_files(
+    paths: Iterable[Path],
+    *,
+    max_selector_length: int = DEFAULT_MAX_SELECTOR_LENGTH,
+    max_repeat: int = DEFAULT_MAX_REPEAT,
+) -> dict[Path, LoadedTemplate | TemplateInvalid]:
+    """Each file's template or its problems, duplicates across the files included (for
+    ``browserq templates validate``, which checks files outside any registry too)."""
+    outcome: dict[Path, LoadedTemplate | TemplateInvalid] = {}
+    for path in paths:
+        try:
+            outcome[path] = load_template_file(
+                path, max_selector_length=max_selector_length, max_repeat=max_repeat
             )
-            error = TemplateInvalid(loaded[0].ref, [message])
-            for item in loaded:
-                errors[Path(item.source)] = error
-            broken.append(_Broken(name, version, error))
-        self._index, self._errors, self._broken = index, errors, broken
+        except TemplateInvalid as exc:
+            outcome[path] = exc
+        except TemplateNotFound as exc:
+            outcome[path] = TemplateInvalid(str(path), [str(exc)])
+    loaded = {p: v for p, v in outcome.items() if isinstance(v, LoadedTemplate)}
+    outcome.update(duplicate_errors(loaded))
+    return outcome
 
 
-def _hints(path: Path) -> tuple[str | None, Version | None]:
-    """Best guess at a broken file's name and version, so resolving it reports its problems."""
-    name: str | None = None
-    version: Version | None = None
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        data = None
-    if isinstance(data, dict):
-        if isinstance(data.get("name"), str):
-            name = data["name"]
-        if isinstance(data.get("version"), str) and SEMVER.match(data["version"]):
-            version = version_tuple(data["version"])
-    return name or path.stem.split("@")[0], version
+def _broken_entry(stamp: tuple[int, int], path: Path, error: TemplateInvalid) -> _Entry:
+    """A broken file, filed under the name it declares (else its file name) and its version."""
+    name = error.name or path.stem.split("@")[0]
+    version = version_tuple(error.version) if error.version else None
+    if error.name is None:  # say which template the problems belong to
+        error = TemplateInvalid(error.source, error.problems, name=name)
+    return _Entry(stamp, None, error, name, version)

@@ -17,6 +17,12 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 Location = tuple[str | int, ...]
 #: Nodes visited while expanding aliases before we call a document hostile.
 MAX_EXPANDED_NODES = 200_000
+#: Deepest nesting of mappings/lists (aliases expanded). A real template needs ~30; without a bound
+#: PyYAML's composer, pydantic and every walk over the data recurse until ``RecursionError``.
+MAX_DEPTH = 64
+#: Longest integer literal. Python refuses to print ints over 4,300 digits (``ValueError``).
+MAX_INT_DIGITS = 100
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 @dataclass(frozen=True, order=True)
@@ -47,9 +53,29 @@ def format_location(loc: Sequence[str | int]) -> str:
     return out
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """A SafeLoader whose (recursive) composer refuses documents nested deeper than MAX_DEPTH."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise YamlSyntaxError(
+                    f"line {line}: the document nests lists/mappings more than {MAX_DEPTH} deep"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
 def parse_yaml(text: str) -> tuple[Any, Node | None]:
     """The document's data and its node tree (None for an empty document)."""
-    loader = yaml.SafeLoader(text)
+    loader = _BoundedLoader(text)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -77,17 +103,28 @@ def parse_yaml(text: str) -> tuple[Any, Node | None]:
 
 
 def _check_expansion(root: Node) -> None:
-    """Refuse recursive aliases and alias bombs before anything walks the data."""
+    """Refuse recursive aliases, alias bombs, deep nesting (through aliases too) and integers
+    too long to handle, before anything constructs or walks the data."""
     visited = 0
     stack: list[tuple[Node, frozenset[int]]] = [(root, frozenset())]
     while stack:
         node, ancestors = stack.pop()
         visited += 1
+        line = node.start_mark.line + 1
         if visited > MAX_EXPANDED_NODES:
             raise YamlSyntaxError("the document is too large once its aliases are expanded")
         if id(node) in ancestors:
-            line = node.start_mark.line + 1
             raise YamlSyntaxError(f"line {line}: invalid YAML: an alias refers to itself")
+        if len(ancestors) >= MAX_DEPTH:
+            raise YamlSyntaxError(
+                f"line {line}: the document nests lists/mappings more than {MAX_DEPTH} deep "
+                "(counting aliases)"
+            )
+        if isinstance(node, ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+            raise YamlSyntaxError(
+                f"line {line}: an integer of {len(node.value)} characters; integers are limited "
+                f"to {MAX_INT_DIGITS} digits (quote it if it is meant as text)"
+            )
         if isinstance(node, SequenceNode):
             inner = ancestors | {id(node)}
             stack.extend((child, inner) for child in node.value)
