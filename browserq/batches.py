@@ -18,7 +18,7 @@ from celery import group
 from celery.result import GroupResult
 
 from browserq.errors import BrowserqError, ParamError
-from browserq.runs import PreparedRun, prepare_run, record_run
+from browserq.runs import PreparedRun, check_template_pin, prepare_run, record_run
 from browserq.settings import get_settings
 from browserq.store import BatchView
 
@@ -54,12 +54,15 @@ def run_batch(
     problems: list[str] = []
     for index, params in enumerate(params_list):
         try:
-            prepared.append(prepare_run(registry, template, dict(params)))
+            prepared.append(
+                prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
+            )
         except ParamError as exc:
             problems += [f"item {index}: {problem}" for problem in exc.problems]
     if problems:
         raise ParamError(template, problems)
     loaded = prepared[0].loaded
+    check_template_pin(store, loaded)  # before the batch row: a refused body records nothing
     breaker = None
     if max_failure_rate is not None:
         breaker = {"min_runs": min_runs or min(10, len(prepared)), "max_failure_rate": max_failure_rate}

@@ -23,7 +23,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, ParamError
 from browserq.logs import configure_logging
-from browserq.runs import PreparedRun, prepare_run, record_run
+from browserq.runs import PreparedRun, check_run_options, prepare_run, record_run
 from browserq.runtime import RetryLater, RunBusy, Runtime
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
@@ -130,8 +130,10 @@ class RunTemplateTask(Task):
                 f"arguments: {unexpected}"
             )
         registry, store, secret_box = _producer_services()
-        prepared = prepare_run(registry, template, params)
         settings = get_settings()
+        prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
+        check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, identity=identity,
+                          identity_pool=identity_pool, tenant=tenant)
         queue = options.get("queue") or settings.queue
         key = idempotency_key_for(prepared, idempotency_key)
         if key is not None:

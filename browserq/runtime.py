@@ -29,7 +29,7 @@ from browserq.proxies import ProxyManager
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.runner.checkpoint import Checkpoint, parse_path
-from browserq.runs import PreparedRun, prepare_loaded, prepare_run, record_run
+from browserq.runs import PreparedRun, check_run_options, prepare_loaded, prepare_run, record_run
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import (
@@ -167,13 +167,15 @@ class Runtime:
     def submit_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> PreparedRun:
         """Validate and record a run for in-process execution (secrets stay in memory).
         ``options``: ``identity``, ``identity_pool``, ``tenant``."""
-        prepared = prepare_run(self.registry, template_ref, params)
+        prepared = prepare_run(self.registry, template_ref, params,
+                               max_params_bytes=self.settings.max_params_bytes)
         self._record_local(prepared, options)
         return prepared
 
     def _record_local(self, prepared: PreparedRun, options: dict[str, Any]) -> None:
         from browserq.celery_app import check_identity_request
 
+        check_run_options(prepared.loaded.ref, **options)
         check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
         record_run(self.store, prepared, secret_box=None, **options)
 
@@ -184,7 +186,7 @@ class Runtime:
 
     def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Like :meth:`run_local` for a template loaded from text rather than the registry."""
-        prepared = prepare_loaded(loaded, params)
+        prepared = prepare_loaded(loaded, params, max_params_bytes=self.settings.max_params_bytes)
         self._record_local(prepared, options)
         return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 

@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     step_retry_delay_s: float = Field(0.25, ge=0, description="First delay between step retries.")
     max_selector_length: int = Field(1000, ge=10, description="Longest selector a template may use.")
     max_repeat: int = Field(1000, ge=1, description="Upper bound any repeat may declare.")
+    max_params_bytes: int = Field(
+        1 << 20, ge=1024, description="Largest params of one run, as JSON bytes (checked at the producer)."
+    )
     snapshot_console_lines: int = Field(50, ge=0, description="Console messages kept in a failure snapshot.")
     snapshot_network_entries: int = Field(50, ge=0, description="Requests kept in a failure snapshot.")
     run_time_limit_margin_s: int = Field(

@@ -2,7 +2,9 @@
 
 Schema history: ``0001`` templates/runs/step_attempts/artifacts; ``0002`` durable runs (leases
 with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``); ``0003``
-``identities`` (named visitor identities, leased to one run at a time).
+``identities`` (named visitor identities, leased to one run at a time); ``0004``
+``template_versions`` (a used ``name@version`` pinned to its content hash) and
+``runs.template_hash``.
 
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
@@ -148,6 +150,22 @@ class TemplateRecord(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class TemplateVersion(Base):
+    """A ``name@version`` pinned, by its first run, to the content hash of its canonical body.
+
+    Versions are immutable once used: a producer whose file has another hash is refused
+    (``TemplateChanged``) and must bump the version. ``template_id`` is the body first used.
+    """
+
+    __tablename__ = "template_versions"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    version: Mapped[str] = mapped_column(String(100), primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    template_id: Mapped[int] = mapped_column(Integer, ForeignKey("templates.id"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class Batch(Base):
     """A group of runs submitted together, with an optional failure-rate circuit breaker."""
 
@@ -216,6 +234,9 @@ class Run(Base):
     status_reason: Mapped[str | None] = mapped_column(Text)
     identity: Mapped[str | None] = mapped_column(String(100))  # a named identity the run asked for
     identity_pool: Mapped[str | None] = mapped_column(String(100))  # …or a pool to lease one from
+    # --- 0004: template pinning ---
+    #: sha256 of the canonical body of the template the run executes (what ``show`` prints).
+    template_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class RunTransition(Base):

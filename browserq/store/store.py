@@ -40,7 +40,7 @@ from sqlalchemy import Engine, Select, and_, delete, exc, func, or_, select, upd
 from sqlalchemy.orm import Session, sessionmaker
 
 from alembic import command
-from browserq.errors import StoreError
+from browserq.errors import StoreError, TemplateChanged
 from browserq.store.engine import (
     SQLITE_BEGIN_OPTION,
     create_store_engine,
@@ -62,6 +62,7 @@ from browserq.store.models import (
     StepAttempt,
     StepStatus,
     TemplateRecord,
+    TemplateVersion,
     utcnow,
 )
 from browserq.store.states import ACTIVE, FINISHED, IllegalTransition, check_transition
@@ -404,13 +405,23 @@ class Store(IdentityMethods):
 
     # --- templates --------------------------------------------------------------------------
     def save_template(
-        self, *, name: str, version: str, content_hash: str, body: str, source: str
+        self,
+        *,
+        name: str,
+        version: str,
+        content_hash: str,
+        body: str,
+        source: str,
+        canonical_hash: str | None = None,
     ) -> int:
-        """Record a template version (idempotent); return its id. Safe under concurrent callers."""
-        if not _SHA256.match(content_hash):
-            raise ValueError(
-                f"content_hash must be a lowercase sha256 hex digest, got {content_hash!r}"
-            )
+        """Record a template version (idempotent); return its id. Safe under concurrent callers.
+
+        With ``canonical_hash`` the ``name@version`` is pinned to it on first use, and a body
+        with another canonical hash raises :class:`TemplateChanged` (nothing is written).
+        """
+        for what, digest in (("content_hash", content_hash), ("canonical_hash", canonical_hash)):
+            if digest is not None and not _SHA256.match(digest):
+                raise ValueError(f"{what} must be a lowercase sha256 hex digest, got {digest!r}")
         key = (
             TemplateRecord.name == name,
             TemplateRecord.version == version,
@@ -418,22 +429,38 @@ class Store(IdentityMethods):
         )
 
         def save(s: Session, _retried: bool) -> int:
+            pin = s.get(TemplateVersion, (name, version)) if canonical_hash else None
+            if pin is not None and pin.content_hash != canonical_hash:
+                raise TemplateChanged(f"{name}@{version}", source, canonical_hash or "", pin.content_hash)
             found = s.scalar(select(TemplateRecord.id).where(*key))
-            if found is not None:
-                return found
-            record = TemplateRecord(
-                name=name, version=version, content_hash=content_hash, body=body, source=source
-            )
-            s.add(record)
-            s.flush()
-            return record.id
+            if found is None:
+                record = TemplateRecord(
+                    name=name, version=version, content_hash=content_hash, body=body, source=source
+                )
+                s.add(record)
+                s.flush()
+                found = record.id
+            if canonical_hash and pin is None:
+                s.add(TemplateVersion(name=name, version=version, content_hash=canonical_hash,
+                                      template_id=found))
+                s.flush()
+            return found
 
         action = f"saving template {name}@{version}"
         try:
             return self._tx(action, save, write=True, passthrough=(exc.IntegrityError,))
         except exc.IntegrityError:
-            # Another caller inserted the same version between our select and our insert.
+            # Another caller inserted the same version (or pinned it) between our select and insert.
             return self._tx(action, save, write=True)
+
+    def template_pin(self, name: str, version: str) -> str | None:
+        """The content hash ``name@version`` is pinned to (None: no run used it yet)."""
+
+        def read(s: Session) -> str | None:
+            pin = s.get(TemplateVersion, (name, version))
+            return pin.content_hash if pin is not None else None
+
+        return self._read(f"reading the pin of template {name}@{version}", read)
 
     def get_template_body(self, template_id: int) -> TemplateRecord:
         """The detached template row (``.body`` is the exact YAML a run used)."""
@@ -467,6 +494,7 @@ class Store(IdentityMethods):
         status_reason: str | None = None,
         identity: str | None = None,
         identity_pool: str | None = None,
+        template_hash: str | None = None,
     ) -> None:
         """Insert a run and its first transition (from nothing to ``status``, reason "enqueued").
 
@@ -509,6 +537,7 @@ class Store(IdentityMethods):
                     status_reason=status_reason or "enqueued",
                     identity=identity,
                     identity_pool=identity_pool,
+                    template_hash=template_hash,
                 )
             )
             s.flush()  # the run row first: the transition references it

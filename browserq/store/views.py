@@ -46,6 +46,7 @@ class RunView:
     status_reason: str | None = None
     identity: str | None = None
     identity_pool: str | None = None
+    template_hash: str | None = None  # sha256 of the template's canonical body
 
     @property
     def terminal(self) -> bool:

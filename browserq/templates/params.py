@@ -24,6 +24,13 @@ ITEM_TYPES = ("bool", "float", "int", "string")
 _TRUE = {"true", "yes", "y", "on", "1"}
 _FALSE = {"false", "no", "n", "off", "0"}
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$")
+#: Default of BROWSERQ_MAX_PARAMS_BYTES: the params of one run, encoded as JSON.
+DEFAULT_MAX_PARAMS_BYTES = 1 << 20
+#: Deepest nesting of lists/mappings inside one param value.
+MAX_PARAM_DEPTH = 32
+#: Longest integer a param may hold (Python cannot even print ints over 4,300 digits).
+MAX_INT_DIGITS = 100
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 
 class ParamValueError(ValueError):
@@ -43,6 +50,7 @@ def _type_name(value: Any) -> str:
         float: "a number",
         str: "a string",
         list: "a list",
+        tuple: "a tuple",
         dict: "a mapping",
         type(None): "null",
     }.get(type(value), type(value).__name__)
@@ -59,6 +67,8 @@ def _scalar(kind: str, value: Any, *, secret: bool = False) -> Any:
         if isinstance(value, float) and value.is_integer():
             return int(value)
         if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
+            if len(value.strip().lstrip("+-")) > MAX_INT_DIGITS:
+                raise ParamValueError(f"an integer of more than {MAX_INT_DIGITS} digits")
             return int(value)
         raise ParamValueError(f"expected an integer, got {shown}")
     if kind == "float":
@@ -108,7 +118,12 @@ def _as_list(value: Any) -> list[Any]:
                 raise ParamValueError(
                     f"looks like a JSON list but does not parse: {exc.msg}"
                 ) from None
+            except (ValueError, RecursionError):  # an int over 4,300 digits, absurd nesting
+                raise ParamValueError("looks like a JSON list but is too deep or too large") from None
             if isinstance(parsed, list):
+                found = _json_problem(parsed)
+                if found:
+                    raise ParamValueError(_json_message(found))
                 return parsed
         return [item.strip() for item in text.split(",") if item.strip()]
     raise ParamValueError(f"expected a list (JSON or comma-separated), got {_type_name(value)}")
@@ -177,22 +192,125 @@ def coerce_value(spec: ParamSpec, value: Any, allowed_domains: Sequence[str] = (
     return text
 
 
+def _text_problem(text: str) -> str | None:
+    """Why a string cannot be stored or sent (PostgreSQL refuses NUL; UTF-8 refuses surrogates)."""
+    if "\x00" in text:
+        return "holds a NUL character (U+0000), which cannot be stored; remove it"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode text (it holds a lone surrogate, e.g. from a bad decode)"
+    return None
+
+
+def _json_problem(value: Any, depth: int = 0) -> tuple[str, str] | None:
+    """``(where, why)`` when ``value`` is not plain JSON data the store and broker can carry."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        too_long = abs(value) >= _INT_LIMIT
+        return ("", f"an integer of more than {MAX_INT_DIGITS} digits") if too_long else None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else ("", f"{value!r} is not a finite number (JSON has none)")
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        return ("", problem) if problem else None
+    if depth >= MAX_PARAM_DEPTH:
+        return "", f"nested more than {MAX_PARAM_DEPTH} lists/mappings deep"
+    children: list[tuple[str, Any]] = []
+    if isinstance(value, list | tuple):
+        children = [(f"[{index}]", item) for index, item in enumerate(value)]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return "", f"mapping keys must be strings, got {_type_name(key)}"
+            problem = _text_problem(key)
+            if problem:
+                return "", f"a key {problem}"
+            children.append((f"[{show(key, 30)}]", item))
+    else:
+        return "", f"{_type_name(value)} cannot be sent as JSON; use strings, numbers, booleans, lists, mappings"
+    for where, item in children:
+        found = _json_problem(item, depth + 1)
+        if found:
+            return where + found[0], found[1]
+    return None
+
+
+def _json_message(found: tuple[str, str]) -> str:
+    where, why = found
+    if len(where) > 60:
+        where = where[:57] + "..."
+    return f"at {where}: {why}" if where else why
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+
+
+def check_raw_params(
+    raw: Any, *, template_ref: str, max_bytes: int = DEFAULT_MAX_PARAMS_BYTES
+) -> dict[str, Any]:
+    """The caller's params as a plain dict, once they are plain JSON within ``max_bytes``.
+
+    Runs before coercion, on what the caller handed over, so nothing that cannot be stored or
+    sent ever reaches the store, the broker or a log line. Raises ``ParamError``.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ParamError(
+            template_ref,
+            [f"params must be a mapping of param name to value (a dict), got {_type_name(raw)}"],
+        )
+    problems: list[str] = []
+    sizes: dict[str, int] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str):
+            problems.append(f"param names must be strings, got {_type_name(name)} {show(name)}")
+            continue
+        name_problem = _text_problem(name)
+        if name_problem:
+            problems.append(f"param name {show(name)} {name_problem}")
+            continue
+        found = _json_problem(value)
+        if found:
+            problems.append(f"param {show(name)}: {_json_message(found)}")
+            continue
+        sizes[name] = _json_size(value)
+    if not problems and sum(sizes.values()) > max_bytes:
+        largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
+        listed = ", ".join(f"{show(name)} is {size:,} bytes" for name, size in largest)
+        problems.append(
+            f"params take {sum(sizes.values()):,} bytes as JSON, over the limit of {max_bytes:,} "
+            f"(BROWSERQ_MAX_PARAMS_BYTES): {listed}; pass large data by reference (a URL or a key)"
+        )
+    if problems:
+        raise ParamError(template_ref, problems)
+    return dict(raw)
+
+
 def validate_params(
-    template: Template, raw: Mapping[str, Any] | None, *, template_ref: str = ""
+    template: Template,
+    raw: Mapping[str, Any] | None,
+    *,
+    template_ref: str = "",
+    max_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
 ) -> dict[str, Any]:
     """Coerced values for every declared param (defaults applied; absent optional ones are None).
 
-    Raises ``ParamError`` listing every unknown, missing or invalid parameter.
+    Raises ``ParamError`` listing every unknown, missing or invalid parameter, and for params
+    that are not plain JSON or larger than ``max_bytes`` in all.
     """
-    raw = dict(raw or {})
     ref = template_ref or f"{template.name}@{template.version}"
+    raw = check_raw_params(raw, template_ref=ref, max_bytes=max_bytes)
     problems: list[str] = []
     declared = template.params
     for name in sorted(set(raw) - set(declared)):
         accepted = (
             ", ".join(sorted(declared)) if declared else "none (this template takes no params)"
         )
-        problems.append(f"unknown param {name!r}; accepted params: {accepted}")
+        problems.append(f"unknown param {show(name)}; accepted params: {accepted}")
     values: dict[str, Any] = {}
     for name, spec in declared.items():
         value = raw.get(name)

@@ -31,6 +31,7 @@ TABLES = {
     "run_transitions",
     "batches",
     "identities",
+    "template_versions",
 }
 INDEXES = {
     "runs": {
@@ -53,8 +54,8 @@ def _diff(store: Store, metadata: MetaData) -> list:
         return compare_metadata(context, metadata)
 
 
-def test_head_is_the_identities_migration() -> None:
-    assert head_revision() == "0003"
+def test_head_is_the_template_pins_migration() -> None:
+    assert head_revision() == "0004"
     assert find_migrations_dir() == REPO / "alembic"
 
 
