@@ -29,6 +29,7 @@ TABLES = (
     "run_transitions",
     "runs",
     "batches",
+    "template_versions",
     "templates",
     "identities",
 )
