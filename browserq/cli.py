@@ -356,6 +356,7 @@ def show(
         return
     console.print(Text.assemble(("Run ", "bold"), (run_view.id, "cyan"), "  ", _status(run_view.status)))
     console.print(f"  template  {run_view.template_name}@{run_view.template_version}")
+    console.print(f"  content   sha256:{run_view.template_hash or '- (recorded before 0004)'}", highlight=False)
     console.print(f"  params    {json.dumps(run_view.params, ensure_ascii=False)}", highlight=False)
     console.print(f"  worker    {run_view.worker or '-'}   attempt {run_view.attempt}")
     console.print(f"  queued    {run_view.queued_at or run_view.created_at}   started {run_view.started_at or '-'}   finished {run_view.finished_at or '-'}")
@@ -521,15 +522,19 @@ def templates_list() -> None:
     from browserq.templates import TemplateRegistry
 
     settings = get_settings()
-    registry = TemplateRegistry(settings.templates_dir)
+    registry = TemplateRegistry.from_settings(settings)
     table = Table(title=f"Templates in {settings.templates_dir}", title_justify="left")
     for column in ("name", "version", "steps", "params", "description"):
         table.add_column(column, overflow="fold")
     for loaded in registry.list():
         t = loaded.template
         table.add_row(t.name, t.version, str(len(t.steps)), ", ".join(t.params), t.description or "")
+    errors = registry.errors()
+    for path, error in errors.items():  # broken files stay visible, under the name they declare
+        table.add_row(Text(error.name or path.stem, style="red"), error.version or "?", "", "",
+                      Text(f"✗ invalid: {path.name} (see below)", style="red"))
     console.print(table)
-    for path, error in registry.errors().items():
+    for path, error in errors.items():
         err_console.print(f"[red]✗ {path}[/]: {error}", highlight=False)
 
 
@@ -539,21 +544,22 @@ def templates_validate(
     paths: Annotated[list[Path] | None, typer.Argument(help="Files to check (default: the templates dir).")] = None,
 ) -> None:
     """Validate template files; exits 1 if any is invalid."""
-    from browserq.errors import TemplateError
-    from browserq.templates import load_template_file
+    from browserq.templates.registry import validate_files
 
     settings = get_settings()
     files = list(paths or []) or sorted(
         p for p in settings.templates_dir.rglob("*") if p.suffix in {".yaml", ".yml"}
     )
+    outcome = validate_files(
+        files, max_selector_length=settings.max_selector_length, max_repeat=settings.max_repeat
+    )
     bad = 0
-    for path in files:
-        try:
-            loaded = load_template_file(path)
-            console.print(f"[green]✓[/] {path}  {loaded.ref}", highlight=False)
-        except TemplateError as exc:
+    for path, result in outcome.items():
+        if isinstance(result, BrowserqError):  # TemplateInvalid, duplicates included
             bad += 1
-            err_console.print(f"[red]✗[/] {exc}", highlight=False)
+            err_console.print(f"[red]✗[/] {result}", highlight=False)
+        else:
+            console.print(f"[green]✓[/] {path}  {result.ref}  sha256:{result.canonical_hash[:12]}", highlight=False)
     raise typer.Exit(1 if bad else 0)
 
 
