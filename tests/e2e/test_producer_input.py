@@ -15,7 +15,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from browserq.errors import BrowserqError, ParamError, TemplateChanged, TemplateNotFound
+from browserq.errors import BrowserqError, ParamError, TemplateNotFound
 from tests.conftest import REPO
 from tests.e2e.conftest import REDIS_URL, WorkerEnv
 
@@ -135,6 +135,7 @@ def test_a_changed_body_under_a_used_version_is_refused(
     producer: str, pg_url: str, redis_config: WorkerEnv, e2e_templates: Path
 ) -> None:
     from browserq import cancel_run, run_template
+    from browserq.errors import TemplateChanged
 
     first = run_template.apply_async(args=["pinme"], queue=producer)
     path = e2e_templates / "pinme.yaml"
