@@ -5,13 +5,15 @@ The body and its hash travel with the template so a run can record exactly what 
 
 from __future__ import annotations
 
+import base64
+import datetime
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from browserq.errors import TemplateInvalid, TemplateNotFound
@@ -66,23 +68,28 @@ def content_hash(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
-class _CanonicalDumper(yaml.SafeDumper):
-    """Writes shared nodes out in full, so an anchor/alias rewrite does not change the body."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-able data, keeping what YAML can say that JSON cannot (typed keys, sets,
+    dates, binary) distinct, so two different documents never share a canonical body."""
+    if isinstance(value, dict):
+        return {
+            (key if isinstance(key, str) else f"\x00{type(key).__name__}:{key!r}"): _plain(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return {"\x00set": sorted(repr(item) for item in value)}
+    if isinstance(value, datetime.date):  # datetime too
+        return {"\x00" + type(value).__name__: value.isoformat()}
+    if isinstance(value, bytes):
+        return {"\x00binary": base64.b64encode(value).decode("ascii")}
+    return value
 
 
 def canonical_body(data: Any) -> str:
-    """The parsed template as YAML with sorted keys and no comments: its meaning, not its layout."""
-    return yaml.dump(
-        data,
-        Dumper=_CanonicalDumper,
-        sort_keys=True,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1 << 30,
-    )
+    """The parsed template as JSON with sorted keys: its meaning, not its layout or comments."""
+    return json.dumps(_plain(data), sort_keys=True, separators=(",", ":"))
 
 
 def canonical_hash(text: str) -> str:

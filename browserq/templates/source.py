@@ -7,6 +7,7 @@ line an author should look at.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,8 @@ MAX_DEPTH = 64
 #: Longest integer literal. Python refuses to print ints over 4,300 digits (``ValueError``).
 MAX_INT_DIGITS = 100
 _INT_TAG = "tag:yaml.org,2002:int"
+#: Text no store can keep: NUL (PostgreSQL) and lone surrogates (not UTF-8), e.g. from "\0" or "\ud800".
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True, order=True)
@@ -119,6 +122,11 @@ def _check_expansion(root: Node) -> None:
             raise YamlSyntaxError(
                 f"line {line}: the document nests lists/mappings more than {MAX_DEPTH} deep "
                 "(counting aliases)"
+            )
+        if isinstance(node, ScalarNode) and _UNSTORABLE.search(node.value):
+            raise YamlSyntaxError(
+                f"line {line}: the text holds a NUL character or a lone surrogate "
+                "(an escape such as \\0 or \\ud800), which cannot be stored; remove it"
             )
         if isinstance(node, ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
             raise YamlSyntaxError(

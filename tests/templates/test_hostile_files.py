@@ -80,6 +80,17 @@ HOSTILE = {
         f"repeats nest more than {MAX_REPEAT_NESTING} deep",
         4,
     ),
+    "nul_escape": (
+        'name: nul_escape\nversion: 1.0.0\nparams:\n  s: {type: string, default: "a\\0b"}\n'
+        "steps:\n  - " + CLICK + "\n",
+        "NUL character or a lone surrogate",
+        4,
+    ),
+    "surrogate_escape": (
+        "name: surrogate_escape\nversion: 1.0.0\nsteps:\n  - {action: click, selector: \"a\\ud800\"}\n",
+        "NUL character or a lone surrogate",
+        4,
+    ),
     "one_bad_step": (
         "name: one_bad_step\nversion: 1.0.0\nsteps:\n  - " + CLICK + "\n  - {action: navigate}\n",
         "missing required field 'url'",
