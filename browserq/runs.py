@@ -82,12 +82,12 @@ def _name_problem(what: str, value: Any, limit: int) -> str | None:
         return f"{what} must be a non-empty string, got {show(value)}"
     if len(value) > limit:
         return f"{what} is {len(value):,} characters long; the limit is {limit}"
-    if not value.isprintable():
-        return f"{what} {show(value)} holds control characters; use printable text"
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return f"{what} is not valid Unicode text (it holds a lone surrogate)"
+    if not value.isprintable():
+        return f"{what} {show(value)} holds control characters; use printable text"
     return None
 
 
