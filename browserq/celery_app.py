@@ -116,6 +116,7 @@ def _producer_services() -> tuple[TemplateRegistry, Store, SecretBox]:
 def reset_producer_cache() -> None:
     """Forget the producer's registry and store (after settings change, in tests)."""
     _producer_services.cache_clear()
+    _registry.cache_clear()
 
 
 class RunTemplateTask(Task):
