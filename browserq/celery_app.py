@@ -300,8 +300,8 @@ def redacted_call(args: Any, kwargs: Any, task_id: str | None) -> tuple[list[Any
 @task_received.connect
 def _redact_received(request: Any = None, **_: Any) -> None:
     """Before the ``task-received`` event (Flower's args view) is sent from the worker's parent."""
-    if request is None or getattr(request, "name", None) != TASK_NAME:
-        return
+    if request is None or getattr(request, "name", None) != TASK_NAME or (request.kwargs or {}).get("run_id"):
+        return  # browserq's producer already sent a redacted kwargsrepr
     args, kwargs = redacted_call(request.args, request.kwargs, request.id)
     request._argsrepr, request._kwargsrepr = repr(args), repr(kwargs)
 

@@ -244,6 +244,22 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
     pg_url = worker.env["BROWSERQ_DATABASE_URL"]
     blobs: list[tuple[str, bytes]] = []
 
+    # What Flower shows of a task comes from its task-received event: capture those too.
+    received: list[dict[str, Any]] = []
+    listening = threading.Event()
+
+    def listen() -> None:
+        with celery_app.app.connection_for_read() as conn:
+            receiver = celery_app.app.events.Receiver(
+                conn, handlers={"*": received.append}, routing_key="task.received"
+            )
+            listening.set()
+            receiver.capture(limit=2, timeout=300, wakeup=False)
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    assert listening.wait(30)
+
     # 1. The producer's way in, and a bare send_task (validated by the worker), on Redis.
     produced = run_template.apply_async(args=["secret_plain"], kwargs={"params": _params(site)})
     produced.get(timeout=240, propagate=False)
@@ -257,6 +273,11 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
         assert run is not None and run.status == "failed" and run.error_code == "ASSERTION_FAILED", run
         assert run.outputs["echoed"] == "[secret:password]", run.outputs  # the page did echo it
         assert run.checkpoint and "[secret:password]" in run.checkpoint["url"]
+    listener.join(60)
+    assert {e.get("uuid") for e in received} == {produced.id, sent.id}, received
+    blobs += [(f"task-received event {e.get('uuid')}", json.dumps(e, ensure_ascii=False).encode()) for e in received]
+    assert any("[secret:password]" in str(e.get("kwargs")) for e in received)  # what Flower shows
+
     # 2. browserq run, in-process, no BROWSERQ_SECRET_KEY, SQLite, the secret from a file and stdin.
     cli_dir = tmp_path / "cli"
     cli_dir.mkdir()
