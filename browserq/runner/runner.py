@@ -265,6 +265,8 @@ class TemplateRunner:
             if heartbeat is not None:
                 heartbeat.cancel()
         if state.interrupt == "lease_lost":
+            if state.trace is not None:
+                state.trace.discard()
             if context is not None:
                 await self.pool.close_context(context)
             log.warning("lease lost: another worker owns this run now", run_id=request.run_id)
@@ -442,6 +444,8 @@ class TemplateRunner:
         except Exception as exc:
             log.warning("could not save failure evidence", run_id=state.request.run_id, error=str(exc))
         finally:
+            if state.trace is not None:
+                state.trace.discard()  # chunks of a trace that was not merged hold secrets in clear
             await self.pool.close_context(context)
 
     def _outcome(self, state: _RunState, status: str, failure: StepFailed | None) -> RunOutcome:

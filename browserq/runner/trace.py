@@ -74,9 +74,13 @@ class TraceRecorder:
             return merged
         finally:
             self.recording = False
-            for part in self.parts:
-                part.unlink(missing_ok=True)
-            self.parts = []
+            self.discard()
+
+    def discard(self) -> None:
+        """Delete the chunk files (unscrubbed): after the merge, or when the run ends without it."""
+        for part in self.parts:
+            part.unlink(missing_ok=True)
+        self.parts = []
 
 
 def merge_trace_parts(parts: list[Path], target: Path) -> None:
