@@ -13,8 +13,6 @@ worker's log, the CLI's output, and every Redis key and value.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import os
 import re
@@ -23,10 +21,8 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
 
 import pytest
 import redis
@@ -35,101 +31,12 @@ import sqlalchemy as sa
 from tests.conftest import PG_ADMIN_URL, REPO, _create_database, _drop_database
 from tests.e2e.conftest import WorkerEnv, celery_worker, worker_env
 from tests.secrets.forms import files_under, find_leaks, keystrokes, secret_forms
+from tests.secrets.site import BASIC_USER, SECRET, TEMPLATE, params
 
 pytestmark = pytest.mark.slow
 
 #: A Redis database of its own, so "every key" means this test's keys.
 REDIS_DB_URL = "redis://127.0.0.1:6379/14"
-BASIC_USER = "user"
-# ``/``, ``@``, ``?`` and ``#`` would end a URL's userinfo (the Basic auth path needs it whole);
-# the unit tests cover them. A per-run suffix keeps earlier runs' leftovers out of the search.
-SECRET = "p&ss~w!rd \"<é>+='" + uuid.uuid4().hex[:6]
-
-TEMPLATE = """
-name: {name}
-version: 1.0.0
-params:
-  base: {{type: url, required: true}}
-  host: {{type: string, required: true}}
-  password: {{type: secret, required: true}}
-settings: {{trace: always, human_input: {human}, step_timeout_s: 15, step_retries: 0, run_retries: 0}}
-steps:
-  - {{action: navigate, url: "${{base}}/token?token=${{password}}"}}
-  - {{action: navigate, url: "${{base}}/form"}}
-  - {{action: fill, selector: "#p", value: "${{password}}"}}
-  - {{action: type, selector: "#t", text: "${{password}}"}}
-  - {{action: click, selector: "#go"}}
-  - {{action: get, what: text, selector: "#echo", into: echoed}}
-  - {{action: navigate, url: "http://{user}:${{password}}@${{host}}/auth"}}
-  - {{action: get, what: url, into: where}}
-  - {{action: navigate, url: "${{base}}/echo?v=${{password}}"}}
-  - {{action: assert, selector: "#not-there", message: "fails on purpose: snapshot and trace"}}
-"""
-
-
-class _Site(BaseHTTPRequestHandler):
-    """A form, an echo page (HTML, JSON, console, cookie) and a Basic-auth page."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
-        data = body.encode()
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _echo(self, value: str) -> None:
-        safe_json = json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        self._send(
-            200,
-            f'<meta charset="utf-8"><p id="echo">{html.escape(value)}</p>'
-            f'<input id="again" value="{html.escape(value)}">'
-            f"<script>window.v = {safe_json}; console.log('echo', window.v);</script>",
-            (("Set-Cookie", f"echo={quote(value)}; Path=/"),),
-        )
-
-    def do_GET(self) -> None:
-        path, _, query = self.path.partition("?")
-        if path == "/form":
-            self._send(
-                200,
-                '<meta charset="utf-8"><form method="post" action="/post">'
-                '<input id="p" name="p" type="password"><input id="t" name="t">'
-                '<button id="go">go</button></form>',
-            )
-        elif path == "/auth":
-            expected = "Basic " + base64.b64encode(f"{BASIC_USER}:{SECRET}".encode()).decode()
-            if self.headers.get("Authorization") != expected:
-                self._send(401, "who are you", (("WWW-Authenticate", 'Basic realm="x"'),))
-            else:
-                self._send(200, "<p id='authed'>in</p>")
-        elif path == "/echo":
-            self._echo(parse_qs(query).get("v", [""])[0])
-        else:
-            self._send(200, "<p>token page</p>")
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-        self._echo(parse_qs(body).get("p", [""])[0])
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_port}"
-    server.shutdown()
-
-
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("secret-templates")
@@ -180,10 +87,6 @@ def worker(tmp_path_factory: pytest.TempPathFactory, database: str, templates: P
         reset_settings_cache()
         celery_app.reset_producer_cache()
         celery_app.app.conf.update(celery_app.celery_config(get_settings()))
-
-
-def _params(site: str) -> dict[str, str]:
-    return {"base": f"http://{site}", "host": site, "password": SECRET}
 
 
 def _finished(pg_url: str, run_id: str) -> Any:
@@ -237,7 +140,7 @@ def _browserq(args: list[str], env: dict[str, str], stdin: str | None = None) ->
 
 
 def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
-    site: str, worker: WorkerEnv, database: str, redis_db: redis.Redis, templates: Path, tmp_path: Path
+    secret_site: str, worker: WorkerEnv, database: str, redis_db: redis.Redis, templates: Path, tmp_path: Path
 ) -> None:
     from browserq import celery_app, run_template
 
@@ -261,10 +164,10 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
     assert listening.wait(30)
 
     # 1. The producer's way in, and a bare send_task (validated by the worker), on Redis.
-    produced = run_template.apply_async(args=["secret_plain"], kwargs={"params": _params(site)})
+    produced = run_template.apply_async(args=["secret_plain"], kwargs={"params": params(secret_site)})
     produced.get(timeout=240, propagate=False)
     sent = celery_app.app.send_task(
-        "browserq.run_template", args=["secret_human"], kwargs={"params": _params(site)}, queue=worker.queue
+        "browserq.run_template", args=["secret_human"], kwargs={"params": params(secret_site)}, queue=worker.queue
     )
     sent.get(timeout=240, propagate=False)
     sent_run = uuid.UUID(sent.id).hex
@@ -291,7 +194,7 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
         "BROWSERQ_BROKER_URL": REDIS_DB_URL,
         "PYTHONPATH": str(REPO),
     })
-    p = _params(site)
+    p = params(secret_site)
     for template, source, stdin in (("secret_human", f"@{secret_file}", None), ("secret_plain", "@-", SECRET + "\n")):
         cli = _browserq(["run", template, "-p", f"base={p['base']}", "-p", f"host={p['host']}",
                          "-p", f"password={source}"], env, stdin)
