@@ -310,7 +310,7 @@ def _redact_received(request: Any = None, **_: Any) -> None:
 def _redact_request(task: Any = None, task_id: str | None = None, **_: Any) -> None:
     """Before the STARTED state is stored: the task request that every state written to the result
     backend (and ``self.retry``) reads holds masked params; the task itself still gets the real
-    ones (Celery passes its own copy)."""
+    ones (Celery calls it with its own reference to the original kwargs)."""
     if task is None or getattr(task, "name", None) != TASK_NAME:
         return
     request = task.request

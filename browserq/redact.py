@@ -238,8 +238,12 @@ def _write_zip(path: Path, members: Iterable[tuple[zipfile.ZipInfo, bytes]]) -> 
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".zip.tmp")
     os.close(fd)
     try:
+        written: set[str] = set()
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
             for info, data in members:
+                if info.filename in written:  # two resources that scrub to the same content
+                    continue
+                written.add(info.filename)
                 info.compress_type = zipfile.ZIP_DEFLATED
                 dst.writestr(info, data)
         os.replace(tmp, path)
