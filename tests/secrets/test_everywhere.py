@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ import redis
 import sqlalchemy as sa
 
 from tests.conftest import PG_ADMIN_URL, REPO, _create_database, _drop_database
-from tests.e2e.conftest import WorkerEnv, celery_worker, worker_env
+from tests.e2e.conftest import WorkerEnv, celery_worker, wait_until, worker_env
 from tests.secrets.forms import files_under, find_leaks, keystrokes, secret_forms
 from tests.secrets.site import BASIC_USER, SECRET, TEMPLATE, params
 
@@ -149,19 +150,20 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
 
     # What Flower shows of a task comes from its task-received event: capture those too.
     received: list[dict[str, Any]] = []
-    listening = threading.Event()
+    receivers: list[Any] = []
 
     def listen() -> None:
         with celery_app.app.connection_for_read() as conn:
             receiver = celery_app.app.events.Receiver(
-                conn, handlers={"*": received.append}, routing_key="task.received"
+                conn, handlers={"task-received": received.append}, routing_key="task.#"
             )
-            listening.set()
-            receiver.capture(limit=2, timeout=300, wakeup=False)
+            receivers.append(receiver)
+            receiver.capture(limit=None, timeout=None, wakeup=False)
 
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
-    assert listening.wait(30)
+    wait_until(lambda: receivers, timeout_s=30)
+    time.sleep(1)  # capture() binds its queue after the receiver exists
 
     # 1. The producer's way in, and a bare send_task (validated by the worker), on Redis.
     produced = run_template.apply_async(args=["secret_plain"], kwargs={"params": params(secret_site)})
@@ -176,7 +178,8 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
         assert run is not None and run.status == "failed" and run.error_code == "ASSERTION_FAILED", run
         assert run.outputs["echoed"] == "[secret:password]", run.outputs  # the page did echo it
         assert run.checkpoint and "[secret:password]" in run.checkpoint["url"]
-    listener.join(60)
+    wait_until(lambda: len(received) >= 2, timeout_s=60)
+    receivers[0].should_stop = True
     assert {e.get("uuid") for e in received} == {produced.id, sent.id}, received
     blobs += [(f"task-received event {e.get('uuid')}", json.dumps(e, ensure_ascii=False).encode()) for e in received]
     assert any("[secret:password]" in str(e.get("kwargs")) for e in received)  # what Flower shows
