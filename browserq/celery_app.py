@@ -18,17 +18,26 @@ from typing import Any
 
 import structlog
 from celery import Celery, Task
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_prerun,
+    task_received,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+)
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, ParamError
-from browserq.logs import configure_logging
+from browserq.logs import configure_logging, scrub_handlers
+from browserq.redact import mask
 from browserq.runs import PreparedRun, check_run_options, prepare_run, record_run
 from browserq.runtime import RetryLater, RunBusy, Runtime
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, Store
-from browserq.templates import TemplateRegistry, render
+from browserq.templates import TemplateRegistry, render, secret_names
 
 log = structlog.get_logger(__name__)
 
@@ -107,6 +116,7 @@ def _producer_services() -> tuple[TemplateRegistry, Store, SecretBox]:
 def reset_producer_cache() -> None:
     """Forget the producer's registry and store (after settings change, in tests)."""
     _producer_services.cache_clear()
+    _registry.cache_clear()
 
 
 class RunTemplateTask(Task):
@@ -231,7 +241,8 @@ def run_template(
         # Sent without browserq's producer (send_task, another language): validate here.
         try:
             prepared = prepare_run(runtime.registry, template, params, run_id=_run_id_for(self.request.id))
-            record_run(runtime.store, prepared, secret_box=None, task_id=self.request.id)
+            box = runtime.secret_box if runtime.secret_box.enabled else None  # so a retry has them
+            record_run(runtime.store, prepared, secret_box=box, task_id=self.request.id)
         except BrowserqError as exc:
             code = getattr(exc, "code", None)
             return {
@@ -254,6 +265,67 @@ def run_template(
         runtime.store.mark_enqueued(run_id)
         raise self.retry(countdown=result.countdown_s)
     return result.as_result()
+
+
+# --- params sent without the producer (send_task): never shown or stored in clear -------------
+@lru_cache(maxsize=1)
+def _registry() -> TemplateRegistry:
+    """Template lookup only (no store, no browser): also used in the worker's parent process."""
+    return TemplateRegistry.from_settings(get_settings())
+
+
+def redacted_call(args: Any, kwargs: Any, task_id: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """What may be shown (Flower, events) or stored (the result backend, ``result_extended``) of a
+    ``run_template`` call made without browserq's producer: secret params masked — every param
+    when the template cannot be resolved — and ``run_id`` set, so a retry of the task (which
+    re-sends these arguments) continues the recorded run instead of validating masks as input."""
+    args, kwargs = list(args or ()), dict(kwargs or {})
+    if kwargs.get("run_id"):
+        return args, kwargs  # browserq's own messages: a run id, no params
+    params = args[1] if len(args) > 1 else kwargs.get("params")
+    if not isinstance(params, dict) or not params:
+        return args, kwargs
+    template = args[0] if args else kwargs.get("template")
+    try:
+        names: set[str] | None = secret_names(_registry().resolve(str(template).strip()).template)
+    except Exception:
+        names = None  # unknown template: mask everything
+    redacted = {k: (mask(k) if names is None or k in names else v) for k, v in params.items()}
+    if len(args) > 1:
+        args[1] = redacted
+    else:
+        kwargs["params"] = redacted
+    kwargs["run_id"] = _run_id_for(task_id)
+    return args, kwargs
+
+
+@task_received.connect
+def _redact_received(request: Any = None, **_: Any) -> None:
+    """Before the ``task-received`` event (Flower's args view) is sent from the worker's parent."""
+    if request is None or getattr(request, "name", None) != TASK_NAME or (request.kwargs or {}).get("run_id"):
+        return  # browserq's producer already sent a redacted kwargsrepr
+    args, kwargs = redacted_call(request.args, request.kwargs, request.id)
+    request._argsrepr, request._kwargsrepr = repr(args), repr(kwargs)
+
+
+@task_prerun.connect
+def _redact_request(task: Any = None, task_id: str | None = None, **_: Any) -> None:
+    """Before the STARTED state is stored: the task request that every state written to the result
+    backend (and ``self.retry``) reads holds masked params; the task itself still gets the real
+    ones (Celery calls it with its own reference to the original kwargs)."""
+    if task is None or getattr(task, "name", None) != TASK_NAME:
+        return
+    request = task.request
+    request.args, request.kwargs = redacted_call(request.args, request.kwargs, task_id)
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _scrub_celery_logs(logger: Any = None, **_: Any) -> None:
+    """Celery's own log lines (and the stdout/stderr it redirects) are scrubbed of running secrets."""
+    scrub_handlers()
+    if logger is not None:
+        scrub_handlers(logger)
 
 
 @app.task(name=SWEEP_TASK_NAME)

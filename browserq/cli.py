@@ -79,15 +79,47 @@ def friendly_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """``-p key=value`` pairs; values stay strings and are coerced by the template's param types."""
+def parse_params(pairs: list[str], stdin: Any = None) -> dict[str, Any]:
+    """``-p key=value`` pairs; values stay strings and are coerced by the template's param types.
+
+    A value can stay out of the process list (``ps`` shows every argument): ``key=@path`` reads
+    it from a file, ``key=@-`` from standard input (once; one trailing newline is dropped in both
+    cases). ``key=@@text`` is the literal value ``@text``.
+    """
     params: dict[str, Any] = {}
+    read_stdin = False
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             _fail(f"-p expects key=value, got {pair!r}")
-        params[key.strip()] = value
+        if value == "@-":
+            if read_stdin:
+                _fail(f"-p {key}=@-: standard input was already read for another parameter")
+            read_stdin = True
+        params[key] = _param_value(key, value, stdin or sys.stdin)
     return params
+
+
+def _param_value(key: str, value: str, stdin: Any) -> str:
+    """``value`` itself, or what ``@path`` / ``@-`` point to (one trailing newline dropped)."""
+    if not value.startswith("@"):
+        return value
+    if value.startswith("@@"):
+        return value[1:]
+    source = value[1:]
+    if source == "-":
+        text = stdin.read()
+    else:
+        try:
+            text = Path(source).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(
+                f"-p {key}=@{source}: cannot read the value from file {source!r} "
+                f"({exc.__class__.__name__}: {exc}); write @@… for a literal value starting with @"
+            )
+            raise AssertionError("unreachable") from exc
+    return text.removesuffix("\n")
 
 
 def _status(value: str | None) -> Text:
@@ -164,7 +196,11 @@ def _cell(value: Any) -> str:
 @friendly_errors
 def run(
     template: Annotated[str, typer.Argument(help="Template reference: name, name@1.2 or name@1.2.0.")],
-    param: Annotated[list[str], typer.Option("--param", "-p", help="A parameter, key=value (repeatable).")] = [],  # noqa: B006
+    param: Annotated[list[str], typer.Option(
+        "--param", "-p",
+        help="A parameter, key=value (repeatable). key=@FILE reads the value from a file, key=@- from "
+        "stdin (keeps secrets out of `ps`); key=@@x is the literal value @x.",
+    )] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON only.")] = False,
     identity: Annotated[str | None, typer.Option(help="Run as this named identity.")] = None,
     identity_pool: Annotated[str | None, typer.Option(help="Run as an identity from this pool.")] = None,

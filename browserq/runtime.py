@@ -112,6 +112,8 @@ class Runtime:
             max_repeat=self.settings.max_repeat,
         )
         self.secret_box = SecretBox(self.settings.secret_key)
+        #: Encrypts checkpoints of runs with secrets: the real key, else one only this process has.
+        self.checkpoint_box = self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
         self.loop = EventLoopThread()
         self.proxies = ProxyManager.from_settings(self.settings)
         pool_settings = self.settings
@@ -124,6 +126,7 @@ class Runtime:
             self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box,
             rate_limiter=self.rate_limiter,
             proxies=self.proxies,
+            checkpoint_box=self.checkpoint_box,
         )
         self.owner = worker_name()
         self._started = False
@@ -340,7 +343,7 @@ class Runtime:
         )
         run = self.store.get_run(run_id)
         assert run is not None
-        checkpoint = Checkpoint.from_record(run.checkpoint, self.secret_box) if run.checkpoint else None
+        checkpoint = Checkpoint.from_record(run.checkpoint, self.checkpoint_box) if run.checkpoint else None
         if lease.takeover or checkpoint is not None:
             log.info(
                 "resuming run", run_id=run_id, attempt=lease.attempt, takeover=lease.takeover,

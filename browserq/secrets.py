@@ -21,13 +21,20 @@ def generate_key() -> str:
 
 
 class SecretBox:
-    def __init__(self, key: str | None) -> None:
+    def __init__(self, key: str | None, *, ephemeral: bool = False) -> None:
         self._fernet: Fernet | None = None
+        self.ephemeral = ephemeral
         if key:
             try:
                 self._fernet = Fernet(key.encode())
             except (ValueError, TypeError) as exc:
                 raise ConfigError(f"BROWSERQ_SECRET_KEY is not a valid Fernet key ({exc}); {KEY_HINT}") from None
+
+    @classmethod
+    def for_this_process(cls) -> SecretBox:
+        """A box whose key exists only in this process's memory: what it encrypts can be read
+        back here (a run resuming in the same process) and nowhere else, ever."""
+        return cls(generate_key(), ephemeral=True)
 
     @property
     def enabled(self) -> bool:

@@ -119,7 +119,12 @@ async def type_text(ctx: StepContext, step: TypeStep) -> Any:
     locator = first(ctx, step.selector)
     if ctx.settings.human_input:
         await locator.focus(timeout=ctx.timeout_ms)
-        await stealth.type_like_human(locator, step.text, random.Random())
+        if ctx.redactor.contains(step.text):
+            # One trace action (and DOM snapshots) per key would spell the secret: not recorded.
+            async with ctx.untraced():
+                await stealth.type_like_human(locator, step.text, random.Random())
+        else:
+            await stealth.type_like_human(locator, step.text, random.Random())
         return
     await locator.press_sequentially(step.text, delay=step.delay_ms, timeout=ctx.timeout_ms)
 

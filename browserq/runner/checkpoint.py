@@ -14,10 +14,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from browserq.errors import ConfigError
+from browserq.redact import Redactor
 from browserq.secrets import SecretBox
 
 _SEGMENT = re.compile(r"^(\d+)(?:\[(\d+)\])?$")
 CHECKPOINT_VERSION = 1
+#: ``record["key"]`` of a checkpoint encrypted with a key only its own process had.
+PROCESS_KEY = "process"
 
 
 def parse_path(path: str) -> list[tuple[int, int | None]]:
@@ -41,33 +45,49 @@ class Checkpoint:
     seq: int = 0
     at: float = field(default_factory=time.time)
 
-    def to_record(self, box: SecretBox) -> dict[str, Any]:
-        """The JSON kept in ``runs.checkpoint``: outputs and storage encrypted when a key is set
-        (cookies are credentials, and outputs may hold what a logged-in page showed)."""
+    def to_record(self, box: SecretBox, redactor: Redactor | None = None) -> dict[str, Any]:
+        """The JSON kept in ``runs.checkpoint``.
+
+        The clear part (path, loops, the page URL with secrets masked) is for people and
+        ``browserq show``; what a resume needs — outputs, storage and the real URL — is encrypted
+        when ``box`` has a key (cookies are credentials, outputs may hold what a logged-in page
+        showed, the URL may carry a token). A run with secrets is never checkpointed in clear: the
+        runner passes a process-only box when BROWSERQ_SECRET_KEY is unset, and a box without any
+        key gets the state with its secrets masked (a resume then sees the masks).
+        """
+        redactor = redactor or Redactor()
         record: dict[str, Any] = {
             "v": CHECKPOINT_VERSION,
             "path": self.path,
-            "url": self.url,
+            "url": redactor.text(self.url),
             "loops": self.loops,
             "seq": self.seq,
             "at": self.at,
         }
-        state = {"outputs": self.outputs, "storage": self.storage}
+        state = {"outputs": self.outputs, "storage": self.storage, "url": self.url}
         if box.enabled:
             record["state_encrypted"] = box.encrypt_json(state)
+            if box.ephemeral:
+                record["key"] = PROCESS_KEY
         else:
-            record["state"] = state
+            record["state"] = redactor.data(state)
         return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any], box: SecretBox) -> Checkpoint:
         if "state_encrypted" in record:
+            if record.get("key") == PROCESS_KEY and not box.ephemeral:
+                raise ConfigError(
+                    "this run's checkpoint was encrypted with a key that existed only in the process "
+                    "that ran it (BROWSERQ_SECRET_KEY was unset), so it cannot resume elsewhere; "
+                    "set BROWSERQ_SECRET_KEY to make runs with secrets resumable"
+                )
             state = box.decrypt_json(record["state_encrypted"], why="this run's checkpoint is encrypted")
         else:
             state = record.get("state") or {}
         return cls(
             path=record["path"],
-            url=record["url"],
+            url=state.get("url") or record["url"],
             outputs=state.get("outputs") or {},
             loops=record.get("loops") or [],
             storage=state.get("storage"),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,12 @@ SaveArtifact = Callable[[str, str, bytes, str], Awaitable[StoredFile]]
 """``save(kind, name, data, content_type)`` stores bytes linked to the current step attempt."""
 
 
+@asynccontextmanager
+async def not_traced() -> AsyncIterator[None]:
+    """Nothing to leave out: the run records no trace."""
+    yield
+
+
 @dataclass
 class StepContext:
     page: Page
@@ -27,6 +34,8 @@ class StepContext:
     save_artifact: SaveArtifact
     step_path: str
     artifact_base: Path  # the run's artifact directory
+    #: ``async with ctx.untraced():`` keeps what happens inside out of the run's trace.
+    untraced: Callable[[], AbstractAsyncContextManager[None]] = not_traced
 
     @property
     def timeout_ms(self) -> float:

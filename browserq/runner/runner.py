@@ -39,10 +39,12 @@ from browserq.limits import (
 )
 from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classify_error
 from browserq.redact import Redactor
+from browserq.redact import active as active_redactor
 from browserq.runner.actions import element_selector, handler_for, locate, settle, url_matcher
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
-from browserq.runner.context import StepContext
+from browserq.runner.context import StepContext, not_traced
+from browserq.runner.trace import TraceRecorder
 from browserq.runner.translate import first_line, translate
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
@@ -139,6 +141,7 @@ class _RunState:
     gate: NavigationGate | None = None
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
+    trace: TraceRecorder | None = None
 
     def scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = dict(self.request.params)
@@ -164,6 +167,7 @@ class TemplateRunner:
         secret_box: SecretBox | None = None,
         rate_limiter: RateLimiter | None = None,
         proxies: ProxyManager | None = None,
+        checkpoint_box: SecretBox | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
@@ -171,6 +175,11 @@ class TemplateRunner:
         self.settings = settings
         self.listener = listener
         self.secret_box = secret_box or SecretBox(settings.secret_key)
+        # Without BROWSERQ_SECRET_KEY, checkpoints of runs with secrets are encrypted with a key
+        # that exists only in this process (see Checkpoint.to_record): never stored in clear.
+        self.checkpoint_box = checkpoint_box or (
+            self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
+        )
         self.rate_limiter = rate_limiter
         self.proxies = proxies if proxies is not None and proxies.enabled else None
 
@@ -180,10 +189,16 @@ class TemplateRunner:
 
     # --- a whole run -------------------------------------------------------------------------
     async def run(self, request: RunRequest) -> RunOutcome:
-        """Execute (or resume) a run and return its outcome; the caller records the final status."""
+        """Execute (or resume) a run and return its outcome; the caller records the final status.
+
+        While it runs, its redactor scrubs every log line of this process (Celery's included)."""
+        redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
+        with active_redactor(redactor):
+            return await self._run(request, redactor)
+
+    async def _run(self, request: RunRequest, redactor: Redactor) -> RunOutcome:
         template = request.loaded.template
         tsettings = template.settings
-        redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
         state = _RunState(
             request=request,
             redactor=redactor,
@@ -214,9 +229,8 @@ class TemplateRunner:
             context.set_default_timeout(tsettings.step_timeout_s * 1000)
             await self._install_limits(context, state)
             if tsettings.trace != "off":
-                # DOM snapshots, not the screencast filmstrip: the filmstrip tripled tracing's cost
-                # (bench/scrape_and_form.py), and a failure keeps its own full-page screenshot.
-                await context.tracing.start(screenshots=False, snapshots=True)
+                state.trace = TraceRecorder(context, state.artifact_base)
+                await state.trace.start()
             state.page = context.pages[0] if context.pages else await stealth.new_page(context)
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
             try:
@@ -251,6 +265,8 @@ class TemplateRunner:
             if heartbeat is not None:
                 heartbeat.cancel()
         if state.interrupt == "lease_lost":
+            if state.trace is not None:
+                state.trace.discard()
             if context is not None:
                 await self.pool.close_context(context)
             log.warning("lease lost: another worker owns this run now", run_id=request.run_id)
@@ -400,7 +416,8 @@ class TemplateRunner:
             retryable=failure.retryable if failure else None,
             token=state.token,
         )
-        self._notify(path, None, "resume", 1, "failed" if failure else "succeeded", started, failure, page.url)
+        self._notify(path, None, "resume", 1, "failed" if failure else "succeeded", started, failure,
+                     state.redactor.text(page.url), state.redactor)
         if failure:
             state.failed_attempt_id, state.failed_path = attempt_id, path
             raise failure
@@ -421,12 +438,14 @@ class TemplateRunner:
             elif failure is not None and activity is not None:
                 await self._save_json(state, "console", "console.json", list(activity.console))
                 await self._save_json(state, "network", "network.json", list(activity.network))
-            if tsettings.trace != "off" and self.pool.connected:
+            if state.trace is not None and self.pool.connected:
                 keep = tsettings.trace == "always" or failure is not None
-                await self._stop_trace(context, state, keep)
+                await self._stop_trace(state, keep)
         except Exception as exc:
             log.warning("could not save failure evidence", run_id=state.request.run_id, error=str(exc))
         finally:
+            if state.trace is not None:
+                state.trace.discard()  # chunks of a trace that was not merged hold secrets in clear
             await self.pool.close_context(context)
 
     def _outcome(self, state: _RunState, status: str, failure: StepFailed | None) -> RunOutcome:
@@ -651,6 +670,7 @@ class TemplateRunner:
             save_artifact=save,
             step_path=path,
             artifact_base=state.artifact_base,
+            untraced=state.trace.paused if state.trace is not None else not_traced,
         )
 
     async def _record_end(
@@ -769,7 +789,8 @@ class TemplateRunner:
             storage=storage,
             seq=state.checkpoint_seq,
         )
-        return checkpoint.to_record(self.secret_box)
+        box = self.secret_box if self.secret_box.enabled or not state.redactor else self.checkpoint_box
+        return checkpoint.to_record(box, state.redactor)
 
     async def _settle_unknown_side_effect(
         self, step: ActionStep, path: str, state: _RunState, attempt: int = 1
@@ -852,6 +873,7 @@ class TemplateRunner:
     async def _save_artifact(
         self, state: _RunState, attempt_id: int | None, kind: str, name: str, data: bytes, content_type: str
     ) -> StoredFile:
+        name = state.redactor.text(name)  # a screenshot named after a param
         stored: StoredFile = await self._db(self.artifacts.write, state.request.run_id, name, data)
         await self._db(
             self.store.add_artifact,
@@ -896,13 +918,11 @@ class TemplateRunner:
         await self._save_json(state, "console", "console.json", list(activity.console))
         await self._save_json(state, "network", "network.json", list(activity.network))
 
-    async def _stop_trace(self, context: BrowserContext, state: _RunState, keep: bool) -> None:
-        if not keep:
-            await context.tracing.stop()
+    async def _stop_trace(self, state: _RunState, keep: bool) -> None:
+        assert state.trace is not None
+        scratch = await state.trace.stop(keep)
+        if scratch is None:
             return
-        state.artifact_base.mkdir(parents=True, exist_ok=True)
-        scratch = state.artifact_base / ".trace.zip.partial"
-        await context.tracing.stop(path=scratch)
         try:
             await asyncio.to_thread(state.redactor.zip_file, scratch)
             data = await asyncio.to_thread(scratch.read_bytes)

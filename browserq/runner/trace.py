@@ -1,0 +1,100 @@
+"""A run's Playwright trace, recorded in chunks so that stretches can be left out of it.
+
+Typing a secret key by key (``human_input: true``) is one trace action per key, each with DOM
+snapshots before and after: joined, the actions spell the secret, and the snapshots hold every
+prefix of it — no scrubbing of the finished file can recognise "the first 11 characters of the
+password". So the runner does not record that stretch at all: :meth:`TraceRecorder.paused`
+ends the current trace chunk (saved to a part file), the keys are typed, and a new chunk starts.
+At the end the parts are merged into one zip that ``playwright show-trace`` opens as one trace:
+the viewer loads every ``<name>.trace`` / ``<name>.network`` / ``<name>.stacks`` triple of a zip
+and shares the ``resources/`` between them.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from playwright.async_api import BrowserContext
+
+_TRIPLE = ("trace", "network", "stacks")
+
+
+class TraceRecorder:
+    """Starts, pauses and stops one context's tracing; parts go to ``scratch_dir``."""
+
+    def __init__(self, context: BrowserContext, scratch_dir: Path) -> None:
+        self.context = context
+        self.scratch_dir = scratch_dir
+        self.parts: list[Path] = []
+        self.recording = False
+
+    async def start(self) -> None:
+        # DOM snapshots, not the screencast filmstrip: the filmstrip tripled tracing's cost
+        # (bench/scrape_and_form.py), and a failure keeps its own full-page screenshot.
+        await self.context.tracing.start(screenshots=False, snapshots=True)
+        self.recording = True
+
+    def _next_part(self) -> Path:
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        return self.scratch_dir / f".trace-{len(self.parts)}.zip.partial"
+
+    @asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Leave what happens inside out of the trace (the chunk so far is kept)."""
+        if not self.recording:
+            yield
+            return
+        part = self._next_part()
+        await self.context.tracing.stop_chunk(path=part)
+        self.parts.append(part)
+        self.recording = False
+        try:
+            yield
+        finally:
+            await self.context.tracing.start_chunk()
+            self.recording = True
+
+    async def stop(self, keep: bool) -> Path | None:
+        """Stop tracing; with ``keep``, the merged trace zip (a scratch file the caller owns)."""
+        try:
+            if not keep:
+                await self.context.tracing.stop()
+                return None
+            if self.recording:
+                part = self._next_part()
+                await self.context.tracing.stop(path=part)
+                self.parts.append(part)
+            else:
+                await self.context.tracing.stop()
+            merged = self.scratch_dir / ".trace.zip.partial"
+            merge_trace_parts(self.parts, merged)
+            return merged
+        finally:
+            self.recording = False
+            self.discard()
+
+    def discard(self) -> None:
+        """Delete the chunk files (unscrubbed): after the merge, or when the run ends without it."""
+        for part in self.parts:
+            part.unlink(missing_ok=True)
+        self.parts = []
+
+
+def merge_trace_parts(parts: list[Path], target: Path) -> None:
+    """One zip from the chunk zips: part *i*'s ``trace.*`` become ``trace-i.*``, resources shared."""
+    written: set[str] = set()
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for index, part in enumerate(parts):
+            with zipfile.ZipFile(part) as src:
+                for info in src.infolist():
+                    name = info.filename
+                    stem, _dot, ext = name.rpartition(".")
+                    if index and stem == "trace" and ext in _TRIPLE:
+                        name = f"trace-{index}.{ext}"
+                    if name in written:  # content-addressed resources: the same name, same bytes
+                        continue
+                    written.add(name)
+                    out.writestr(name, src.read(info))
