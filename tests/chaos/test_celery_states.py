@@ -206,20 +206,21 @@ def test_cancelled_and_terminated_runs_end_revoked_and_cancelled(state_cluster: 
         wait_for(lambda: demo.hits("/slow") >= 2, 60, "both runs to wait on the slow page")
         assert cancel_run(cancelled.id, reason="no longer needed") in {"running", "cancelled"}
         flower.terminate(terminated.id)
+        # The terminated run is recorded by its child as it stops or, if its lease ran out first,
+        # when the sweeper's re-sent (still revoked) message reaches a worker: cancelled either way.
+        final = wait_for(lambda: (f := {r.id: r for r in map(store.get_run, (cancelled.id, terminated.id))
+                                       if r.status in FINAL}) and len(f) == 2 and f, 120,
+                         "both runs to end")
+        assert (final[cancelled.id].status, final[cancelled.id].error_code) == ("cancelled", "CANCELLED")
+        run = final[terminated.id]
+        assert (run.status, run.error_code) == ("cancelled", "CANCELLED"), (run.status, run.error_code,
+                                                                           run.error_message)
+        assert "terminate" in run.error_message
         with pytest.raises(TaskRevokedError, match="no longer needed"):
             cancelled.get(timeout=120)
         with pytest.raises(TaskRevokedError):
             terminated.get(timeout=120)
         assert cancelled.state == "REVOKED" and terminated.state == "REVOKED"
-        run = store.get_run(cancelled.id)
-        assert (run.status, run.error_code) == ("cancelled", "CANCELLED")
-        # Recorded by the child as it stops or, if its lease ran out first, when the sweeper's
-        # re-sent (still revoked) message reaches a worker: cancelled either way.
-        run = wait_for(lambda: (r := store.get_run(terminated.id)).status in FINAL and r, 60,
-                       "the terminated run to be recorded")
-        assert (run.status, run.error_code) == ("cancelled", "CANCELLED"), (run.status, run.error_code,
-                                                                           run.error_message)
-        assert "terminate" in run.error_message
 
     def flower_agrees() -> bool:
         revoked = flower.tasks("REVOKED")

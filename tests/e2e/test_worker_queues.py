@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from browserq.cli import worker_argv
 from browserq.errors import BrowserqError
 from tests.conftest import REPO, make_settings
 from tests.e2e.conftest import REDIS_URL, run_producer, worker_env
@@ -22,6 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_worker_argv_keeps_browserqs_queues(tmp_path: Path) -> None:
+    from browserq.cli import worker_argv
+
     settings = make_settings(tmp_path, queue="runs")
     for extra in (["-Q", "other"], ["-Qother"], ["--queues", "other"], ["--queues=other"]):
         argv = worker_argv(settings, 2, "INFO", [*extra, "-n", "w@h"])
