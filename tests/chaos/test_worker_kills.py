@@ -164,18 +164,21 @@ def test_sigkill_a_worker_child_while_its_side_effect_is_answered(
 
 
 @pytest.mark.timeout(480)
-def test_every_handle_resolves_after_sigkills_with_no_beat_running(
-    make_cluster, demo, pg_url: str, store: Store, report
+@pytest.mark.parametrize("sweeper", ["in_workers", "beat_only"])
+def test_every_handle_resolves_after_sigkills(
+    sweeper: str, make_cluster, demo, pg_url: str, store: Store, report
 ) -> None:
-    """A whole worker and a worker child SIGKILLed mid-run, no beat: the sweep inside the surviving
-    worker re-sends the runs, and every handle ``.delay()`` returned resolves with its run's
-    outcome (the sweeper re-sends under the run's own task id)."""
+    """A whole worker and a worker child SIGKILLed mid-run: the sweep (inside the surviving worker
+    with no beat running, or only from beat) re-sends the runs, and every handle ``.delay()``
+    returned resolves with its run's outcome (the sweeper re-sends under the run's own task id)."""
     from browserq import RunFailed, run_template
 
-    cluster = make_cluster(BROWSERQ_RESULT_BACKEND=REDIS_URL)
+    in_workers = sweeper == "in_workers"
+    cluster = make_cluster(BROWSERQ_RESULT_BACKEND=REDIS_URL, BROWSERQ_SWEEP_IN_WORKERS=str(in_workers).lower())
     cluster.start_worker("w1", concurrency=1)
     cluster.start_worker("w2", concurrency=1)
-    assert "beat" not in cluster.procs
+    if not in_workers:
+        cluster.start_beat()
     demo.latency_ms = 120
     with producer(cluster, pg_url):
         handles = [
@@ -196,7 +199,7 @@ def test_every_handle_resolves_after_sigkills_with_no_beat_running(
         outcomes = {h.id: h.get(timeout=300, propagate=False) for h in handles}
     final = wait_finished(store, run_ids, timeout=30)
     figures = check_orders(store, demo, run_ids, final)
-    report(figures.line("handles_after_sigkill_no_beat", handles=len(handles),
+    report(figures.line(f"handles_after_sigkill_{sweeper}", handles=len(handles),
                         resolved=sum(1 for v in outcomes.values() if v is not None)))
     figures.verify()
     for run_id, value in outcomes.items():
@@ -208,4 +211,4 @@ def test_every_handle_resolves_after_sigkills_with_no_beat_running(
             assert (value["run_id"], value["status"]) == (run_id, "completed") == (run.id, run.status)
     reasons = [t.reason for t in store.transitions(whole["id"])]
     assert any("re-enqueued by the sweeper" in (r or "") for r in reasons), reasons
-    assert "this process now runs the fleet's sweeper" in cluster.log("w2")
+    assert ("this process now runs the fleet's sweeper" in cluster.log("w2")) is in_workers
