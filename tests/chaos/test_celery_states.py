@@ -129,6 +129,7 @@ def state_cluster(make_cluster, tmp_path: Path) -> Cluster:
     return make_cluster(
         BROWSERQ_RESULT_BACKEND=REDIS_URL, BROWSERQ_TEMPLATES_DIR=str(templates),
         BROWSERQ_REQUEUE_AFTER_S="600",  # no sweeper re-sends of queued runs in these tests
+        BROWSERQ_SWEEP_IN_WORKERS="true",  # but expired leases are swept, as by default
     )
 
 
