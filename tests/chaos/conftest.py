@@ -250,9 +250,6 @@ def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
             "BROWSERQ_REQUEUE_AFTER_S": "8",
             "BROWSERQ_RUN_RETRY_BACKOFF_S": "1",
             "BROWSERQ_RUN_RETRY_BACKOFF_MAX_S": "5",
-            # With REQUEUE_AFTER_S=8 an in-worker sweeper re-sends every run of a backlog every 8 s;
-            # the tests that are about it turn it on, the others sweep only through beat.
-            "BROWSERQ_SWEEP_IN_WORKERS": "false",
             "BROWSERQ_LOG_LEVEL": "INFO",
             "PYTHONPATH": str(REPO),
             "PYTHONUNBUFFERED": "1",
