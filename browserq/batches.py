@@ -25,6 +25,9 @@ from browserq.store import BatchView
 
 @dataclass(frozen=True)
 class BatchHandle:
+    """``result.get(propagate=False)`` lists each run's result dict, or the ``RunFailed`` /
+    ``TaskRevokedError`` of a run that failed or was cancelled (``get()`` raises the first)."""
+
     batch_id: str
     run_ids: list[str]
     result: GroupResult

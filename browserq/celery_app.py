@@ -29,7 +29,7 @@ from celery.signals import (
 )
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, ParamError
+from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, ParamError, RunFailed
 from browserq.logs import configure_logging, scrub_handlers
 from browserq.redact import mask
 from browserq.runs import PreparedRun, check_run_options, prepare_run, record_run
@@ -37,6 +37,8 @@ from browserq.runtime import RetryLater, RunBusy, Runtime
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, Store
+from browserq.sweeper import FleetSweeper
+from browserq.task_states import settle
 from browserq.templates import TemplateRegistry, render, secret_names
 
 log = structlog.get_logger(__name__)
@@ -120,7 +122,15 @@ def reset_producer_cache() -> None:
 
 
 class RunTemplateTask(Task):
-    """``apply_async`` validates and records the run before sending anything."""
+    """``apply_async`` validates and records the run before sending anything; the task's Celery
+    state follows the run's outcome (see :mod:`browserq.task_states`)."""
+
+    Request = "browserq.task_states:RunTemplateRequest"
+    #: A failed run is an expected outcome: logged in one line at INFO, never with a traceback.
+    throws = (RunFailed,)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return settle(self, super().__call__(*args, **kwargs))
 
     def apply_async(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:  # type: ignore[override]
         args, kwargs = list(args or ()), dict(kwargs or {})
@@ -214,17 +224,32 @@ def _migrate_before_fork(**_: Any) -> None:
         Store.from_settings(settings).upgrade()
 
 
+_sweeper: FleetSweeper | None = None
+
+
 @worker_process_init.connect
 def _start_browser(**_: Any) -> None:
     global _runtime
     settings = get_settings()
     configure_logging(settings)
     _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
+    _start_sweeper(settings, _runtime.owner)
+
+
+def _start_sweeper(settings: Settings, owner: str) -> None:
+    """Nothing-lost must not depend on beat: every worker process competes for the fleet's sweep
+    lock, and its holder sweeps (see :mod:`browserq.sweeper`)."""
+    global _sweeper
+    if settings.sweep_in_workers and _sweeper is None:
+        _sweeper = FleetSweeper(settings, sweep_stuck_runs, owner=owner).start()
 
 
 @worker_process_shutdown.connect
 def _stop_browser(**_: Any) -> None:
-    global _runtime
+    global _runtime, _sweeper
+    if _sweeper is not None:
+        _sweeper.stop()
+        _sweeper = None
     if _runtime is not None:
         _runtime.stop()
         _runtime = None
@@ -337,14 +362,20 @@ def sweep() -> dict[str, int]:
 
 
 def sweep_stuck_runs(store: Store, settings: Settings) -> int:
-    """Send a fresh message for every stuck run; the lease makes duplicates harmless."""
+    """Send a fresh message for every stuck run, under the run's own task id (so the handle
+    ``.delay()`` returned resolves whichever message runs it); the lease makes duplicates harmless."""
     count = 0
     for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
         if run.status == "running":
-            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
+            # Its worker died: that counts towards the poison limit (max_worker_losses) exactly as
+            # a takeover of the lease would, whichever of the two comes first.
+            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper",
+                             fields={"takeovers": run.takeovers + 1})
         run_template.apply_async(
             args=[f"{run.template_name}@{run.template_version}"],
             kwargs={"run_id": run.id},
+            # The producer's handle waits on this id: the re-sent run must report under it.
+            task_id=run.task_id or run.id,
             queue=run.queue or settings.queue,
             soft_time_limit=run.timeout_s + settings.run_time_limit_margin_s,
             time_limit=run.timeout_s + settings.run_time_limit_margin_s + HARD_LIMIT_GRACE_S,

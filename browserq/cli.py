@@ -313,17 +313,56 @@ def worker(
 ) -> None:
     """Start a Celery worker configured for browserq (prefork, one browser per process).
 
-    Extra arguments are passed to `celery worker`.
+    Extra arguments are passed to `celery worker`. `-Q other` adds queues to browserq's own (the
+    runs' queue and the sweeper's); `-X QUEUE` leaves one out, except the sweeper's.
     """
+    try:
+        argv = worker_argv(get_settings(), concurrency, loglevel, list(ctx.args))
+    except BrowserqError as exc:
+        _fail(str(exc))
+    os.execv(sys.executable, argv)
+
+
+def _take_option(args: list[str], short: str, long: str) -> tuple[list[str], list[str]]:
+    """Split ``args`` into the values of ``-S v``/``-Sv``/``--long v``/``--long=v`` and the rest."""
+    values: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in (short, long):
+            if i + 1 < len(args):
+                values.append(args[i + 1])
+            i += 2
+            continue
+        if arg.startswith(long + "="):
+            values.append(arg[len(long) + 1:])
+        elif arg.startswith(short) and not arg.startswith("--") and len(arg) > len(short):
+            values.append(arg[len(short):])
+        else:
+            rest.append(arg)
+        i += 1
+    return [q.strip() for v in values for q in v.split(",") if q.strip()], rest
+
+
+def worker_argv(settings: Settings, concurrency: int, loglevel: str, extra: list[str]) -> list[str]:
+    """The `celery worker` command line: browserq's queues always, plus any given with -Q."""
     from browserq.celery_app import sweep_queue
 
-    settings = get_settings()
-    argv = [
+    asked, extra = _take_option(extra, "-Q", "--queues")
+    excluded, _ = _take_option(extra, "-X", "--exclude-queues")
+    sweeper = sweep_queue(settings)
+    if sweeper in excluded:
+        raise BrowserqError(
+            f"the sweeper's queue {sweeper!r} cannot be excluded: it re-sends runs whose worker died "
+            "(leave it out of -X; -X can exclude the runs' queue)"
+        )
+    queues = list(dict.fromkeys([settings.queue, sweeper, *asked]))
+    return [
         sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
         "--pool", "prefork", "--concurrency", str(concurrency), "--loglevel", loglevel,
-        "-Q", f"{settings.queue},{sweep_queue(settings)}", "-E", *ctx.args,
+        "-Q", ",".join(queues), "-E", *extra,
     ]
-    os.execv(sys.executable, argv)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

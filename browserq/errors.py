@@ -9,6 +9,7 @@
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
     ├── StoreError               the run store (database) failed
+    ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         └── InfrastructureError  the browser crashed or disconnected: recycle it
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorClass(StrEnum):
@@ -199,3 +201,53 @@ class InfrastructureError(StepFailed):
 
     def __init__(self, message: str) -> None:
         super().__init__(Codes.BROWSER_CRASHED, message)
+
+
+class RunFailed(BrowserqError):
+    """A run ended ``failed`` or ``needs_review``: its Celery task ends in FAILURE with this.
+
+    ``result.get()`` raises it and ``result.get(propagate=False)`` returns it; ``.result`` is the
+    same dict a completed run returns (``run_id``, ``status``, ``outputs``, ``error`` with ``code``,
+    ``message``, ``step``). The dict is the only constructor argument, so the exception survives
+    Celery's JSON exception serialization (``exc_type``/``exc_module``/``exc_message``) intact.
+    """
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result)
+        self.result: dict[str, Any] = dict(result) if isinstance(result, dict) else {"error": {"message": str(result)}}
+
+    @property
+    def run_id(self) -> str | None:
+        return self.result.get("run_id")
+
+    @property
+    def status(self) -> str:
+        return str(self.result.get("status") or "failed")
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        return self.result.get("outputs") or {}
+
+    @property
+    def error(self) -> dict[str, Any]:
+        return self.result.get("error") or {}
+
+    @property
+    def code(self) -> str | None:
+        """The error code string (``SELECTOR_NOT_FOUND``, ``OUTCOME_UNKNOWN``, …)."""
+        return self.error.get("code")
+
+    @property
+    def message(self) -> str | None:
+        return self.error.get("message")
+
+    @property
+    def step(self) -> str | None:
+        return self.error.get("step")
+
+    def __str__(self) -> str:
+        where = f" at step {self.step}" if self.step is not None else ""
+        return f"run {self.run_id} {self.status}: {self.code}{where}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"RunFailed({str(self)!r})"

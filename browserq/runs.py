@@ -35,7 +35,9 @@ class PreparedRun:
 
     @property
     def redacted_params(self) -> dict[str, Any]:
-        return {k: (mask(k) if k in self.secret_names else v) for k, v in self.params.items()}
+        """Params as stored and shown: a secret's value becomes its mask. An optional secret left
+        unset stays ``None``: a mask would tell the worker to look for a value nobody stored."""
+        return {k: (mask(k) if k in self.secret_names and v is not None else v) for k, v in self.params.items()}
 
     @property
     def secret_values(self) -> dict[str, Any]:

@@ -391,12 +391,19 @@ class Runtime:
         return None
 
     def _finish_interrupted(self, run_id: str, token: int) -> None:
-        """Record a run whose execution was interrupted from outside (it cleaned up already)."""
+        """Record a run whose execution was interrupted from outside (it cleaned up already): as
+        cancelled when a cancellation was asked for (Celery's terminate records one before it
+        signals the process), else as a timeout."""
         try:
-            self._finish(run_id, token, RunOutcome(
-                run_id, "failed", {}, Codes.RUN_TIMEOUT.code,
-                "the run was interrupted before it finished (Celery time limit or shutdown)",
-            ))
+            run = self.store.get_run(run_id)
+            if run is not None and run.cancel_requested_at is not None:
+                outcome = RunOutcome(run_id, "cancelled", {}, Codes.CANCELLED.code, run.cancel_reason or "cancelled")
+            else:
+                outcome = RunOutcome(
+                    run_id, "failed", {}, Codes.RUN_TIMEOUT.code,
+                    "the run was interrupted before it finished (Celery time limit or shutdown)",
+                )
+            self._finish(run_id, token, outcome)
         except Exception as exc:
             log.warning("could not record the interrupted run", run_id=run_id, error=str(exc))
 

@@ -136,7 +136,13 @@ class Settings(BaseSettings):
     requeue_after_s: float = Field(
         600.0, ge=1, description="The sweeper re-sends a queued run whose message may be lost after this."
     )
-    sweep_interval_s: float = Field(30.0, ge=1, description="How often beat runs the sweeper.")
+    sweep_interval_s: float = Field(
+        30.0, ge=1, description="How often the sweeper runs (inside the workers, and from beat)."
+    )
+    sweep_in_workers: bool = Field(
+        True,
+        description="Workers run the sweeper too, one process at a time across the fleet (a database lock).",
+    )
     secret_key: str | None = Field(
         None, description="Fernet key that encrypts secret params stored with a run (browserq keygen)."
     )

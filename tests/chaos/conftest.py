@@ -282,6 +282,7 @@ def producer(cluster: Cluster, database_url: str) -> Iterator[None]:
         celery_app.reset_producer_cache()
         celery_app.app.conf.update(celery_app.celery_config(get_settings()))
         celery_app.app._after_fork()  # forget pooled broker connections to the previous broker
+        celery_app.app._backend = celery_app.app._get_backend()  # the cluster's result backend (Celery caches one)
 
     for key in saved:
         del os.environ[key]

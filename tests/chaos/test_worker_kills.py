@@ -10,9 +10,12 @@ import time
 
 import pytest
 
+from browserq.demo.site import DEMO_PASSWORD
 from browserq.store import Store
 from tests.chaos.conftest import (
     FINAL,
+    ORDER_REF,
+    REDIS_URL,
     check_orders,
     current_step,
     owner_pid,
@@ -158,3 +161,54 @@ def test_sigkill_a_worker_child_while_its_side_effect_is_answered(
     figures.verify()
     assert final[run_id] == "completed"
     assert send == [(1, "unknown", "WORKER_LOST", None), (2, "succeeded", None, True)], send
+
+
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("sweeper", ["in_workers", "beat_only"])
+def test_every_handle_resolves_after_sigkills(
+    sweeper: str, make_cluster, demo, pg_url: str, store: Store, report
+) -> None:
+    """A whole worker and a worker child SIGKILLed mid-run: the sweep (inside the surviving worker
+    with no beat running, or only from beat) re-sends the runs, and every handle ``.delay()``
+    returned resolves with its run's outcome (the sweeper re-sends under the run's own task id)."""
+    from browserq import RunFailed, run_template
+
+    in_workers = sweeper == "in_workers"
+    cluster = make_cluster(BROWSERQ_RESULT_BACKEND=REDIS_URL, BROWSERQ_SWEEP_IN_WORKERS=str(in_workers).lower())
+    cluster.start_worker("w1", concurrency=1)
+    cluster.start_worker("w2", concurrency=1)
+    if not in_workers:
+        cluster.start_beat()
+    demo.latency_ms = 120
+    with producer(cluster, pg_url):
+        handles = [
+            run_template.delay(ORDER_REF, params={"base_url": demo.url, "password": DEMO_PASSWORD})
+            for _ in range(5)
+        ]
+        run_ids = [h.id for h in handles]
+        w1_children, w2_children = cluster.children("w1"), cluster.children("w2")
+
+        def mid_run_on(children: set[int]) -> list[dict]:
+            return [r for r in running_runs(store, run_ids) if owner_pid(r["lease_owner"]) in children
+                    and current_step(store, r["id"], r["attempt"]) != LAST_STEP]
+
+        whole = wait_for(lambda: mid_run_on(w1_children), 90, "a run mid-way on w1")[0]
+        cluster.kill_worker("w1")  # nobody redelivers its message: only a sweep can
+        child = wait_for(lambda: mid_run_on(w2_children), 90, "a run mid-way on w2's child")[0]
+        os.kill(owner_pid(child["lease_owner"]), signal.SIGKILL)  # Celery requeues this one
+        outcomes = {h.id: h.get(timeout=300, propagate=False) for h in handles}
+    final = wait_finished(store, run_ids, timeout=30)
+    figures = check_orders(store, demo, run_ids, final)
+    report(figures.line(f"handles_after_sigkill_{sweeper}", handles=len(handles),
+                        resolved=sum(1 for v in outcomes.values() if v is not None)))
+    figures.verify()
+    for run_id, value in outcomes.items():
+        run = store.get_run(run_id)
+        if isinstance(value, RunFailed):
+            assert (value.run_id, value.status) == (run_id, run.status) and run.status == "needs_review", value
+        else:
+            assert isinstance(value, dict), value
+            assert (value["run_id"], value["status"]) == (run_id, "completed") == (run.id, run.status)
+    reasons = [t.reason for t in store.transitions(whole["id"])]
+    assert any("re-enqueued by the sweeper" in (r or "") for r in reasons), reasons
+    assert ("this process now runs the fleet's sweeper" in cluster.log("w2")) is in_workers

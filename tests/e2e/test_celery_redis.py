@@ -10,7 +10,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from browserq.errors import ParamError, TemplateInvalid, TemplateNotFound
+from browserq.errors import ParamError, RunFailed, TemplateInvalid, TemplateNotFound
 from tests.e2e.conftest import (
     REDIS_URL,
     WorkerEnv,
@@ -195,9 +195,12 @@ def test_message_sent_without_the_producer_is_validated_by_the_worker(redis_conf
     value = good.get(timeout=60)
     assert value["status"] == "completed" and len(value["outputs"]["quotes"]) == 10
     bad = app.send_task(TASK_NAME, args=["quotes"], kwargs={"params": {"max_pages": 0}}, queue=redis_config.queue)
-    value = bad.get(timeout=60)
+    with pytest.raises(RunFailed) as failed:
+        bad.get(timeout=60)
+    value = failed.value.result
     assert value["status"] == "failed" and value["error"]["code"] == "PARAM_INVALID"
     assert "start_url" in value["error"]["message"]
+    assert bad.state == "FAILURE"
 
 
 def test_soft_time_limit_records_the_run_and_frees_the_worker(redis_worker, demo, pg_url) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from celery.exceptions import TaskRevokedError
 
 from tests.e2e.conftest import wait_until
 
@@ -109,8 +110,9 @@ def test_cancel_a_running_run_through_the_api(redis_worker, demo, pg_url) -> Non
     try:
         wait_until(lambda: store.get_run(result.id).status == "running")
         assert cancel_run(result.id, reason="no longer needed") in {"running", "cancelled"}
-        value = result.get(timeout=60)
-        assert value["status"] == "cancelled"
+        with pytest.raises(TaskRevokedError, match="no longer needed"):
+            result.get(timeout=60)
+        assert result.state == "REVOKED"
         run = store.get_run(result.id)
         assert run.status == "cancelled" and "no longer needed" in run.error_message
         queued = run_template.apply_async(

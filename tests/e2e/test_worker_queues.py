@@ -1,0 +1,77 @@
+"""``browserq worker -Q other`` adds queues to browserq's own: runs and the sweeper keep being served."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from browserq.errors import BrowserqError
+from tests.conftest import REPO, make_settings
+from tests.e2e.conftest import REDIS_URL, run_producer, worker_env
+
+pytestmark = pytest.mark.slow
+
+
+def test_worker_argv_keeps_browserqs_queues(tmp_path: Path) -> None:
+    from browserq.cli import worker_argv
+
+    settings = make_settings(tmp_path, queue="runs")
+    for extra in (["-Q", "other"], ["-Qother"], ["--queues", "other"], ["--queues=other"]):
+        argv = worker_argv(settings, 2, "INFO", [*extra, "-n", "w@h"])
+        assert argv[argv.index("-Q") + 1] == "runs,runs.sweep,other", extra
+        assert argv.count("-Q") == 1 and argv[-2:] == ["-n", "w@h"]
+    argv = worker_argv(settings, 2, "INFO", ["-Q", "runs.sweep,a", "-Q", "b", "-X", "runs"])
+    assert argv[argv.index("-Q") + 1] == "runs,runs.sweep,a,b" and argv[-2:] == ["-X", "runs"]
+    with pytest.raises(BrowserqError, match="cannot be excluded"):
+        worker_argv(settings, 2, "INFO", ["-X", "runs.sweep"])
+
+
+def test_worker_with_extra_queue_serves_it_the_runs_queue_and_the_sweeper(tmp_path, pg_url, e2e_templates, demo) -> None:
+    config = worker_env(tmp_path, pg_url, REDIS_URL, e2e_templates)
+    config.env["BROWSERQ_RESULT_BACKEND"] = REDIS_URL
+    config.env["BROWSERQ_SWEEP_IN_WORKERS"] = "false"  # this test is about the sweeper's queue
+    other = f"other_{uuid.uuid4().hex[:8]}"
+    log = config.log.open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-Q", other,
+         "-n", f"{config.queue}@%h", "--without-gossip", "--without-mingle"],
+        env=config.env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while "ready." not in config.log.read_text(errors="replace"):
+            assert proc.poll() is None and time.monotonic() < deadline, config.log.read_text()[-3000:]
+            time.sleep(0.2)
+        code = (
+            "import json\n"
+            "from browserq import run_template\n"
+            "from browserq.celery_app import SWEEP_TASK_NAME, app\n"
+            f"p = {{'start_url': '{demo.url}/quotes/', 'max_pages': 1}}\n"
+            f"extra = run_template.apply_async(args=['quotes'], kwargs={{'params': p}}, queue={other!r})\n"
+            "default = run_template.delay('quotes', params=p)\n"
+            f"sweep = app.send_task(SWEEP_TASK_NAME, queue={config.queue + '.sweep'!r})\n"
+            "print(json.dumps([extra.get(timeout=90)['status'], default.get(timeout=90)['status'],"
+            " sweep.get(timeout=90)]))\n"
+        )
+        done = run_producer(config, code, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        extra, default, swept = json.loads(done.stdout.strip().splitlines()[-1])
+        assert (extra, default) == ("completed", "completed")
+        assert set(swept) == {"requeued"}
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        log.close()

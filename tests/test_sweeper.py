@@ -1,0 +1,173 @@
+"""The sweeper inside the workers: one process at a time across the fleet, through the store's lock,
+and a lock backend that hiccups never stops a worker (real PostgreSQL and SQLite files)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from browserq.settings import Settings
+from browserq.store import Store
+from browserq.sweeper import FileLock, FleetSweeper, PgAdvisoryLock
+from tests.conftest import REPO, make_settings
+from tests.store.tcp_proxy import TcpProxy
+
+
+def recorder(log: list[str], name: str) -> Callable[[Store, Settings], int]:
+    def sweep(store: Store, settings: Settings) -> int:
+        store.stuck_runs(queued_older_than_s=settings.requeue_after_s)  # a real read of the store
+        log.append(name)
+        return 0
+
+    return sweep
+
+
+@pytest.fixture
+def sweepers() -> Iterator[Callable[..., FleetSweeper]]:
+    made: list[FleetSweeper] = []
+
+    def make(settings: Settings, name: str, log: list[str]) -> FleetSweeper:
+        sweeper = FleetSweeper(settings, recorder(log, name), owner=name)
+        made.append(sweeper)
+        return sweeper
+
+    yield make
+    for sweeper in made:
+        sweeper.stop()
+
+
+def _migrated(settings: Settings) -> Settings:
+    store = Store(settings.database_url)
+    store.upgrade()
+    store.dispose()
+    return settings
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
+def test_one_sweeper_at_a_time_and_the_next_takes_over(backend, tmp_path: Path, pg_url: str, sweepers) -> None:
+    url = pg_url if backend == "postgresql" else f"sqlite:///{tmp_path / 'browserq.db'}"
+    settings = _migrated(make_settings(tmp_path, database_url=url))
+    log: list[str] = []
+    a, b = sweepers(settings, "a", log), sweepers(settings, "b", log)
+    assert isinstance(a.lock, PgAdvisoryLock if backend == "postgresql" else FileLock)
+    assert a.tick() == 0 and b.tick() is None
+    assert a.tick() == 0 and b.tick() is None  # the holder keeps it
+    assert log == ["a", "a"]
+    a.stop()  # the holder goes away (a clean shutdown)
+    assert b.tick() == 0
+    assert log == ["a", "a", "b"] and b.holding
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
+def test_a_killed_holder_frees_the_lock(backend, tmp_path: Path, pg_url: str, sweepers) -> None:
+    """SIGKILL leaves no chance to unlock: the lock must die with the process anyway."""
+    url = pg_url if backend == "postgresql" else f"sqlite:///{tmp_path / 'browserq.db'}"
+    settings = _migrated(make_settings(tmp_path, database_url=url))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from browserq.sweeper import sweep_lock_for
+            lock = sweep_lock_for({url!r})
+            assert lock.acquire()
+            print("held", flush=True)
+            time.sleep(600)
+        """)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        log: list[str] = []
+        waiting = sweepers(settings, "waiting", log)
+        assert waiting.tick() is None
+        holder.kill()
+        holder.wait(10)
+        for _ in range(50):  # the server notices the closed session at once; allow it a moment
+            if waiting.tick() == 0:
+                break
+        assert log == ["waiting"]
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def test_lock_backend_hiccup_is_survived_and_the_fleet_fails_over(tmp_path: Path, pg_url: str, sweepers) -> None:
+    settings = _migrated(make_settings(tmp_path, database_url=pg_url))
+    url = make_url(pg_url)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432).start()
+    through_proxy = settings.model_copy(update={
+        "database_url": url.set(port=proxy.port).render_as_string(hide_password=False)
+    })
+    log: list[str] = []
+    flaky, steady = sweepers(through_proxy, "flaky", log), sweepers(settings, "steady", log)
+    try:
+        assert flaky.tick() == 0 and steady.tick() is None
+        proxy.cut()  # the lock holder's database connection dies
+        assert flaky.tick() is None  # no exception: logged, the next tick tries again
+        assert not flaky.holding
+        assert steady.tick() == 0  # the server ended flaky's session, and its lock with it
+        _restore(proxy)
+        assert flaky.tick() is None  # steady holds it now
+        steady.stop()
+        assert flaky.tick() == 0
+        assert log == ["flaky", "steady", "flaky"]
+    finally:
+        proxy.stop()
+
+
+def _restore(proxy: TcpProxy) -> None:
+    """Reopen the port (its old listener may take a moment to let go of it)."""
+    for _ in range(100):
+        try:
+            proxy.restore()
+            return
+        except OSError:
+            time.sleep(0.05)
+    proxy.restore()
+
+
+def test_sweeper_thread_keeps_running_while_the_database_is_unreachable(tmp_path: Path, sweepers) -> None:
+    """An unreachable store (nothing listens on the port): every tick fails, the thread lives on."""
+    settings = make_settings(tmp_path, database_url="postgresql+psycopg://postgres@127.0.0.1:1/none",
+                             sweep_interval_s=1)
+    log: list[str] = []
+    sweeper = sweepers(settings, "lonely", log).start()
+    for _ in range(3):
+        assert sweeper.tick() is None
+    assert sweeper.alive and log == []
+
+
+def test_a_sweeper_requeue_counts_as_a_worker_loss(tmp_path: Path) -> None:
+    """Whether Celery's redelivery (a takeover) or the sweeper (a requeue) gets to a dead worker's
+    run first, the poison limit (max_worker_losses) counts the loss, and the re-sent message
+    carries the run's own task id."""
+    import redis
+
+    from browserq.celery_app import sweep_stuck_runs
+    from browserq.runs import prepare_loaded, record_run
+    from tests.conftest import template
+
+    settings = _migrated(make_settings(tmp_path))
+    store = Store(settings.database_url)
+    queue = f"bq_sweep_test_{uuid.uuid4().hex[:8]}"
+    client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    try:
+        prepared = prepare_loaded(template("steps:\n  - {action: navigate, url: 'http://127.0.0.1:9/'}\n"), {})
+        record_run(store, prepared, secret_box=None, task_id="task-of-the-run", queue=queue)
+        store.acquire_lease(prepared.run_id, owner="elsewhere:1:1", ttl_s=0.01)
+        time.sleep(0.05)  # the lease has expired: its worker is presumed dead
+        assert sweep_stuck_runs(store, settings) == 1
+        run = store.get_run(prepared.run_id)
+        assert (run.status, run.takeovers) == ("queued", 1)
+        (message,) = client.lrange(queue, 0, -1)
+        assert b'"id": "task-of-the-run"' in message
+    finally:
+        client.delete(queue)
+        store.dispose()
