@@ -27,6 +27,7 @@ class StepContext:
     save_artifact: SaveArtifact
     step_path: str
     artifact_base: Path  # the run's artifact directory
+    max_output_bytes: int = 10 * 1024 * 1024  # BROWSERQ_MAX_STEP_OUTPUT_BYTES: checked in the page
 
     @property
     def timeout_ms(self) -> float:
