@@ -306,12 +306,17 @@ def refusing(any_runtime: Runtime) -> Iterator[Runtime]:
                          "bq_test_refuse_end")
     statements += _refuse(any_runtime, "step_attempts", "NEW.status = 'succeeded' AND NEW.step_id = 'refused'",
                           "bq_test_refuse_step")
+    _drop_triggers(any_runtime)
     with any_runtime.store.engine.begin() as conn:
         for statement in statements:
             conn.execute(text(statement))
     yield any_runtime
-    pg = any_runtime.store.dialect == "postgresql"
-    with any_runtime.store.engine.begin() as conn:
+    _drop_triggers(any_runtime)
+
+
+def _drop_triggers(runtime: Runtime) -> None:
+    pg = runtime.store.dialect == "postgresql"
+    with runtime.store.engine.begin() as conn:
         for name, table in (("bq_test_refuse_end", "runs"), ("bq_test_refuse_step", "step_attempts")):
             conn.execute(text(f"DROP TRIGGER IF EXISTS {name}" + (f" ON {table}" if pg else "")))
             if pg:
