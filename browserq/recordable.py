@@ -67,19 +67,32 @@ def dumps(value: Any) -> str:
     Fast path: plain JSON data is dumped once by the C encoder; only a value that fails there
     (or holds NUL/surrogates) is walked and converted.
     """
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (ValueError, TypeError, RecursionError):
-        return json.dumps(recordable(value), ensure_ascii=False, allow_nan=False)
-    if "\\u0000" in text or not _encodable(text):
-        return json.dumps(recordable(value), ensure_ascii=False, allow_nan=False)
-    return text
+    return _dumps(value)[0]
+
+
+def sized(value: Any) -> tuple[Any, int]:
+    """``value`` made recordable (not strict) and the UTF-8 bytes of its JSON text; plain data
+    comes back as is, after one pass of the C encoder."""
+    text, converted = _dumps(value)
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    return (recordable(value) if converted else value), size
 
 
 def json_size(value: Any) -> int:
     """UTF-8 bytes of ``value``'s JSON text (``value`` must already be recordable)."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _dumps(value: Any) -> tuple[str, bool]:
+    """(JSON text, whether ``value`` had to be converted to get it)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return json.dumps(recordable(value), ensure_ascii=False, allow_nan=False), True
+    if "\\u0000" in text or not _encodable(text):
+        return json.dumps(recordable(value), ensure_ascii=False, allow_nan=False), True
+    return text, False
 
 
 def _encodable(text: str) -> bool:

@@ -26,7 +26,7 @@ from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager
-from browserq.recordable import clean_text, json_size, recordable
+from browserq.recordable import clean_text, sized
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.runner.checkpoint import Checkpoint, parse_path
@@ -39,6 +39,7 @@ from browserq.store import (
     IdentityBusy,
     IdentityDisabled,
     IdentityNotFound,
+    IllegalTransition,
     LeaseBusy,
     LeaseLost,
     RunAlreadyFinished,
@@ -462,9 +463,8 @@ class Runtime:
     def _bounded(self, outcome: RunOutcome) -> RunOutcome:
         """The outcome with recordable outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES (the runner
         keeps them there step by step; this guards every other way to an end, e.g. a resume)."""
-        outputs = recordable(outcome.outputs or {})
+        outputs, size = sized(outcome.outputs or {})
         limit = self.settings.max_run_output_bytes
-        size = json_size(outputs)
         message = clean_text(outcome.error_message) if outcome.error_message else outcome.error_message
         if size <= limit:
             return replace(outcome, outputs=outputs, error_message=message)
@@ -480,7 +480,8 @@ class Runtime:
         Raises ``exc`` again when the crash cannot be recorded (or the run is not ours); the
         lease then expires and the sweeper's re-send counts as a lost worker (the poison cap).
         """
-        code = Codes.STORE_WRITE_FAILED if isinstance(exc, StoreError) else Codes.EXECUTION_CRASHED
+        refused = isinstance(exc, StoreError) and not isinstance(exc, IllegalTransition)
+        code = Codes.STORE_WRITE_FAILED if refused else Codes.EXECUTION_CRASHED
         detail = clean_text(f"{type(exc).__name__}: {first_line(exc)}")
         log.error("run execution crashed", run_id=run_id, error=detail, exc_info=exc)
         try:

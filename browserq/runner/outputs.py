@@ -187,7 +187,7 @@ class OutputBudget:
     def of(cls, outputs: dict[str, Any], max_bytes: int) -> OutputBudget:
         budget = cls(max_bytes)
         for name, value in outputs.items():
-            budget.sizes[name] = recordable.json_size(recordable.recordable(value))
+            budget.sizes[name] = recordable.sized(value)[1]
         return budget
 
     @property

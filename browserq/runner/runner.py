@@ -931,7 +931,7 @@ class TemplateRunner:
             log.info("failure screenshot unavailable", error=first_line(exc))
         try:
             html = await asyncio.wait_for(page.content(), SNAPSHOT_TIMEOUT_S)
-            dom = state.redactor.text(html).encode()
+            dom = clean_text(state.redactor.text(html)).encode()  # a lone surrogate would not encode
             await self._save_artifact(state, attempt_id, "dom", "failure.html", dom, "text/html")
         except Exception as exc:
             log.info("failure DOM unavailable", error=first_line(exc))

@@ -35,6 +35,11 @@ PAGES: dict[str, str] = {
         "items[0].textContent = 'one\\u0000two'; items[1].textContent = 'lone\\ud800here';"
         "</script></body></html>"
     ),
+    "/surrogate-dom": (
+        f"<html><head>{NO_FAVICON}</head><body><p id=p></p><script>"
+        "document.getElementById('p').textContent = 'dom\ud800text\u0000end'; console.log('log\ud800\u0000')"
+        "</script></body></html>"
+    ),
     "/surrogate-title": (
         f"<html><head>{NO_FAVICON}</head><body><script>document.title = 'x\\udc00y'</script></body></html>"
     ),
@@ -130,6 +135,26 @@ def test_nul_and_lone_surrogates_in_titles_text_inputs_and_outputs(any_runtime: 
     assert by_id["title2"].output == "x\ufffdy"
     assert by_id["echo"].inputs["value"] == "one\ufffdtwo"  # the step's inputs, too
     assert_browser_usable(any_runtime, pid)
+
+
+def test_a_failure_snapshot_of_a_page_with_unstorable_characters_is_kept(any_runtime: Runtime, pages: str) -> None:
+    """The failing step's DOM and console snapshots are written even when the page's text holds
+    a lone surrogate (today the DOM snapshot is silently lost)."""
+    loaded = template(
+        f"""
+        settings: {{trace: off, step_timeout_s: 1}}
+        steps:
+          - {{action: navigate, url: "{pages}/surrogate-dom"}}
+          - {{action: click, selector: "#missing", retries: 0}}
+        """
+    )
+    outcome = any_runtime.run_loaded(loaded)
+    assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND"
+    assert_ended_with_records(any_runtime, outcome)
+    artifacts = {a.kind: a for a in any_runtime.store.artifacts(outcome.run_id)}
+    assert {"dom", "console"} <= set(artifacts), sorted(artifacts)
+    dom = any_runtime.artifacts.path_of(artifacts["dom"].path).read_text(encoding="utf-8")
+    assert "dom\ufffdtext" in dom
 
 
 @pytest.mark.parametrize(
