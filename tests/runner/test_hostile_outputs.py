@@ -37,7 +37,7 @@ PAGES: dict[str, str] = {
     ),
     "/surrogate-dom": (
         f"<html><head>{NO_FAVICON}</head><body><p id=p></p><script>"
-        "document.getElementById('p').textContent = 'dom\ud800text\u0000end'; console.log('log\ud800\u0000')"
+        "document.getElementById('p').textContent = 'dom\\ud800text\\u0000end'; console.log('log\\ud800\\u0000')"
         "</script></body></html>"
     ),
     "/surrogate-title": (
@@ -142,14 +142,14 @@ def test_a_failure_snapshot_of_a_page_with_unstorable_characters_is_kept(any_run
     a lone surrogate (today the DOM snapshot is silently lost)."""
     loaded = template(
         f"""
-        settings: {{trace: off, step_timeout_s: 1}}
+        settings: {{trace: off}}
         steps:
           - {{action: navigate, url: "{pages}/surrogate-dom"}}
-          - {{action: click, selector: "#missing", retries: 0}}
+          - {{action: click, selector: "#missing", retries: 0, timeout_s: 1}}
         """
     )
     outcome = any_runtime.run_loaded(loaded)
-    assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND"
+    assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND", outcome.error_message
     assert_ended_with_records(any_runtime, outcome)
     artifacts = {a.kind: a for a in any_runtime.store.artifacts(outcome.run_id)}
     assert {"dom", "console"} <= set(artifacts), sorted(artifacts)
