@@ -367,10 +367,8 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
     count = 0
     for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
         if run.status == "running":
-            # Its worker died: that counts towards the poison limit (max_worker_losses) exactly as
-            # a takeover of the lease would, whichever of the two comes first.
-            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper",
-                             fields={"takeovers": run.takeovers + 1})
+            # Its worker died: the store counts this towards the poison cap like a takeover.
+            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
         run_template.apply_async(
             args=[f"{run.template_name}@{run.template_version}"],
             kwargs={"run_id": run.id},

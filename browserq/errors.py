@@ -93,6 +93,18 @@ class Codes:
     )
     WORKER_LOST = _code("WORKER_LOST", ErrorClass.RETRY_RUN, "the worker died mid-run")
     INTERNAL = _code("INTERNAL", ErrorClass.PERMANENT, "a bug in browserq")
+    OUTPUT_TOO_LARGE = _code(
+        "OUTPUT_TOO_LARGE", ErrorClass.PERMANENT, "a step's or the run's outputs exceed the size limit"
+    )
+    OUTPUT_INVALID = _code(
+        "OUTPUT_INVALID", ErrorClass.PERMANENT, "a step's result is not data (circular or nested too deep)"
+    )
+    STORE_WRITE_FAILED = _code(
+        "STORE_WRITE_FAILED", ErrorClass.PERMANENT, "the database refused to record the run's result"
+    )
+    EXECUTION_CRASHED = _code(
+        "EXECUTION_CRASHED", ErrorClass.PERMANENT, "executing the run crashed repeatedly (poison)"
+    )
 
     @classmethod
     def all(cls) -> list[ErrorCode]:

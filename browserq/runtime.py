@@ -26,9 +26,11 @@ from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StoreError, TemplateError
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager
+from browserq.recordable import clean_text, sized
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.runner.checkpoint import Checkpoint, parse_path
+from browserq.runner.translate import first_line
 from browserq.runs import PreparedRun, check_run_options, prepare_loaded, prepare_run, record_run
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
@@ -37,10 +39,13 @@ from browserq.store import (
     IdentityBusy,
     IdentityDisabled,
     IdentityNotFound,
+    IllegalTransition,
     LeaseBusy,
+    LeaseLost,
     RunAlreadyFinished,
     RunView,
     Store,
+    StoreUnavailable,
 )
 from browserq.templates import (
     LoadedTemplate,
@@ -56,6 +61,11 @@ FINISHED_STATUSES = frozenset({"completed", "failed", "cancelled", "needs_review
 BROWSER_START_TIMEOUT_S = 60.0
 #: Resumes in the same process after the browser died, per execute() call.
 MAX_IN_PROCESS_RESUMES = 3
+#: Executions of one run that may crash (an exception, not a step failure) before it fails
+#: EXECUTION_CRASHED: the first crash is retried later, the second ends the run.
+MAX_EXECUTION_CRASHES = 2
+#: The reason that marks a crashed execution in run_transitions (counted there: no extra column).
+CRASH_REASON = "execution crashed"
 
 
 class RunBusy(BrowserqError):
@@ -210,7 +220,24 @@ class Runtime:
         Returns the final outcome (a run that already ended returns its recorded outcome), or
         :class:`RetryLater` for a run-level failure with retries left. Raises :class:`RunBusy`
         while another live worker holds the run.
+
+        An execution that crashes (an exception that is not a database outage, a lost lease or
+        a busy run) never leaves the run ``running`` for the sweeper to re-send into the same
+        crash: the first crash is recorded and retried later, the second ends the run failed
+        (``EXECUTION_CRASHED``, or ``STORE_WRITE_FAILED`` when the database refused a write).
         """
+        try:
+            return self._execute(run_id, secrets=secrets, timeout=timeout)
+        except (RunBusy, LeaseLost, StoreUnavailable):
+            raise
+        except Exception as exc:
+            if not self._started:
+                raise  # this worker cannot run anything (its browser did not start): not the run's fault
+            return self._crashed(run_id, exc)
+
+    def _execute(
+        self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> RunOutcome | RetryLater:
         run = self.store.get_run(run_id)
         if run is None:
             raise StoreError(f"no run {run_id!r} in the store")
@@ -408,23 +435,105 @@ class Runtime:
             log.warning("could not record the interrupted run", run_id=run_id, error=str(exc))
 
     def _finish(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
-        self.store.finish_run(
-            run_id,
-            status=outcome.status,
-            outputs=outcome.outputs,
-            error_code=outcome.error_code,
-            error_message=outcome.error_message,
-            error_step_path=outcome.error_step_path,
-            token=token,
-            worker=self.owner,
-            reason=outcome.error_message if outcome.status == "needs_review" else None,
-        )
+        outcome = self._bounded(outcome)
+        try:
+            self.store.finish_run(
+                run_id,
+                status=outcome.status,
+                outputs=outcome.outputs,
+                error_code=outcome.error_code,
+                error_message=outcome.error_message,
+                error_step_path=outcome.error_step_path,
+                token=token,
+                worker=self.owner,
+                reason=outcome.error_message if outcome.status == "needs_review" else None,
+            )
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except StoreError as exc:
+            # The database refused the run's end (not an outage): record that, minimally, rather
+            # than leave the run running for the sweeper to re-send into the same refusal.
+            log.error("run record refused", run_id=run_id, error=first_line(exc))
+            outcome = RunOutcome(
+                run_id, "failed", {}, Codes.STORE_WRITE_FAILED.code,
+                f"the database refused the run's result ({first_line(exc)}); the run had ended "
+                f"{outcome.status}{' with ' + outcome.error_code if outcome.error_code else ''}",
+                outcome.error_step_path,
+            )
+            self.store.finish_run(
+                run_id, status="failed", outputs=None, error_code=outcome.error_code,
+                error_message=outcome.error_message, error_step_path=outcome.error_step_path,
+                token=token, worker=self.owner,
+            )
         self.store.release_lease(run_id, token=token)
         log.info("run finished", run_id=run_id, status=outcome.status, error_code=outcome.error_code)
         run = self.store.get_run(run_id)
         if run is not None and run.batch_id:
             self._check_batch(run.batch_id)
         return outcome
+
+    def _bounded(self, outcome: RunOutcome) -> RunOutcome:
+        """The outcome with recordable outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES (the runner
+        keeps them there step by step; this guards every other way to an end, e.g. a resume)."""
+        outputs, size = sized(outcome.outputs or {})
+        limit = self.settings.max_run_output_bytes
+        message = clean_text(outcome.error_message) if outcome.error_message else outcome.error_message
+        if size <= limit:
+            return replace(outcome, outputs=outputs, error_message=message)
+        return replace(
+            outcome, status="failed", outputs={}, error_code=Codes.OUTPUT_TOO_LARGE.code,
+            error_message=f"the run's outputs are {size:,} bytes of JSON, over "
+            f"BROWSERQ_MAX_RUN_OUTPUT_BYTES={limit:,}; they were not stored",
+        )
+
+    def _crashed(self, run_id: str, exc: Exception) -> RunOutcome | RetryLater:
+        """Record a crashed execution: retry it later the first time, fail it the second.
+
+        Raises ``exc`` again when the crash cannot be recorded (or the run is not ours); the
+        lease then expires and the sweeper's re-send counts as a lost worker (the poison cap).
+        """
+        refused = isinstance(exc, StoreError) and not isinstance(exc, IllegalTransition)
+        code = Codes.STORE_WRITE_FAILED if refused else Codes.EXECUTION_CRASHED
+        detail = clean_text(f"{type(exc).__name__}: {first_line(exc)}")
+        log.error("run execution crashed", run_id=run_id, error=detail, exc_info=exc)
+        try:
+            run = self.store.get_run(run_id)
+            if run is None:
+                raise exc
+            if run.status in FINISHED_STATUSES:
+                return outcome_of(run)
+            ours = run.status == "running" and run.lease_owner == self.owner
+            if run.status == "running" and not ours:
+                raise exc  # someone else holds it now: not ours to record
+            token = run.lease_token if ours else None
+            crashes = 1 + sum(
+                1 for t in self.store.transitions(run_id) if (t.reason or "").startswith(CRASH_REASON)
+            )
+            if crashes < MAX_EXECUTION_CRASHES and run.status == "running":
+                countdown = backoff_s(0, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s)
+                reason = f"{CRASH_REASON} ({crashes} of {MAX_EXECUTION_CRASHES}): {detail}"
+                self.store.transition(
+                    run_id, "retrying", reason=reason, worker=self.owner, token=token,
+                    fields={"error_code": code.code, "error_message": detail},
+                )
+                self.store.release_lease(run_id, token=run.lease_token)
+                return RetryLater(RunOutcome(run_id, "retrying", {}, code.code, detail), countdown)
+            message = (
+                f"executing the run crashed {crashes} time(s); it is failed so that it cannot crash "
+                f"forever. Last crash: {detail}"
+            )
+            self.store.finish_run(
+                run_id, status="failed", outputs=None, error_code=code.code, error_message=message,
+                token=token, worker=self.owner, reason=f"{CRASH_REASON} ({crashes}): {detail}",
+            )
+            if token is not None:
+                self.store.release_lease(run_id, token=token)
+            return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
+        except Exception as inner:
+            if inner is exc:
+                raise
+            log.error("could not record the crashed execution", run_id=run_id, error=first_line(inner))
+            raise exc from inner
 
     def _check_batch(self, batch_id: str) -> None:
         """Trip the batch's circuit breaker when too many of its first runs failed."""

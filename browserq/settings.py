@@ -121,6 +121,14 @@ class Settings(BaseSettings):
     )
     snapshot_console_lines: int = Field(50, ge=0, description="Console messages kept in a failure snapshot.")
     snapshot_network_entries: int = Field(50, ge=0, description="Requests kept in a failure snapshot.")
+    max_step_output_bytes: int = Field(
+        10 * 1024 * 1024, ge=1024,
+        description="Largest result one step may return (JSON bytes); larger fails OUTPUT_TOO_LARGE.",
+    )
+    max_run_output_bytes: int = Field(
+        25 * 1024 * 1024, ge=1024,
+        description="Largest total of a run's outputs (JSON bytes); a step that would pass it fails OUTPUT_TOO_LARGE.",
+    )
     run_time_limit_margin_s: int = Field(
         30, ge=5, description="Celery soft limit = template run timeout + this margin."
     )

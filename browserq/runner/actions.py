@@ -21,6 +21,7 @@ from browserq import stealth
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url, safe_artifact_path
 from browserq.runner.context import StepContext
+from browserq.runner.outputs import evaluate_bounded, too_large
 from browserq.templates import (
     ActionStep,
     AssertStep,
@@ -204,7 +205,7 @@ _PLAYWRIGHT_ONLY = re.compile(r"^(text|role|xpath|css|id|data-testid|internal:|n
 #: Runs in the page: for each matched element, read every field with a shadow-piercing
 #: querySelector. One round trip for a whole page of records instead of one per field.
 _EXTRACT_JS = """
-(elements, fields) => {
+(elements, [fields, bounds]) => {
   const deepQuery = (root, selector, all) => {
     const found = [];
     const visit = (node) => {
@@ -219,16 +220,28 @@ _EXTRACT_JS = """
   };
   const clean = (s) => (s || '').replace(/\\s+/g, ' ').trim();
   const read = (el, spec) => spec.attr ? el.getAttribute(spec.attr) : spec.html ? el.innerHTML : clean(el.textContent);
-  return elements.map((element) => {
-    if (fields === null) return clean(element.textContent);
-    const record = {};
-    for (const [name, spec] of Object.entries(fields)) {
-      const targets = spec.selector ? deepQuery(element, spec.selector, spec.all) : [element];
-      const values = targets.map((t) => read(t, spec));
-      record[name] = spec.all ? values : (values.length ? values[0] : null);
+  // Only the records asked for (limit), and never more than maxBytes of them: the size is
+  // counted here, so a 50 MB extract stops in the page instead of crossing to Python.
+  const [limit, maxBytes] = bounds;
+  let units = 2;
+  const records = [];
+  for (const element of (limit === null ? elements : elements.slice(0, limit))) {
+    let record;
+    if (fields === null) {
+      record = clean(element.textContent);
+    } else {
+      record = {};
+      for (const [name, spec] of Object.entries(fields)) {
+        const targets = spec.selector ? deepQuery(element, spec.selector, spec.all) : [element];
+        const values = targets.map((t) => read(t, spec));
+        record[name] = spec.all ? values : (values.length ? values[0] : null);
+      }
     }
-    return record;
-  });
+    units += JSON.stringify(record).length + 2;
+    if (units > maxBytes) return {tooLarge: units};
+    records.push(record);
+  }
+  return {records};
 }
 """
 
@@ -253,10 +266,12 @@ async def extract(ctx: StepContext, step: ExtractStep) -> Any:
     if fields is None or all(
         not spec["selector"] or not _PLAYWRIGHT_ONLY.search(spec["selector"]) for spec in fields.values()
     ):
-        records = await locator.evaluate_all(_EXTRACT_JS, fields)
-    else:
-        records = [await _extract_one(element, fields) for element in await locator.all()]
-    return records[: step.limit] if step.limit is not None else records
+        found = await locator.evaluate_all(_EXTRACT_JS, [fields, [step.limit, ctx.max_output_bytes]])
+        if "tooLarge" in found:
+            raise too_large("the extract result", int(found["tooLarge"]), ctx.max_output_bytes, at_least=True)
+        return found["records"]
+    elements = await locator.all()
+    return [await _extract_one(element, fields) for element in elements[: step.limit]]
 
 
 async def _extract_one(element: Locator, fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -304,7 +319,10 @@ async def evaluate(ctx: StepContext, step: EvalStep) -> Any:
     if not ctx.settings.allow_eval:
         raise StepFailed(Codes.EVAL_DISABLED, "this template does not set settings.allow_eval: true")
     try:
-        return await asyncio.wait_for(ctx.page.evaluate(step.expression), ctx.timeout_ms / 1000)
+        evaluation = evaluate_bounded(ctx.page, step.expression, ctx.max_output_bytes)
+        return await asyncio.wait_for(evaluation, ctx.timeout_ms / 1000)
+    except StepFailed:
+        raise  # the result was too large or not data (browserq.runner.outputs)
     except TimeoutError as exc:
         raise StepFailed(Codes.TIMEOUT, f"expression did not finish within {ctx.timeout_ms:.0f} ms") from exc
     except Exception as exc:

@@ -36,6 +36,7 @@ class StepContext:
     artifact_base: Path  # the run's artifact directory
     #: ``async with ctx.untraced():`` keeps what happens inside out of the run's trace.
     untraced: Callable[[], AbstractAsyncContextManager[None]] = not_traced
+    max_output_bytes: int = 10 * 1024 * 1024  # BROWSERQ_MAX_STEP_OUTPUT_BYTES: checked in the page
 
     @property
     def timeout_ms(self) -> float:

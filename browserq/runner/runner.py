@@ -38,6 +38,7 @@ from browserq.limits import (
     install_navigation_gate,
 )
 from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classify_error
+from browserq.recordable import clean_text, dumps
 from browserq.redact import Redactor
 from browserq.redact import active as active_redactor
 from browserq.runner.actions import element_selector, handler_for, locate, settle, url_matcher
@@ -45,10 +46,12 @@ from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.context import StepContext, not_traced
 from browserq.runner.trace import TraceRecorder
+from browserq.runner.context import StepContext
+from browserq.runner.outputs import OutputBudget, check_step_output
 from browserq.runner.translate import first_line, translate
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
-from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store
+from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store, StoreUnavailable
 from browserq.store.artifacts import StoredFile
 from browserq.templates import ActionStep, LoadedTemplate, RepeatStep, render, render_step
 
@@ -142,6 +145,7 @@ class _RunState:
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
     trace: TraceRecorder | None = None
+    budget: OutputBudget | None = None  # the run's outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES
 
     def scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = dict(self.request.params)
@@ -209,6 +213,7 @@ class TemplateRunner:
             state.outputs = dict(request.resume.outputs)
             state.cursor = ResumeCursor(request.resume)
             state.checkpoint_seq = request.resume.seq
+        state.budget = OutputBudget.of(state.outputs, self.settings.max_run_output_bytes)
         failure: StepFailed | None = None
         status = "failed"
         context: BrowserContext | None = None
@@ -249,6 +254,11 @@ class TemplateRunner:
             failure = exc
         except LeaseLost:
             state.interrupt = "lease_lost"
+        except StoreUnavailable as exc:
+            failure = translate(exc, browser_connected=self.pool.connected)
+        except StoreError as exc:  # the database refused a record (not an outage)
+            failure = StepFailed(Codes.STORE_WRITE_FAILED, f"the database refused a record: {first_line(exc)}")
+            log.error("store write refused", run_id=request.run_id, error=first_line(exc))
         except asyncio.CancelledError:
             if state.interrupt is None:
                 # Interrupted from outside (Celery's soft time limit, shutdown): still recorded.
@@ -460,7 +470,7 @@ class TemplateRunner:
             status,
             outputs,
             error_code=failure.code.code,
-            error_message=state.redactor.text(failure.message),
+            error_message=clean_text(state.redactor.text(failure.message)),
             error_step_path=state.failed_path,
         )
 
@@ -590,6 +600,7 @@ class TemplateRunner:
                     else:
                         output = await handler_for(rendered)(self._step_context(rendered, path, state, attempt_id), rendered)
                         _check_landing(page, tsettings.allowed_domains)
+                        output = self._bounded_output(rendered, output, state)
                 except StepFailed as exc:
                     failure = exc
                 except asyncio.CancelledError:
@@ -671,7 +682,19 @@ class TemplateRunner:
             step_path=path,
             artifact_base=state.artifact_base,
             untraced=state.trace.paused if state.trace is not None else not_traced,
+            max_output_bytes=self.settings.max_step_output_bytes,
         )
+
+    def _bounded_output(self, step: ActionStep, output: Any, state: _RunState) -> Any:
+        """The step's result as recordable JSON within the step's and the run's size limits
+        (``OUTPUT_TOO_LARGE`` / ``OUTPUT_INVALID`` otherwise); counted against the run's budget
+        when ``into:`` will store it."""
+        output, size = check_step_output(output, self.settings.max_step_output_bytes)
+        name = getattr(step, "into", None)
+        if name and state.budget is not None:
+            accumulate = step.action == "extract" and isinstance(state.outputs.get(name), list)
+            state.budget.admit(name, size, accumulate=accumulate)
+        return output
 
     async def _record_end(
         self,
@@ -686,22 +709,42 @@ class TemplateRunner:
         output: Any = None,
         checkpoint: dict[str, Any] | None = None,
     ) -> None:
-        """Finish the attempt's record and, in the same transaction, the checkpoint after it."""
+        """Finish the attempt's record and, in the same transaction, the checkpoint after it.
+
+        A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
+        one that says so, and the run fails ``STORE_WRITE_FAILED``: never a step left
+        ``started`` behind a crash."""
         redactor = state.redactor
         url = redactor.text(state.page.url) if state.page and not state.page.is_closed() else None
         message = redactor.text(failure.message) if failure else None
-        await self._db(
-            self.store.finish_step,
-            attempt_id,
-            status=status,
-            url_after=url,
-            output=_recordable(redactor.data(output)),
-            error_code=failure.code.code if failure else None,
-            error_message=message,
-            retryable=failure.retryable if failure else None,
-            token=state.token,
-            checkpoint=checkpoint,
-        )
+        try:
+            await self._db(
+                self.store.finish_step,
+                attempt_id,
+                status=status,
+                url_after=url,
+                output=_recordable(redactor.data(output)),
+                error_code=failure.code.code if failure else None,
+                error_message=message,
+                retryable=failure.retryable if failure else None,
+                token=state.token,
+                checkpoint=checkpoint,
+            )
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except StoreError as exc:
+            refused = StepFailed(
+                Codes.STORE_WRITE_FAILED,
+                f"the database refused this step's record ({first_line(exc)}); "
+                f"the step {'failed with ' + failure.code.code if failure else 'had ' + status}",
+            )
+            log.error("step record refused", run_id=state.request.run_id, step=path, error=first_line(exc))
+            await self._db(
+                self.store.finish_step, attempt_id, status="failed", url_after=None, output=None,
+                error_code=refused.code.code, error_message=refused.message, retryable=False, token=state.token,
+            )
+            state.failed_attempt_id, state.failed_path = attempt_id, path
+            raise refused from None
         self._notify(path, step.id, step.action, attempt, status, started, failure, url, redactor)
 
     def _notify(
@@ -911,7 +954,7 @@ class TemplateRunner:
             log.info("failure screenshot unavailable", error=first_line(exc))
         try:
             html = await asyncio.wait_for(page.content(), SNAPSHOT_TIMEOUT_S)
-            dom = state.redactor.text(html).encode()
+            dom = clean_text(state.redactor.text(html)).encode()  # a lone surrogate would not encode
             await self._save_artifact(state, attempt_id, "dom", "failure.html", dom, "text/html")
         except Exception as exc:
             log.info("failure DOM unavailable", error=first_line(exc))
@@ -1012,9 +1055,11 @@ def _store_output(outputs: dict[str, Any], step: ActionStep, value: Any) -> None
 
 
 def _recordable(value: Any) -> Any:
+    """What the step record keeps of an output: the value, or a summary when it is large (the
+    run's outputs hold it whole, within BROWSERQ_MAX_RUN_OUTPUT_BYTES)."""
     if value is None:
         return None
-    encoded = json.dumps(value, default=str)
+    encoded = dumps(value)
     if len(encoded) <= MAX_RECORDED_OUTPUT_BYTES:
         return json.loads(encoded)
     return {"truncated": True, "bytes": len(encoded), "type": type(value).__name__}

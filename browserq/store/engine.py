@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +12,7 @@ from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
+from browserq import recordable
 from browserq.errors import StoreError
 
 #: How long a SQLite connection waits for another writer before failing ("database is locked").
@@ -58,8 +58,36 @@ def mask_url(url: str | URL) -> str:
 
 
 def _json_serializer(value: Any) -> str:
-    # default=str: a stray datetime, Path or Decimal in outputs is stored as text, not a crash.
-    return json.dumps(value, ensure_ascii=False, default=str)
+    # Whatever a page returned (NUL, lone surrogates, NaN, huge ints, cycles, datetimes) is
+    # stored in the JSON form browserq.recordable gives it, never a crash.
+    return recordable.dumps(value)
+
+
+def _clean_parameter(value: Any) -> Any:
+    return recordable.clean_text(value) if isinstance(value, str) else value
+
+
+def _clean_parameters(parameters: Any) -> Any:
+    """Text parameters without NUL or lone surrogates (PostgreSQL and UTF-8 reject them)."""
+    if isinstance(parameters, dict):
+        return {key: _clean_parameter(value) for key, value in parameters.items()}
+    if isinstance(parameters, tuple | list):
+        return type(parameters)(
+            _clean_parameters(p) if isinstance(p, dict | tuple | list) else _clean_parameter(p)
+            for p in parameters
+        )
+    return parameters
+
+
+def _install_text_cleaning(engine: Engine) -> None:
+    """Every text value bound to a statement (titles, URLs, error messages, reasons) is cleaned
+    here, at the one point all writes pass; JSON columns are cleaned by the serializer."""
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _clean(
+        _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        return statement, _clean_parameters(parameters)
 
 
 def _is_memory_sqlite(url: URL) -> bool:
@@ -103,6 +131,7 @@ def create_store_engine(
         raise StoreError(f"cannot use database {mask_url(url)}: {e}") from None
     if backend == "sqlite":
         _install_sqlite_hooks(engine)
+    _install_text_cleaning(engine)
     return engine
 
 

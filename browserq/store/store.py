@@ -604,6 +604,10 @@ class Store(IdentityMethods):
         if frm is RunStatus.RUNNING and to is not RunStatus.RUNNING:
             if not fenced:
                 run.lease_token += 1
+            if to is RunStatus.QUEUED and not fenced:
+                # Re-enqueued from under its worker (the sweeper: the lease expired, the worker
+                # vanished). That is a lost worker like a takeover: the poison cap counts it.
+                run.takeovers += 1
             run.lease_owner = None
             run.lease_expires_at = None
         run.status = to.value
