@@ -406,6 +406,7 @@ class Runtime:
             token=token,
             worker=self.owner,
             reason=outcome.error_message if outcome.status == "needs_review" else None,
+            warnings=outcome.warnings,
         )
         self.store.release_lease(run_id, token=token)
         log.info("run finished", run_id=run_id, status=outcome.status, error_code=outcome.error_code)
@@ -468,4 +469,5 @@ def outcome_of(run: RunView) -> RunOutcome:
         error_code=run.error_code,
         error_message=run.error_message,
         error_step_path=run.error_step_path,
+        warnings=list(run.warnings or []),
     )

@@ -40,6 +40,7 @@ class Checkpoint:
     storage: dict[str, Any] | None  # Playwright storage_state (cookies, origins incl. IndexedDB)
     seq: int = 0
     at: float = field(default_factory=time.time)
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # the run's so far (notices)
 
     def to_record(self, box: SecretBox) -> dict[str, Any]:
         """The JSON kept in ``runs.checkpoint``: outputs and storage encrypted when a key is set
@@ -51,6 +52,7 @@ class Checkpoint:
             "loops": self.loops,
             "seq": self.seq,
             "at": self.at,
+            "warnings": self.warnings,
         }
         state = {"outputs": self.outputs, "storage": self.storage}
         if box.enabled:
@@ -73,6 +75,7 @@ class Checkpoint:
             storage=state.get("storage"),
             seq=record.get("seq", 0),
             at=record.get("at", 0.0),
+            warnings=record.get("warnings") or [],
         )
 
 

@@ -15,6 +15,12 @@ from browserq.templates import TemplateSettings
 
 SaveArtifact = Callable[[str, str, bytes, str], Awaitable[StoredFile]]
 """``save(kind, name, data, content_type)`` stores bytes linked to the current step attempt."""
+Warn = Callable[[str, str], None]
+"""``warn(code, message)``: the step succeeds, but a limit cut its result short (see notices)."""
+
+
+def _no_warnings(_code: str, _message: str) -> None:
+    return None
 
 
 @dataclass
@@ -27,6 +33,7 @@ class StepContext:
     save_artifact: SaveArtifact
     step_path: str
     artifact_base: Path  # the run's artifact directory
+    warn: Warn = _no_warnings
 
     @property
     def timeout_ms(self) -> float:

@@ -2,7 +2,8 @@
 
 Schema history: ``0001`` templates/runs/step_attempts/artifacts; ``0002`` durable runs (leases
 with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``); ``0003``
-``identities`` (named visitor identities, leased to one run at a time).
+``identities`` (named visitor identities, leased to one run at a time); ``0004_warnings``
+``warnings`` on runs and step attempts (a limit cut the result short).
 
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
@@ -216,6 +217,10 @@ class Run(Base):
     status_reason: Mapped[str | None] = mapped_column(Text)
     identity: Mapped[str | None] = mapped_column(String(100))  # a named identity the run asked for
     identity_pool: Mapped[str | None] = mapped_column(String(100))  # …or a pool to lease one from
+    # --- 0004_warnings ---
+    #: ``[{"step", "code", "message"}]``: where a limit cut the result short (a repeat stopped at
+    #: ``max`` with its stop selector still there, an extract ``limit``…). NULL: none.
+    warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
 
 
 class RunTransition(Base):
@@ -265,6 +270,8 @@ class StepAttempt(Base):
     url_before: Mapped[str | None] = mapped_column(Text)
     url_after: Mapped[str | None] = mapped_column(Text)
     output: Mapped[Any | None] = mapped_column(JSONType)
+    #: 0004_warnings: ``[{"code", "message"}]`` when the step succeeded but not in full.
+    warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
 
 
 class Artifact(Base):

@@ -46,6 +46,7 @@ class RunView:
     status_reason: str | None = None
     identity: str | None = None
     identity_pool: str | None = None
+    warnings: list[dict[str, Any]] | None = None  # {step, code, message}: the result is partial
 
     @property
     def terminal(self) -> bool:
@@ -77,6 +78,7 @@ class StepView:
     url_before: str | None
     url_after: str | None
     output: Any
+    warnings: list[dict[str, Any]] | None = None  # {code, message}: succeeded, but not in full
 
 
 @dataclass(frozen=True, slots=True)

@@ -309,6 +309,8 @@ class NavigateStep(ActionStep):
     action: Literal["navigate"] = "navigate"
     url: str
     wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] = "load"
+    #: Store ``{"status": HTTP status, "url": the URL after redirects}`` in ``outputs[into]``.
+    into: OutputName | None = None
 
 
 class ClickStep(ActionStep):
@@ -336,6 +338,8 @@ class SelectStep(ActionStep):
     selector: Selector
     value: Annotated[str | list[str], BeforeValidator(_text_or_texts)]
     by: Literal["value", "label"] = "value"
+    #: Store the list of option values now selected in ``outputs[into]``.
+    into: OutputName | None = None
 
 
 class CheckStep(ActionStep):
@@ -367,6 +371,8 @@ class ScrollStep(ActionStep):
     selector: Selector | None = None
     to: Literal["bottom", "top"] | None = None
     settle_ms: Annotated[int, Field(ge=0)] = 500
+    #: Store ``{"height": page height, "grew": whether it grew}`` in ``outputs[into]``.
+    into: OutputName | None = None
 
     @model_validator(mode="after")
     def _one_target(self) -> ScrollStep:
@@ -434,10 +440,10 @@ _GET_NEEDS_SELECTOR = ("text", "attribute", "count", "html", "value")
 
 
 class GetStep(ActionStep):
-    """Read one value from the page into ``outputs[into]``."""
+    """Read one value from the page into ``outputs[into]``; ``what`` defaults to the text."""
 
     action: Literal["get"] = "get"
-    what: Literal["text", "attribute", "url", "title", "count", "html", "value"]
+    what: Literal["text", "attribute", "url", "title", "count", "html", "value"] = "text"
     selector: Selector | None = None
     attribute: str | None = None
     into: OutputName
@@ -445,7 +451,8 @@ class GetStep(ActionStep):
     @model_validator(mode="after")
     def _arguments(self) -> GetStep:
         if self.what in _GET_NEEDS_SELECTOR and self.selector is None:
-            raise ValueError(f"get: what: {self.what} needs a selector")
+            default = " (what defaults to text)" if "what" not in self.model_fields_set else ""
+            raise ValueError(f"get: what: {self.what} needs a selector{default}")
         if self.what not in _GET_NEEDS_SELECTOR and self.selector is not None:
             raise ValueError(f"get: what: {self.what} takes no selector")
         if self.what == "attribute" and not self.attribute:
@@ -470,6 +477,8 @@ class ScreenshotStep(ActionStep):
     name: str | None = None
     full_page: bool = False
     selector: Selector | None = None
+    #: Store ``{"artifact": path inside the artifacts dir, "size": bytes}`` in ``outputs[into]``.
+    into: OutputName | None = None
 
     @model_validator(mode="after")
     def _page_or_element(self) -> ScreenshotStep:
