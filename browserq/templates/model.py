@@ -369,10 +369,10 @@ class ScrollStep(ActionStep):
     action: Literal["scroll"] = "scroll"
     pixels: int | None = None
     selector: Selector | None = None
-    to: Literal["bottom", "top"] | None = None
-    settle_ms: Annotated[int, Field(ge=0)] = 500
     #: Store ``{"height": page height, "grew": whether it grew}`` in ``outputs[into]``.
     into: OutputName | None = None
+    to: Literal["bottom", "top"] | None = None
+    settle_ms: Annotated[int, Field(ge=0)] = 500
 
     @model_validator(mode="after")
     def _one_target(self) -> ScrollStep:

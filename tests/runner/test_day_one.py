@@ -28,7 +28,7 @@ pre-</textarea>
 
 
 class _Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         body = PREFILLED.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
