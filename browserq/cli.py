@@ -325,7 +325,7 @@ def _masked_db(settings: Settings) -> str:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def worker(
     ctx: typer.Context,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Worker processes (one Chromium each).")] = 2,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Worker processes (one Chromium each).")] = 2,
     loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO",
 ) -> None:
     """Start a Celery worker configured for browserq (prefork, one browser per process).
