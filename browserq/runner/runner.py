@@ -538,7 +538,7 @@ class TemplateRunner:
             "matched: later pages or items were not processed (raise max if more were expected)"
         )
         self._warn(state, path, notices.REPEAT_MAX_REACHED, message)
-        log.warning("repeat cut short by max", run_id=state.request.run_id, step=path, max=bound)
+        log.info("repeat cut short by max", run_id=state.request.run_id, step=path, max=bound)
 
     @staticmethod
     def _warn(state: _RunState, path: str, code: str, message: str) -> None:
