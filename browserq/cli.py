@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -20,8 +21,10 @@ from browserq.settings import Settings, get_settings, load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console()
-err_console = Console(stderr=True)
+#: Markup is off: every value printed (params with ``[secret:…]``, page text and errors with
+#: brackets) is shown as it is, never read as Rich markup. Style with ``Text``/``style=`` instead.
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False, soft_wrap=True)
 
 
 def _settings_epilog() -> str:
@@ -40,6 +43,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,  # a traceback's locals could hold secrets
 )
 templates_app = typer.Typer(help="List and validate templates.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -58,25 +62,70 @@ STATUS_STYLE = {
     "needs_review": "bold yellow",
 }
 STATUS_MARK = {"succeeded": "✓", "skipped": "↷", "failed": "✗"}
+#: The most runs ``browserq runs -n`` lists at once.
+MAX_LISTED_RUNS = 100_000
+#: ``runs --status`` choices: store.models.RunStatus's values (a test keeps them equal), spelled
+#: out so that ``--help`` and ``keygen`` need not import SQLAlchemy.
+RunStatusChoice = StrEnum(
+    "RunStatusChoice",
+    {s: s for s in ("queued", "running", "retrying", "completed", "failed", "cancelled", "needs_review")},
+)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
 
 
 def friendly_errors(fn: F) -> F:
-    """Turn browserq's errors into a one-paragraph message and exit code 2 — never a traceback."""
+    """Turn browserq's errors, and input the layers below refused (ValueError), into a one-line
+    message and exit code 2 — never a traceback."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except BrowserqError as exc:
+        except (BrowserqError, ValueError) as exc:
             _fail(str(exc))
 
     return wrapper  # type: ignore[return-value]
+
+
+def _undecodable_argument(argv: list[str]) -> str | None:
+    """The first argument that is not valid UTF-8 (Python keeps such bytes as lone surrogates,
+    which every later layer — the database, the terminal — would choke on)."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
+
+
+def _plain() -> bool:
+    """stdout is not a terminal (a pipe, a file): print full values in plain lines, no tables
+    squeezed to the default 80 columns."""
+    return not console.is_terminal
+
+
+def _flat(value: Any) -> str:
+    """One tab-separated field: no tabs or line breaks inside."""
+    text = "" if value is None else str(value)
+    return " ".join(text.replace("\t", " ").splitlines())
+
+
+def _tsv(*fields: Any) -> None:
+    print("\t".join(_flat(f) for f in fields))
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if value is not None else ""
+
+
+def _warning_text(warning: dict[str, Any]) -> str:
+    where = f"step {warning['step']}: " if warning.get("step") is not None else ""
+    return f"{where}{warning.get('code')}: {warning.get('message')}"
 
 
 def parse_params(pairs: list[str], stdin: Any = None) -> dict[str, Any]:
@@ -166,6 +215,8 @@ def _print_outcome(outcome: Any, store: Any) -> None:
         console.print(f"  took {(run.finished_at - run.started_at).total_seconds():.2f} s", style="dim")
     if outcome.error_code:
         console.print(f"  {outcome.error_code} at step {outcome.error_step_path}: {outcome.error_message}", style="red")
+    for warning in outcome.warnings:
+        console.print(f"  warning: {_warning_text(warning)}", style="yellow", highlight=False)
     for name, value in (outcome.outputs or {}).items():
         console.print(_output_table(name, value))
 
@@ -212,7 +263,8 @@ def run(
     runtime = Runtime(settings, listener=_step_printer(not as_json))
     try:
         if not as_json:
-            console.print(f"[bold]browserq run[/] {template}  [dim]store: {_masked_db(settings)}[/]")
+            console.print(Text.assemble(("browserq run", "bold"), f" {template}  ",
+                                        (f"store: {_masked_db(settings)}", "dim")))
             with console.status("launching Chromium…"):
                 runtime.start()
         else:
@@ -223,7 +275,8 @@ def run(
             print(json.dumps(outcome.as_result(), indent=2, ensure_ascii=False))
         else:
             _print_outcome(outcome, runtime.store)
-            console.print(f"\n  details: [bold]browserq show {outcome.run_id}[/]", highlight=False)
+            console.print(Text.assemble("\n  details: ", (f"browserq show {outcome.run_id}", "bold")),
+                          highlight=False)
     finally:
         runtime.stop()
     raise typer.Exit(0 if outcome.status == "completed" else 1)
@@ -249,13 +302,13 @@ def demo(
     ]
     results = []
     with DemoSite() as site:
-        console.print(f"[bold]browserq demo[/]  site: {site.url}  store: {_masked_db(settings)}")
+        console.print(Text.assemble(("browserq demo", "bold"), f"  site: {site.url}  store: {_masked_db(settings)}"))
         runtime = Runtime(settings, listener=_step_printer())
         try:
             with console.status("launching Chromium…"):
                 runtime.start()
             for name, what, params in plan:
-                console.rule(f"[bold]{name}[/] — {what}")
+                console.rule(Text.assemble((name, "bold"), f" — {what}"))
                 outcome = runtime.run_local(name, params(site.url))
                 _print_outcome(outcome, runtime.store)
                 results.append(outcome)
@@ -385,12 +438,25 @@ def _store() -> Any:
 @app.command()
 @friendly_errors
 def runs(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
-    status: Annotated[str | None, typer.Option(help="Only runs in this status.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=MAX_LISTED_RUNS, help="How many runs.")] = 20,
+    status: Annotated[RunStatusChoice | None, typer.Option(case_sensitive=False, help="Only runs in this status.")] = None,
     template: Annotated[str | None, typer.Option(help="Only runs of this template name.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
 ) -> None:
-    """List recent runs, newest first."""
-    rows = _store().list_runs(limit=limit, status=status, template=template)
+    """List recent runs, newest first (tab-separated, full values, when stdout is not a terminal)."""
+    rows = _store().list_runs(limit=limit, status=status.value if status else None, template=template)
+    if as_json:
+        print(json.dumps([_run_json(r) for r in rows], indent=2, default=str, ensure_ascii=False))
+        return
+    if _plain():
+        _tsv("run_id", "template", "status", "attempt", "created_utc", "took_s", "error", "warnings")
+        for r in rows:
+            took = (r.finished_at - r.started_at).total_seconds() if r.finished_at and r.started_at else None
+            error = ": ".join(p for p in (r.error_code, r.error_message) if p)
+            _tsv(r.id, f"{r.template_name}@{r.template_version}", r.status, r.attempt, _iso(r.created_at),
+                 f"{took:.2f}" if took is not None else "", error,
+                 "; ".join(_warning_text(w) for w in r.warnings or []))
+        return
     table = Table(title=f"Recent runs ({len(rows)})  — `browserq show ID` takes any unique prefix",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("run id", "template", "status", "try", "created UTC", "took", "error"):
@@ -404,9 +470,18 @@ def runs(
             str(r.attempt),
             r.created_at.strftime("%m-%d %H:%M:%S"),
             f"{took:.2f} s" if took is not None else "",
-            f"{r.error_code}" if r.error_code else "",
+            f"{r.error_code}" if r.error_code else
+            Text(", ".join(f"⚠ {w.get('code')}" for w in r.warnings or []), style="yellow"),
         )
     console.print(table)
+
+
+def _run_json(run: Any) -> dict[str, Any]:
+    """A run as ``runs --json`` lists it: every column but the encrypted secrets and the
+    checkpoint (browser storage; ``show --json`` has it)."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(run).items() if k not in ("secrets", "checkpoint")}
 
 
 @app.command()
@@ -429,6 +504,9 @@ def show(
         print(json.dumps({"run": run_data, "steps": [asdict(s) for s in steps],
                           "artifacts": [asdict(a) for a in artifacts]}, indent=2, default=str, ensure_ascii=False))
         return
+    if _plain():
+        _show_plain(store, run_view, steps, artifacts)
+        return
     console.print(Text.assemble(("Run ", "bold"), (run_view.id, "cyan"), "  ", _status(run_view.status)))
     console.print(f"  template  {run_view.template_name}@{run_view.template_version}")
     console.print(f"  content   sha256:{run_view.template_hash or '- (recorded before 0004)'}", highlight=False)
@@ -437,6 +515,8 @@ def show(
     console.print(f"  queued    {run_view.queued_at or run_view.created_at}   started {run_view.started_at or '-'}   finished {run_view.finished_at or '-'}")
     if run_view.error_code:
         console.print(f"  error     {run_view.error_code} at step {run_view.error_step_path}: {run_view.error_message}", style="red")
+    for warning in run_view.warnings or []:
+        console.print(f"  warning   {_warning_text(warning)}", style="yellow", highlight=False)
     history = store.transitions(run_id)
     if history:
         console.print("  history   " + "  →  ".join(
@@ -448,7 +528,9 @@ def show(
     for s in steps:
         table.add_row(
             s.step_path, s.step_id or "", s.action, str(s.attempt), _ms(s.duration_ms), _status(s.status),
-            f"{s.error_code}: {s.error_message}" if s.error_code else "", s.url_after or "",
+            f"{s.error_code}: {s.error_message}" if s.error_code else
+            Text("\n".join(f"⚠ {_warning_text(w)}" for w in s.warnings or []), style="yellow"),
+            s.url_after or "",
         )
     console.print(table)
     if artifacts:
@@ -464,6 +546,48 @@ def show(
     if run_view.outputs:
         for name, value in run_view.outputs.items():
             console.print(_output_table(name, value))
+
+
+def _show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> None:
+    """``show`` for a pipe or a file: one ``key<TAB>value`` line per fact, then tab-separated
+    sections with a header line each — full values, nothing folded or cut."""
+    _tsv("run", run.id)
+    _tsv("status", run.status)
+    _tsv("template", f"{run.template_name}@{run.template_version}")
+    _tsv("params", json.dumps(run.params, ensure_ascii=False))
+    _tsv("worker", run.worker or "")
+    _tsv("attempt", run.attempt)
+    _tsv("queued", _iso(run.queued_at or run.created_at))
+    _tsv("started", _iso(run.started_at))
+    _tsv("finished", _iso(run.finished_at))
+    if run.error_code:
+        _tsv("error", f"{run.error_code} at step {run.error_step_path}: {run.error_message}")
+    for warning in run.warnings or []:
+        _tsv("warning", _warning_text(warning))
+    history = store.transitions(run.id)
+    if history:
+        _tsv("history", "  →  ".join(
+            f"{t.to_status} ({_iso(t.at)}{', ' + t.reason if t.reason and t.to_status != 'queued' else ''})"
+            for t in history))
+    print("\nSteps")
+    _tsv("step", "id", "action", "try", "duration_ms", "status", "error", "warnings", "url_after")
+    for s in steps:
+        _tsv(s.step_path, s.step_id or "", s.action, s.attempt,
+             f"{s.duration_ms:.0f}" if s.duration_ms is not None else "", s.status,
+             f"{s.error_code}: {s.error_message}" if s.error_code else "",
+             "; ".join(_warning_text(w) for w in s.warnings or []), s.url_after or "")
+    if artifacts:
+        settings = get_settings()
+        by_step = {s.id: s.step_path for s in steps}
+        print("\nArtifacts")
+        _tsv("kind", "step", "size", "path")
+        for a in artifacts:
+            _tsv(a.kind, by_step.get(a.step_attempt_id, "") if a.step_attempt_id else "", a.size,
+                 settings.artifacts_dir / a.path)
+    if run.outputs:
+        print("\nOutputs")
+        for name, value in run.outputs.items():
+            _tsv(name, json.dumps(value, ensure_ascii=False, default=str))
 
 
 @app.command()
@@ -610,7 +734,7 @@ def templates_list() -> None:
                       Text(f"✗ invalid: {path.name} (see below)", style="red"))
     console.print(table)
     for path, error in errors.items():
-        err_console.print(f"[red]✗ {path}[/]: {error}", highlight=False)
+        err_console.print(Text.assemble((f"✗ {path}", "red"), f": {error}"), highlight=False)
 
 
 @templates_app.command("validate")
@@ -632,9 +756,12 @@ def templates_validate(
     for path, result in outcome.items():
         if isinstance(result, BrowserqError):  # TemplateInvalid, duplicates included
             bad += 1
-            err_console.print(f"[red]✗[/] {result}", highlight=False)
+            err_console.print(Text.assemble(("✗", "red"), f" {result}"), highlight=False)
         else:
-            console.print(f"[green]✓[/] {path}  {result.ref}  sha256:{result.canonical_hash[:12]}", highlight=False)
+            console.print(
+                Text.assemble(("✓", "green"), f" {path}  {result.ref}  sha256:{result.canonical_hash[:12]}"),
+                highlight=False,
+            )
     raise typer.Exit(1 if bad else 0)
 
 
@@ -680,10 +807,15 @@ def keygen() -> None:
 
 
 def main() -> None:
+    bad = _undecodable_argument(sys.argv[1:])
+    if bad is not None:
+        err_console.print(Text.assemble(("error:", "bold red"), f" argument '{bad}' is not valid UTF-8 text"),
+                          highlight=False)
+        raise SystemExit(2)
     try:
         settings = load_settings()
     except BrowserqError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False)
         raise SystemExit(2) from None
     from browserq.logs import configure_logging
 

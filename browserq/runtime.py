@@ -447,6 +447,7 @@ class Runtime:
                 token=token,
                 worker=self.owner,
                 reason=outcome.error_message if outcome.status == "needs_review" else None,
+                warnings=outcome.warnings,
             )
         except (LeaseLost, StoreUnavailable):
             raise
@@ -589,4 +590,5 @@ def outcome_of(run: RunView) -> RunOutcome:
         error_code=run.error_code,
         error_message=run.error_message,
         error_step_path=run.error_step_path,
+        warnings=list(run.warnings or []),
     )

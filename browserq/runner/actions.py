@@ -20,6 +20,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from browserq import stealth
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url, safe_artifact_path
+from browserq.runner import notices
 from browserq.runner.context import StepContext
 from browserq.runner.outputs import evaluate_bounded, too_large
 from browserq.templates import (
@@ -91,7 +92,7 @@ async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
             raise StepFailed(Codes.BLOCKED, f"{step.url} answered HTTP {status}")
         code = Codes.HTTP_5XX if status >= 500 else Codes.HTTP_4XX
         raise StepFailed(code, f"{step.url} answered HTTP {status}")
-    return {"status": status}
+    return {"status": status, "url": ctx.page.url}
 
 
 async def click(ctx: StepContext, step: ClickStep) -> Any:
@@ -116,10 +117,34 @@ async def fill(ctx: StepContext, step: FillStep) -> Any:
         )
 
 
+#: Puts the caret after the field's content. Playwright's own typing focuses an ``<input>`` with
+#: the caret at the start, so ``pre-`` + ``abc`` became ``abcpre-``. False: the field has no
+#: selection API (``type=email``/``number``), where the End key does the same.
+_CARET_TO_END_JS = """
+(el) => {
+  if (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) {
+    try { const n = el.value.length; el.setSelectionRange(n, n); return true; } catch (e) { return false; }
+  }
+  if (el.isContentEditable) {
+    const range = el.ownerDocument.createRange();
+    range.selectNodeContents(el);
+    range.collapse(false);
+    const selection = el.ownerDocument.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+  }
+  return true;
+}
+"""
+
+
 async def type_text(ctx: StepContext, step: TypeStep) -> Any:
+    """Type keystrokes after what the field already holds (``fill`` is the one that replaces)."""
     locator = first(ctx, step.selector)
+    await locator.focus(timeout=ctx.timeout_ms)
+    if not await locator.evaluate(_CARET_TO_END_JS, timeout=ctx.timeout_ms):
+        await ctx.page.keyboard.press("End")
     if ctx.settings.human_input:
-        await locator.focus(timeout=ctx.timeout_ms)
         if ctx.redactor.contains(step.text):
             # One trace action (and DOM snapshots) per key would spell the secret: not recorded.
             async with ctx.untraced():
@@ -127,7 +152,9 @@ async def type_text(ctx: StepContext, step: TypeStep) -> Any:
         else:
             await stealth.type_like_human(locator, step.text, random.Random())
         return
-    await locator.press_sequentially(step.text, delay=step.delay_ms, timeout=ctx.timeout_ms)
+    # The keyboard types into the focused element without refocusing it (which would move the
+    # caret back to the start).
+    await ctx.page.keyboard.type(step.text, delay=step.delay_ms)
 
 
 async def select(ctx: StepContext, step: SelectStep) -> Any:
@@ -137,7 +164,7 @@ async def select(ctx: StepContext, step: SelectStep) -> Any:
         selected = await locator.select_option(label=values, timeout=ctx.timeout_ms)
     else:
         selected = await locator.select_option(value=values, timeout=ctx.timeout_ms)
-    return {"selected": selected}
+    return selected  # the option values now selected (what ``into:`` stores)
 
 
 async def check(ctx: StepContext, step: CheckStep) -> Any:
@@ -163,16 +190,21 @@ async def hover(ctx: StepContext, step: HoverStep) -> Any:
 _HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
 
 
+async def _scrolled(page: Page, before: int) -> dict[str, Any]:
+    height = await page.evaluate(_HEIGHT_JS)
+    return {"height": height, "grew": height > before}
+
+
 async def scroll(ctx: StepContext, step: ScrollStep) -> Any:
     """Scroll by pixels, to an element, or to the top/bottom; bottom waits for more content."""
     page = ctx.page
+    before = await page.evaluate(_HEIGHT_JS)
     if step.selector:
         await first(ctx, step.selector).scroll_into_view_if_needed(timeout=ctx.timeout_ms)
-        return None
+        return await _scrolled(page, before)
     if step.pixels is not None:
         await page.evaluate("dy => window.scrollBy(0, dy)", step.pixels)
-        return None
-    before = await page.evaluate(_HEIGHT_JS)
+        return await _scrolled(page, before)
     target = "0" if step.to == "top" else "(document.scrollingElement || document.documentElement).scrollHeight"
     await page.evaluate(f"() => window.scrollTo(0, {target})")
     grew = False
@@ -196,7 +228,14 @@ async def wait(ctx: StepContext, step: WaitStep) -> Any:
     elif step.load_state:
         await page.wait_for_load_state(step.load_state, timeout=ctx.timeout_ms)
     elif step.ms is not None:
-        await asyncio.sleep(min(step.ms / 1000, ctx.timeout_ms / 1000))
+        allowed_ms = ctx.timeout_ms
+        if step.ms > allowed_ms:
+            ctx.warn(
+                notices.WAIT_SHORTENED,
+                f"waited {allowed_ms / 1000:g} s of the {step.ms / 1000:g} s asked: the step may take "
+                "no longer (raise its timeout_s, or the run's)",
+            )
+        await asyncio.sleep(min(step.ms, allowed_ms) / 1000)
 
 
 # --- reading the page ----------------------------------------------------------------------
@@ -241,7 +280,7 @@ _EXTRACT_JS = """
     if (units > maxBytes) return {tooLarge: units};
     records.push(record);
   }
-  return {records};
+  return {records, total: elements.length};
 }
 """
 
@@ -269,9 +308,17 @@ async def extract(ctx: StepContext, step: ExtractStep) -> Any:
         found = await locator.evaluate_all(_EXTRACT_JS, [fields, [step.limit, ctx.max_output_bytes]])
         if "tooLarge" in found:
             raise too_large("the extract result", int(found["tooLarge"]), ctx.max_output_bytes, at_least=True)
-        return found["records"]
-    elements = await locator.all()
-    return [await _extract_one(element, fields) for element in elements[: step.limit]]
+        records, total = found["records"], int(found["total"])
+    else:
+        elements = await locator.all()
+        total = len(elements)
+        records = [await _extract_one(element, fields) for element in elements[: step.limit]]
+    if step.limit is not None and total > step.limit:
+        ctx.warn(
+            notices.EXTRACT_LIMITED,
+            f"kept the first {step.limit} of {total} records matching {step.selector!r} (limit: {step.limit})",
+        )
+    return records
 
 
 async def _extract_one(element: Locator, fields: dict[str, dict[str, Any]]) -> dict[str, Any]:

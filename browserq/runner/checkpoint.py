@@ -44,6 +44,7 @@ class Checkpoint:
     storage: dict[str, Any] | None  # Playwright storage_state (cookies, origins incl. IndexedDB)
     seq: int = 0
     at: float = field(default_factory=time.time)
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # the run's so far (notices)
 
     def to_record(self, box: SecretBox, redactor: Redactor | None = None) -> dict[str, Any]:
         """The JSON kept in ``runs.checkpoint``.
@@ -63,6 +64,7 @@ class Checkpoint:
             "loops": self.loops,
             "seq": self.seq,
             "at": self.at,
+            "warnings": self.warnings,
         }
         state = {"outputs": self.outputs, "storage": self.storage, "url": self.url}
         if box.enabled:
@@ -93,6 +95,7 @@ class Checkpoint:
             storage=state.get("storage"),
             seq=record.get("seq", 0),
             at=record.get("at", 0.0),
+            warnings=record.get("warnings") or [],
         )
 
 

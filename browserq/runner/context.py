@@ -16,6 +16,12 @@ from browserq.templates import TemplateSettings
 
 SaveArtifact = Callable[[str, str, bytes, str], Awaitable[StoredFile]]
 """``save(kind, name, data, content_type)`` stores bytes linked to the current step attempt."""
+Warn = Callable[[str, str], None]
+"""``warn(code, message)``: the step succeeds, but a limit cut its result short (see notices)."""
+
+
+def _no_warnings(_code: str, _message: str) -> None:
+    return None
 
 
 @asynccontextmanager
@@ -37,6 +43,7 @@ class StepContext:
     #: ``async with ctx.untraced():`` keeps what happens inside out of the run's trace.
     untraced: Callable[[], AbstractAsyncContextManager[None]] = not_traced
     max_output_bytes: int = 10 * 1024 * 1024  # BROWSERQ_MAX_STEP_OUTPUT_BYTES: checked in the page
+    warn: Warn = _no_warnings
 
     @property
     def timeout_ms(self) -> float:

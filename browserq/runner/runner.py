@@ -41,13 +41,13 @@ from browserq.proxies import AUTH, REFUSED, TUNNEL, Proxy, ProxyManager, classif
 from browserq.recordable import clean_text, dumps
 from browserq.redact import Redactor
 from browserq.redact import active as active_redactor
+from browserq.runner import notices
 from browserq.runner.actions import element_selector, handler_for, locate, settle, url_matcher
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
 from browserq.runner.context import StepContext, not_traced
-from browserq.runner.trace import TraceRecorder
-from browserq.runner.context import StepContext
 from browserq.runner.outputs import OutputBudget, check_step_output
+from browserq.runner.trace import TraceRecorder
 from browserq.runner.translate import first_line, translate
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
@@ -91,6 +91,8 @@ class RunOutcome:
     error_message: str | None = None
     error_step_path: str | None = None
     lease_lost: bool = False  # another worker took the run over: nothing may be written
+    #: ``[{step, code, message}]``: where a limit cut the result short (see runner.notices).
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def error_class(self) -> ErrorClass | None:
@@ -101,7 +103,13 @@ class RunOutcome:
         error = None
         if self.error_code:
             error = {"code": self.error_code, "message": self.error_message, "step": self.error_step_path}
-        return {"run_id": self.run_id, "status": self.status, "outputs": self.outputs, "error": error}
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "outputs": self.outputs,
+            "error": error,
+            "warnings": self.warnings,
+        }
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,7 @@ class _RunState:
     artifact_base: Path
     page: Page | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # run_warning() dicts, in order
     loops: list[dict[str, Any]] = field(default_factory=list)
     failed_attempt_id: int | None = None
     failed_path: str | None = None
@@ -211,6 +220,7 @@ class TemplateRunner:
         )
         if request.resume is not None:
             state.outputs = dict(request.resume.outputs)
+            state.warnings = list(request.resume.warnings)
             state.cursor = ResumeCursor(request.resume)
             state.checkpoint_seq = request.resume.seq
         state.budget = OutputBudget.of(state.outputs, self.settings.max_run_output_bytes)
@@ -463,8 +473,9 @@ class TemplateRunner:
         if state.blocked is not None and state.blocked.total:
             log.info("resources blocked", run_id=request.run_id, blocked=state.blocked.summary())
         outputs = state.redactor.data(state.outputs)
+        warnings = state.redactor.data(state.warnings)
         if failure is None:
-            return RunOutcome(request.run_id, status, outputs)
+            return RunOutcome(request.run_id, status, outputs, warnings=warnings)
         return RunOutcome(
             request.run_id,
             status,
@@ -472,6 +483,7 @@ class TemplateRunner:
             error_code=failure.code.code,
             error_message=clean_text(state.redactor.text(failure.message)),
             error_step_path=state.failed_path,
+            warnings=warnings,
         )
 
     # --- control flow ------------------------------------------------------------------------
@@ -531,6 +543,34 @@ class TemplateRunner:
                 state.loops.pop()
             if last_pass:
                 break
+        else:  # every pass up to max ran: did the stop condition still ask for more?
+            await self._warn_if_cut_short(step, path, bound, state)
+
+    async def _warn_if_cut_short(self, step: RepeatStep, path: str, bound: int, state: _RunState) -> None:
+        """A repeat that reached ``max`` while its stop selector still said "more" is a truncated
+        result, not a complete one: record a warning so it shows in the result and in ``show``.
+
+        ``until_missing`` is read at the start of a pass, so reaching max means the last pass
+        began with the selector present (another pass would have run). ``while_present`` is read
+        once more: present now means another pass would have run."""
+        spec = step.repeat
+        if spec.until_missing is not None:
+            condition, selector = "until_missing", spec.until_missing
+        elif spec.while_present is not None and await self._present(spec.while_present, path, state):
+            condition, selector = "while_present", spec.while_present
+        else:
+            return
+        name = f"repeat {step.id!r}" if step.id else f"repeat at step {path}"
+        message = (
+            f"{name} stopped at max={bound} passes while its {condition} selector {selector!r} still "
+            "matched: later pages or items were not processed (raise max if more were expected)"
+        )
+        self._warn(state, path, notices.REPEAT_MAX_REACHED, message)
+        log.info("repeat cut short by max", run_id=state.request.run_id, step=path, max=bound)
+
+    @staticmethod
+    def _warn(state: _RunState, path: str, code: str, message: str) -> None:
+        state.warnings.append(notices.run_warning(path, code, state.redactor.text(message)))
 
     async def _present(self, selector: str, path: str, state: _RunState) -> bool:
         page = self._page(state)
@@ -592,13 +632,16 @@ class TemplateRunner:
             started = time.monotonic()
             output: Any = None
             skipped = False
+            warnings: list[dict[str, Any]] = []
             if failure is None:
                 try:
                     selector = element_selector(rendered)
                     if rendered.optional and selector and await _missing(page, selector):
                         skipped = True
                     else:
-                        output = await handler_for(rendered)(self._step_context(rendered, path, state, attempt_id), rendered)
+                        context = self._step_context(rendered, path, state, attempt_id)
+                        context.warn = _collector(warnings, state.redactor)
+                        output = await handler_for(rendered)(context, rendered)
                         _check_landing(page, tsettings.allowed_domains)
                         output = self._bounded_output(rendered, output, state)
                 except StepFailed as exc:
@@ -632,10 +675,12 @@ class TemplateRunner:
                 checkpoint = None
                 if rendered.action == "navigate" and "~" not in path:
                     state.last_navigation = rendered.url  # type: ignore[attr-defined]
+                for warning in warnings:
+                    self._warn(state, path, warning["code"], warning["message"])
                 if "~" not in path and not skipped and self._wants_checkpoint(step, url_before, page.url, tsettings):
                     checkpoint = await self._checkpoint(path, state)
                 await self._record_end(
-                    state, attempt_id, step, attempt, started, path, status, None, output, checkpoint
+                    state, attempt_id, step, attempt, started, path, status, None, output, checkpoint, warnings
                 )
                 return
             if time.monotonic() >= state.deadline and failure.code in (Codes.TIMEOUT, Codes.NAVIGATION_FAILED):
@@ -708,6 +753,7 @@ class TemplateRunner:
         failure: StepFailed | None,
         output: Any = None,
         checkpoint: dict[str, Any] | None = None,
+        warnings: list[dict[str, Any]] | None = None,
     ) -> None:
         """Finish the attempt's record and, in the same transaction, the checkpoint after it.
 
@@ -729,6 +775,7 @@ class TemplateRunner:
                 retryable=failure.retryable if failure else None,
                 token=state.token,
                 checkpoint=checkpoint,
+                warnings=warnings,
             )
         except (LeaseLost, StoreUnavailable):
             raise
@@ -831,6 +878,7 @@ class TemplateRunner:
             loops=[dict(loop) for loop in state.loops],
             storage=storage,
             seq=state.checkpoint_seq,
+            warnings=list(state.warnings),
         )
         box = self.secret_box if self.secret_box.enabled or not state.redactor else self.checkpoint_box
         return checkpoint.to_record(box, state.redactor)
@@ -1052,6 +1100,15 @@ def _store_output(outputs: dict[str, Any], step: ActionStep, value: Any) -> None
         outputs[name] = [*outputs[name], *value]
     else:
         outputs[name] = value
+
+
+def _collector(into: list[dict[str, Any]], redactor: Redactor) -> Callable[[str, str], None]:
+    """A step context's ``warn``: keeps the step's warnings (redacted) for its record."""
+
+    def warn(code: str, message: str) -> None:
+        into.append(notices.step_warning(code, redactor.text(message)))
+
+    return warn
 
 
 def _recordable(value: Any) -> Any:

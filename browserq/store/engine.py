@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,29 @@ PG_LIVENESS_OPTIONS: dict[str, int] = {
 #: admin/crash shutdown, "the database system is starting up", too many connections,
 #: serialization failure and deadlock (the transaction was rolled back either way).
 PG_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01"})
+#: SQLSTATE classes that no retry can fix: invalid authorization (28), unknown database (3D).
+PG_PERMANENT_SQLSTATE_CLASSES = ("28", "3D")
+#: What libpq reports when a connection can never succeed as configured. A failed connection
+#: carries no SQLSTATE on the client side, so its message is all there is to go on; anything not
+#: matched here (refused, reset, timeout, "the database system is starting up", too many clients,
+#: an unresolvable host) stays transient and is ridden out for the retry window.
+PG_PERMANENT_CONNECT_ERRORS = re.compile(
+    "|".join(
+        (
+            r'database "[^"]*" does not exist',
+            r'role "[^"]*" does not exist',
+            r"password authentication failed",
+            r"(?:peer|ident|ldap|radius|cert|gss|sspi|pam|scram|md5) authentication failed",
+            r"no pg_hba\.conf entry",
+            r"no password supplied",
+            r"permission denied for database",
+            r"does not have CONNECT privilege",
+            r"server does not support SSL",
+            r"invalid (?:port number|sslmode value|connection option|integer value)",
+        )
+    ),
+    re.IGNORECASE,
+)
 
 #: Execution option read by the SQLite ``begin`` hook: "DEFERRED" (reads) or "IMMEDIATE" (writes).
 SQLITE_BEGIN_OPTION = "browserq_sqlite_begin"
@@ -118,7 +142,14 @@ def create_store_engine(
         if _is_memory_sqlite(url):
             kwargs.setdefault("poolclass", StaticPool)
         elif url.database and not url.database.startswith("file:"):
-            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(url.database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(
+                    f"cannot use database {mask_url(url)}: cannot create its folder {folder}: "
+                    f"{e.strerror or e}"
+                ) from None
     elif backend == "postgresql":
         kwargs["pool_pre_ping"] = True
         if url.get_driver_name() == "psycopg":
@@ -190,17 +221,32 @@ def scrub(message: str, url: URL) -> str:
     return message
 
 
+def is_permanent(error: BaseException) -> bool:
+    """True for database errors that say the configuration is wrong, not that the server is away:
+    an unknown database or role, failed authentication, a missing pg_hba.conf entry, an invalid
+    connection option. Retrying those only delays the message, so they fail at once."""
+    orig = getattr(error, "orig", None)
+    if orig is None or not type(orig).__module__.startswith("psycopg"):
+        return False
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate.startswith(PG_PERMANENT_SQLSTATE_CLASSES)
+    return PG_PERMANENT_CONNECT_ERRORS.search(str(orig)) is not None
+
+
 def is_transient(error: BaseException) -> bool:
     """True for errors after which the same transaction may simply be tried again.
 
     Connection-level failures (refused, reset, "server closed the connection unexpectedly",
     "terminating connection due to administrator command", pool checkout timeouts), PostgreSQL
     deadlocks and serialization failures, and SQLite's "database is locked". Never integrity or
-    programming errors: those would fail the same way again.
+    programming errors, nor :func:`is_permanent` ones: those would fail the same way again.
     """
     if isinstance(error, exc.TimeoutError):  # the pool had no connection to give
         return True
     if not isinstance(error, exc.DBAPIError) or isinstance(error, exc.IntegrityError):
+        return False
+    if is_permanent(error):
         return False
     if error.connection_invalidated:
         return True
@@ -237,7 +283,12 @@ def is_disconnect(error: BaseException) -> bool:
 
 def to_store_error(error: exc.SQLAlchemyError, url: URL, action: str) -> StoreError:
     """A StoreError for ``error`` that names the database (password masked) and what failed."""
-    if isinstance(error, exc.OperationalError):
+    if is_permanent(error):
+        message = (
+            f"{action}: database {mask_url(url)} cannot be used: {_detail(error)} "
+            "(check BROWSERQ_DATABASE_URL: database name, user, password, options)"
+        )
+    elif isinstance(error, exc.OperationalError):
         message = f"{action}: database {mask_url(url)} is unavailable: {_detail(error)}"
     else:
         message = f"{action}: database {mask_url(url)} error: {_detail(error)}"

@@ -4,7 +4,8 @@ Schema history: ``0001`` templates/runs/step_attempts/artifacts; ``0002`` durabl
 with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``); ``0003``
 ``identities`` (named visitor identities, leased to one run at a time); ``0004``
 ``template_versions`` (a used ``name@version`` pinned to its content hash) and
-``runs.template_hash``.
+``runs.template_hash``; ``0005`` ``warnings`` on runs and step attempts (a limit cut the result
+short).
 
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
@@ -237,6 +238,10 @@ class Run(Base):
     # --- 0004: template pinning ---
     #: sha256 of the canonical body of the template the run executes (what ``show`` prints).
     template_hash: Mapped[str | None] = mapped_column(String(64))
+    # --- 0005: warnings ---
+    #: ``[{"step", "code", "message"}]``: where a limit cut the result short (a repeat stopped at
+    #: ``max`` with its stop selector still there, an extract ``limit``…). NULL: none.
+    warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
 
 
 class RunTransition(Base):
@@ -286,6 +291,8 @@ class StepAttempt(Base):
     url_before: Mapped[str | None] = mapped_column(Text)
     url_after: Mapped[str | None] = mapped_column(Text)
     output: Mapped[Any | None] = mapped_column(JSONType)
+    #: 0005: ``[{"code", "message"}]`` when the step succeeded but not in full.
+    warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
 
 
 class Artifact(Base):

@@ -763,12 +763,14 @@ class Store(IdentityMethods):
         token: int | None = None,
         worker: str | None = None,
         reason: str | None = None,
+        warnings: list[dict[str, Any]] | None = None,
     ) -> None:
         """Move the run to ``status`` (through the state machine) with its outputs and error.
 
         A final status sets ``finished_at``; a non-final one (e.g. ``retrying``) clears it.
         ``token``: fence the write with the caller's lease. ``worker`` defaults to the run's
-        worker; ``reason`` to a summary of the outcome.
+        worker; ``reason`` to a summary of the outcome. ``warnings``: where a limit cut the
+        result short (stored as NULL when empty).
         """
         target = RunStatus(_run_status(status))
         if reason is None:
@@ -801,6 +803,7 @@ class Store(IdentityMethods):
                     "error_message": error_message,
                     "error_step_path": error_step_path,
                     "heartbeat_at": now,
+                    "warnings": warnings or None,
                 },
             )
 
@@ -1201,8 +1204,11 @@ class Store(IdentityMethods):
         retryable: bool | None = None,
         token: int | None = None,
         checkpoint: dict[str, Any] | None = None,
+        warnings: list[dict[str, Any]] | None = None,
     ) -> None:
         """Move a ``started`` attempt to its final status; sets ``finished_at`` and ``duration_ms``.
+
+        ``warnings``: ``[{code, message}]`` when the step succeeded but a limit cut it short.
 
         ``checkpoint``: also store the run's checkpoint, in the same transaction (so a step is
         never recorded as done without the checkpoint that covers it, nor the other way round).
@@ -1241,6 +1247,7 @@ class Store(IdentityMethods):
                     retryable=retryable,
                     finished_at=now,
                     duration_ms=duration_ms,
+                    warnings=warnings or None,
                 )
                 .execution_options(synchronize_session=False)
             )

@@ -47,6 +47,7 @@ class RunView:
     identity: str | None = None
     identity_pool: str | None = None
     template_hash: str | None = None  # sha256 of the template's canonical body
+    warnings: list[dict[str, Any]] | None = None  # {step, code, message}: the result is partial
 
     @property
     def terminal(self) -> bool:
@@ -78,6 +79,7 @@ class StepView:
     url_before: str | None
     url_after: str | None
     output: Any
+    warnings: list[dict[str, Any]] | None = None  # {code, message}: succeeded, but not in full
 
 
 @dataclass(frozen=True, slots=True)

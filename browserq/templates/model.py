@@ -312,6 +312,8 @@ class NavigateStep(ActionStep):
     action: Literal["navigate"] = "navigate"
     url: str
     wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] = "load"
+    #: Store ``{"status": HTTP status, "url": the URL after redirects}`` in ``outputs[into]``.
+    into: OutputName | None = None
 
 
 class ClickStep(ActionStep):
@@ -339,6 +341,8 @@ class SelectStep(ActionStep):
     selector: Selector
     value: Annotated[str | list[str], BeforeValidator(_text_or_texts)]
     by: Literal["value", "label"] = "value"
+    #: Store the list of option values now selected in ``outputs[into]``.
+    into: OutputName | None = None
 
 
 class CheckStep(ActionStep):
@@ -368,6 +372,8 @@ class ScrollStep(ActionStep):
     action: Literal["scroll"] = "scroll"
     pixels: int | None = None
     selector: Selector | None = None
+    #: Store ``{"height": page height, "grew": whether it grew}`` in ``outputs[into]``.
+    into: OutputName | None = None
     to: Literal["bottom", "top"] | None = None
     settle_ms: Annotated[int, Field(ge=0)] = 500
 
@@ -437,10 +443,10 @@ _GET_NEEDS_SELECTOR = ("text", "attribute", "count", "html", "value")
 
 
 class GetStep(ActionStep):
-    """Read one value from the page into ``outputs[into]``."""
+    """Read one value from the page into ``outputs[into]``; ``what`` defaults to the text."""
 
     action: Literal["get"] = "get"
-    what: Literal["text", "attribute", "url", "title", "count", "html", "value"]
+    what: Literal["text", "attribute", "url", "title", "count", "html", "value"] = "text"
     selector: Selector | None = None
     attribute: str | None = None
     into: OutputName
@@ -448,7 +454,8 @@ class GetStep(ActionStep):
     @model_validator(mode="after")
     def _arguments(self) -> GetStep:
         if self.what in _GET_NEEDS_SELECTOR and self.selector is None:
-            raise ValueError(f"get: what: {self.what} needs a selector")
+            default = " (what defaults to text)" if "what" not in self.model_fields_set else ""
+            raise ValueError(f"get: what: {self.what} needs a selector{default}")
         if self.what not in _GET_NEEDS_SELECTOR and self.selector is not None:
             raise ValueError(f"get: what: {self.what} takes no selector")
         if self.what == "attribute" and not self.attribute:
@@ -473,6 +480,8 @@ class ScreenshotStep(ActionStep):
     name: str | None = None
     full_page: bool = False
     selector: Selector | None = None
+    #: Store ``{"artifact": path inside the artifacts dir, "size": bytes}`` in ``outputs[into]``.
+    into: OutputName | None = None
 
     @model_validator(mode="after")
     def _page_or_element(self) -> ScreenshotStep:
