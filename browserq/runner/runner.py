@@ -20,6 +20,7 @@ import structlog
 from playwright.async_api import BrowserContext, Page
 
 from browserq import stealth
+from browserq.browsers.domains import BlockLog
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import (
     Codes,
@@ -137,6 +138,7 @@ class _RunState:
     blocked: BlockStats | None = None
     proxy: Proxy | None = None
     gate: NavigationGate | None = None
+    domains: BlockLog | None = None  # what the browser refused to send (allowed_domains)
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
 
@@ -219,11 +221,16 @@ class TemplateRunner:
                 await context.tracing.start(screenshots=False, snapshots=True)
             state.page = context.pages[0] if context.pages else await stealth.new_page(context)
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
+            # Before the first request of the run (resume and steps): a foreign document never leaves.
+            state.domains = await self.pool.domain_guard(context).protect(
+                context, state.page, tsettings.allowed_domains, strict=tsettings.network == "strict"
+            )
             try:
                 async with asyncio.timeout(tsettings.timeout_s):
                     if request.resume is not None:
                         await self._restore(request.resume, state)
                     await self._run_steps(template.steps, "", state)
+                    _raise_if_blocked(state)  # a navigation the last step started, refused since
                 status = "completed"
             except TimeoutError:
                 failure = StepFailed(
@@ -388,7 +395,7 @@ class TemplateRunner:
             if checkpoint.url.startswith(("http://", "https://")):
                 await page.goto(checkpoint.url, timeout=state.request.loaded.template.settings.step_timeout_s * 1000)
         except Exception as exc:
-            failure = translate(exc, browser_connected=self.pool.connected)
+            failure = _domain_failure(state) or translate(exc, browser_connected=self.pool.connected)
         await self._db(
             self.store.finish_step,
             attempt_id,
@@ -421,6 +428,8 @@ class TemplateRunner:
             elif failure is not None and activity is not None:
                 await self._save_json(state, "console", "console.json", list(activity.console))
                 await self._save_json(state, "network", "network.json", list(activity.network))
+            if state.domains is not None and not state.domains.empty:
+                await self._save_json(state, "blocked_requests", "blocked_requests.json", state.domains.as_dict())
             if tsettings.trace != "off" and self.pool.connected:
                 keep = tsettings.trace == "always" or failure is not None
                 await self._stop_trace(context, state, keep)
@@ -433,6 +442,14 @@ class TemplateRunner:
         request = state.request
         if state.blocked is not None and state.blocked.total:
             log.info("resources blocked", run_id=request.run_id, blocked=state.blocked.summary())
+        if state.domains is not None and not state.domains.empty:
+            blocked = state.domains.as_dict()
+            log.info(
+                "requests outside allowed_domains blocked",
+                run_id=request.run_id,
+                documents=len(blocked["documents_blocked"]),
+                subresources=blocked["subresources_blocked"],
+            )
         outputs = state.redactor.data(state.outputs)
         if failure is None:
             return RunOutcome(request.run_id, status, outputs)
@@ -570,6 +587,7 @@ class TemplateRunner:
                         skipped = True
                     else:
                         output = await handler_for(rendered)(self._step_context(rendered, path, state, attempt_id), rendered)
+                        _raise_if_blocked(state)
                         _check_landing(page, tsettings.allowed_domains)
                 except StepFailed as exc:
                     failure = exc
@@ -591,6 +609,7 @@ class TemplateRunner:
                     failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
                     if state.gate is not None and state.gate.error is not None:
                         failure = state.gate.error  # the rate limit, not the page, stopped it
+                    failure = _domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
                     if state.crashed and not isinstance(failure, InfrastructureError):
                         failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
             if failure is not None:
@@ -972,6 +991,27 @@ async def _missing(page: Page, selector: str) -> bool:
         return await locate(page, selector).count() == 0
     except Exception:
         return False
+
+
+def _domain_failure(state: _RunState) -> StepFailed | None:
+    """DOMAIN_DENIED for documents the browser refused to send since the last report, or None."""
+    if state.domains is None:
+        return None
+    urls = state.domains.take_unreported()
+    if not urls:
+        return None
+    shown = ", ".join(urls[:3]) + (f" and {len(urls) - 3} more" if len(urls) > 3 else "")
+    return StepFailed(
+        Codes.DOMAIN_DENIED,
+        f"blocked before it was sent: a document request to {shown} "
+        f"(host outside allowed_domains: {', '.join(state.domains.allowed_domains)})",
+    )
+
+
+def _raise_if_blocked(state: _RunState) -> None:
+    failure = _domain_failure(state)
+    if failure is not None:
+        raise failure
 
 
 def _check_landing(page: Page, allowed_domains: list[str]) -> None:
