@@ -299,3 +299,58 @@ def test_regex_alternatives_are_escaped() -> None:
     assert pattern.search("http://axb/")  # the dot is literal
     assert not pattern.search("http://a.b/")
     assert re.compile(pattern.pattern)  # compiles
+
+
+# --- composition: Playwright's own interception, proxies, recycled browsers ----------------------------
+def test_guard_composes_with_block_resources(runtime, web) -> None:
+    """block_resources puts a Playwright route on every request: the guard still holds."""
+    target = web.url("foreign.test", "/with-routes")
+    outcome = _run(runtime, _navigate(web.url("allowed.test", f"/r302?to={target}")),
+                   extra=", block_resources: [image]")
+    _assert_denied(runtime, web, outcome, target)
+
+
+def test_guard_holds_through_an_authenticating_proxy_and_a_recycled_browser(tmp_path, web) -> None:
+    """Through a proxy that demands credentials (Playwright answers the 407 with its own Fetch
+    interception), in a pre-warmed spare and again in the browser that replaced a recycled one."""
+    from browserq.browsers import BrowserPool, EventLoopThread
+    from tests.proxies.servers import AuthProxy
+
+    loop = EventLoopThread().start()
+    pool = BrowserPool(make_settings(tmp_path, context_prewarm=1, browser_max_contexts=2))
+    proxy = AuthProxy("user", "pa55word").start()
+    try:
+        loop.run(pool.start(), timeout=60)
+        start = f"http://127.0.0.1:{web.allowed.port}"
+        foreign = f"http://localhost:{web.foreign.port}/via-proxy"  # the proxy would forward it
+
+        async def attempt(options: dict) -> tuple[str | None, list[str]]:
+            context = await pool.new_context(**options)
+            try:
+                page = context.pages[0] if context.pages else await context.new_page()
+                blocked = await pool.domain_guard(context).protect(context, page, ["127.0.0.1"])
+                error = None
+                try:
+                    await page.goto(f"{start}/r302?to={foreign}", timeout=15000)
+                except Exception as exc:
+                    error = str(exc).splitlines()[0]
+                second = await context.new_page()
+                await second.goto(f"{start}/ok", timeout=15000)  # allowed pages still load
+                return error, list(blocked.documents)
+            finally:
+                await pool.close_context(context)
+
+        via_proxy = {"proxy": {"server": proxy.server, "username": "user", "password": "pa55word"}}
+        for options in (via_proxy, {}, {}, via_proxy):  # proxy, spare, spare after recycle, proxy
+            error, documents = loop.run(attempt(options), timeout=60)
+            assert error is not None and "ERR_BLOCKED_BY_CLIENT" in error
+            assert documents == [foreign]
+        assert pool.recycles >= 1
+        assert proxy.requests  # the runs did go through the proxy …
+        assert not [t for _, t in proxy.requests if t.startswith(("http://localhost", "localhost"))]  # … not this
+        assert proxy.authorized >= 2  # the allowed pages went through it, credentials answered
+        assert web.foreign.requests == []
+    finally:
+        loop.run(pool.stop(), timeout=60)
+        loop.stop()
+        proxy.stop()
