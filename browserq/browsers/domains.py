@@ -19,9 +19,13 @@ Here the browser itself holds every *document* request until Python has judged i
   context); a frame inside a page is looked up in its pages' frame trees. A frame that cannot be
   attributed is blocked if any guarded context forbids the host (fail closed).
 * **strict mode** (``settings.network: strict``) — subresources, ``fetch``/XHR, beacons and
-  WebSockets to other hosts are aborted too. A ``context.route()`` with a compiled regex that
-  matches only foreign hosts: Playwright hands the pattern to its driver, which matches it there,
-  so requests to allowed hosts never reach Python; ``context.route_web_socket()`` likewise.
+  WebSockets to other hosts are stopped too. While a strict context is open the same session
+  pauses requests of every type (``urlPattern: "*"``), so redirect hops of images or fetches are
+  judged as well; a Playwright ``context.route()`` would not be called for them. This does bring
+  every request of the browser to Python while a strict run is open — its measured price
+  (``bench/domain_guard.py``). WebSockets are not seen by ``Fetch``:
+  ``context.route_web_socket()`` with a regex matching only foreign hosts refuses those (the
+  driver matches the pattern, so WebSockets to allowed hosts never reach Python).
 
 ``Fetch`` is enabled only while a guarded context is open, so runs without ``allowed_domains``
 pay nothing.
@@ -41,12 +45,14 @@ import structlog
 from browserq.guards import normalize_host, url_host_allowed, url_scheme_and_host
 
 if TYPE_CHECKING:  # pragma: no cover
-    from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Route, WebSocketRoute
+    from playwright.async_api import Browser, BrowserContext, CDPSession, Page, WebSocketRoute
 
 log = structlog.get_logger(__name__)
 
 #: The ``Fetch.enable`` patterns: only documents, paused before they are sent.
 DOCUMENT_PATTERNS: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Request"}]
+#: While a strict context is open: every request.
+ALL_PATTERNS: list[dict[str, str]] = [{"urlPattern": "*", "requestStage": "Request"}]
 #: Blocked subresource URLs kept as a sample per run (the count is complete).
 SAMPLE_SIZE = 20
 NETWORK_MODES = ("open", "strict")
@@ -126,7 +132,7 @@ class DomainGuard:
     def __init__(self, browser: Browser) -> None:
         self._browser = browser
         self._session: CDPSession | None = None
-        self._enabled = False
+        self._patterns: list[dict[str, str]] | None = None  # what Fetch is enabled with (None: off)
         self._lock = asyncio.Lock()
         self._guarded: dict[str, _Guarded] = {}  # browserContextId -> what it allows
         self._context_ids: dict[BrowserContext, str] = {}
@@ -149,9 +155,9 @@ class DomainGuard:
         async with self._lock:
             self._guarded[context_id] = _Guarded(context, block_log)
             self._context_ids[context] = context_id
-            await self._ensure_enabled()
+            await self._update_patterns()
         if block_log.strict:
-            await _install_strict(context, block_log)
+            await _install_websocket_guard(context, block_log)
         return block_log
 
     async def release(self, context: BrowserContext) -> None:
@@ -164,12 +170,10 @@ class DomainGuard:
             self._frame_owner = {f: o for f, o in self._frame_owner.items() if o != context_id}
             for page in [p for p in self._page_sessions if p.context is context]:
                 self._page_sessions.pop(page, None)
-            if not self._guarded and self._enabled and self._session is not None:
-                self._enabled = False
-                try:
-                    await self._session.send("Fetch.disable")
-                except Exception as exc:  # the browser is going away
-                    log.debug("Fetch.disable failed", error=str(exc))
+            try:
+                await self._update_patterns()
+            except Exception as exc:  # the browser is going away
+                log.debug("Fetch patterns not updated", error=str(exc))
 
     @property
     def guarded_contexts(self) -> int:
@@ -180,13 +184,22 @@ class DomainGuard:
         info = await session.send("Target.getTargetInfo")
         return str(info["targetInfo"]["browserContextId"])
 
-    async def _ensure_enabled(self) -> None:
+    async def _update_patterns(self) -> None:
+        """Documents while any context is guarded, every request while one is strict, else off."""
+        wanted: list[dict[str, str]] | None = None
+        if self._guarded:
+            strict = any(g.log.strict for g in self._guarded.values())
+            wanted = ALL_PATTERNS if strict else DOCUMENT_PATTERNS
+        if wanted == self._patterns:
+            return
         if self._session is None:
             self._session = await self._browser.new_browser_cdp_session()
             self._session.on("Fetch.requestPaused", self._on_paused)
-        if not self._enabled:
-            await self._session.send("Fetch.enable", {"patterns": DOCUMENT_PATTERNS})
-            self._enabled = True
+        if wanted is None:
+            await self._session.send("Fetch.disable")
+        else:
+            await self._session.send("Fetch.enable", {"patterns": wanted})
+        self._patterns = wanted
 
     async def _page_session(self, page: Page) -> CDPSession:
         session = self._page_sessions.get(page)
@@ -206,24 +219,33 @@ class DomainGuard:
         assert session is not None
         request_id = event["requestId"]
         url = event["request"]["url"]
+        kind = str(event.get("resourceType") or "Other")
+        document = kind == "Document"
         try:
-            blocked_for = await self._blocked_for(url, event.get("frameId"))
+            blocked_for = await self._blocked_for(url, document, event.get("frameId"))
         except Exception as exc:  # a lookup failed: a guarded run must not be let through blind
-            log.warning("could not attribute a document request; blocking it", url=url, error=str(exc))
-            blocked_for = [g for g in self._guarded.values() if _forbids(g, url)]
+            log.warning("could not attribute a request; blocking it", url=url, error=str(exc))
+            blocked_for = self._forbidding(url, document)
         try:
             if blocked_for:
                 for guarded in blocked_for:
-                    guarded.log.document(url)
+                    if document:
+                        guarded.log.document(url)
+                    else:
+                        guarded.log.subresource(kind.lower(), url)
                 await session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
             else:
                 await session.send("Fetch.continueRequest", {"requestId": request_id})
         except Exception as exc:  # the target went away meanwhile
             log.debug("paused request already gone", error=str(exc))
 
-    async def _blocked_for(self, url: str, frame_id: str | None) -> list[_Guarded]:
-        """The guarded contexts whose rule stops this document request (empty: let it go)."""
-        forbidding = [g for g in self._guarded.values() if _forbids(g, url)]
+    def _forbidding(self, url: str, document: bool) -> list[_Guarded]:
+        """Guarded contexts whose rule stops this request (documents: all; others: strict ones)."""
+        return [g for g in self._guarded.values() if (document or g.log.strict) and _forbids(g, url)]
+
+    async def _blocked_for(self, url: str, document: bool, frame_id: str | None) -> list[_Guarded]:
+        """The guarded contexts whose rule stops this request (empty: let it go)."""
+        forbidding = self._forbidding(url, document)
         if not forbidding:
             return []
         owner = await self._owner(frame_id) if frame_id else None
@@ -277,27 +299,11 @@ def _frame_ids(node: dict[str, Any]) -> set[str]:
     return ids
 
 
-async def _install_strict(context: BrowserContext, block_log: BlockLog) -> None:
-    """Abort every request and WebSocket of ``context`` to a host outside allowed_domains."""
+async def _install_websocket_guard(context: BrowserContext, block_log: BlockLog) -> None:
+    """Refuse WebSockets of ``context`` to hosts outside allowed_domains (``Fetch`` cannot)."""
     from playwright.async_api import Error as PlaywrightError
 
-    pattern = foreign_url_regex(block_log.allowed_domains)
     allowed = block_log.allowed_domains
-
-    async def on_request(route: Route) -> None:
-        request = route.request
-        try:
-            _, host = url_scheme_and_host(request.url)
-            if url_host_allowed(host, allowed):
-                await route.fallback()
-                return
-            if request.resource_type == "document":
-                block_log.document(request.url)
-            else:
-                block_log.subresource(request.resource_type, request.url)
-            await route.abort("blockedbyclient")
-        except PlaywrightError:  # the page or context closed meanwhile
-            pass
 
     async def on_websocket(ws: WebSocketRoute) -> None:
         _, host = url_scheme_and_host(ws.url)
@@ -310,5 +316,4 @@ async def _install_strict(context: BrowserContext, block_log: BlockLog) -> None:
         except PlaywrightError:
             pass
 
-    await context.route(pattern, on_request)
-    await context.route_web_socket(pattern, on_websocket)
+    await context.route_web_socket(foreign_url_regex(allowed), on_websocket)

@@ -126,6 +126,7 @@ class AllowedSite(_Site):
             "/frame-js": f"<p id='ok'>inner</p><script>setTimeout(() => {{ location = {js} }}, 50)</script>",
             "/image": f"<img id='img' src='{attr}'><p id='ok'>image page</p>",
             "/strict": _STRICT_PAGE.replace("__TO__", js),
+            "/worker": _WORKER_PAGE.replace("__TO__", js),
         }
         body = pages.get(path, "<p id='ok'>allowed</p>")
         _send(h, 200, f"<html><head><title>allowed</title></head><body>{body}</body></html>".encode())
@@ -149,6 +150,17 @@ try { const ws = new WebSocket(to.replace('http', 'ws') + '/ws');
   ws.onopen = () => done('ws', 'open'); ws.onerror = () => done('ws', 'error');
   ws.onclose = () => { if (!('ws' in results)) done('ws', 'closed'); };
 } catch (e) { done('ws', 'threw'); }
+</script>
+"""
+
+
+#: A dedicated worker fetching ``to`` (workers have no DOM and no init scripts).
+_WORKER_PAGE = """
+<p id='ok'>worker page</p>
+<script>
+const src = "fetch(" + JSON.stringify(__TO__) + ").then(() => postMessage('ok'), () => postMessage('error'))";
+const w = new Worker(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
+w.onmessage = (e) => document.body.insertAdjacentHTML('beforeend', "<p id='done'>" + e.data + "</p>");
 </script>
 """
 
