@@ -24,7 +24,6 @@ p90 and min per way in ms, and the ratio of medians to ``none``. Nothing leaves 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import sys

@@ -275,7 +275,7 @@ def test_strict_mode_still_blocks_documents_with_domain_denied(runtime, web) -> 
 def test_strict_mode_needs_allowed_domains() -> None:
     from browserq.errors import TemplateInvalid
 
-    with pytest.raises(TemplateInvalid, match="network: strict .* allowed_domains is empty"):
+    with pytest.raises(TemplateInvalid, match=r"network: strict .* allowed_domains is empty"):
         template('settings: {network: strict}\nsteps:\n  - {action: navigate, url: "http://a.test/"}\n')
 
 
