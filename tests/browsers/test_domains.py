@@ -10,6 +10,7 @@ fetch, XHR, beacons and WebSockets — the foreign count must stay 0 and the ste
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -378,3 +379,28 @@ def test_guard_holds_through_an_authenticating_proxy_and_a_recycled_browser(tmp_
         loop.run(pool.stop(), timeout=60)
         loop.stop()
         proxy.stop()
+
+
+def test_each_context_is_judged_by_its_own_rule(runtime, web) -> None:
+    """Contexts of one browser side by side: a guarded one, one guarded by other hosts and an
+    unguarded one load the same page with a foreign iframe. Only the unguarded one's request, and
+    the one its rule allows, reach the foreign server; nothing is attributed to the wrong run."""
+    pool = runtime.pool
+
+    async def scenario() -> list[list[str]]:
+        contexts = [await pool.new_context() for _ in range(3)]
+        try:
+            pages = [c.pages[0] if c.pages else await c.new_page() for c in contexts]
+            rules = [["allowed.test"], ["allowed.test", "foreign.test"], []]
+            logs = [await pool.domain_guard(c).protect(c, p, r) for c, p, r in zip(contexts, pages, rules, strict=True)]
+            urls = [web.url("allowed.test", f"/iframe?to={web.url('foreign.test', f'/ctx{i}')}") for i in range(3)]
+            await asyncio.gather(*(p.goto(u) for p, u in zip(pages, urls, strict=True)))
+            await asyncio.gather(*(p.wait_for_timeout(300) for p in pages))
+            return [list(log.documents) for log in logs]
+        finally:
+            for context in contexts:
+                await pool.close_context(context)
+
+    documents = runtime.loop.run(scenario(), timeout=60)
+    assert documents == [[web.url("foreign.test", "/ctx0")], [], []]
+    assert sorted(r.split()[1] for r in web.foreign.requests if "favicon" not in r) == ["/ctx1", "/ctx2"]
