@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -135,9 +136,9 @@ class DomainGuard:
         self._patterns: list[dict[str, str]] | None = None  # what Fetch is enabled with (None: off)
         self._lock = asyncio.Lock()
         self._guarded: dict[str, _Guarded] = {}  # browserContextId -> what it allows
-        self._context_ids: dict[BrowserContext, str] = {}
-        self._frame_owner: dict[str, str | None] = {}  # frameId -> browserContextId (None: other)
-        self._page_sessions: dict[Page, CDPSession] = {}
+        self._context_ids: weakref.WeakKeyDictionary[BrowserContext, str] = weakref.WeakKeyDictionary()
+        self._frame_owner: dict[str, str] = {}  # frameId -> browserContextId
+        self._page_sessions: weakref.WeakKeyDictionary[Page, CDPSession] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- registration ------------------------------------------------------------------------
@@ -167,7 +168,10 @@ class DomainGuard:
             if context_id is None:
                 return
             self._guarded.pop(context_id, None)
-            self._frame_owner = {f: o for f, o in self._frame_owner.items() if o != context_id}
+            if self._guarded:
+                self._frame_owner = {f: o for f, o in self._frame_owner.items() if o != context_id}
+            else:
+                self._frame_owner.clear()
             for page in [p for p in self._page_sessions if p.context is context]:
                 self._page_sessions.pop(page, None)
             try:
@@ -255,33 +259,36 @@ class DomainGuard:
         return forbidding  # could not be attributed: fail closed
 
     async def _owner(self, frame_id: str) -> str | None:
-        """The browserContextId a frame belongs to ('' for a context nobody guards), or None."""
+        """The browserContextId a frame belongs to, or None when it cannot be found.
+
+        Real ids are cached, never "unguarded": a context may be guarded later (a spare
+        becoming a run), and its frames must then be judged by its rule.
+        """
         if frame_id in self._frame_owner:
             return self._frame_owner[frame_id]
         assert self._session is not None
         try:  # pages, popups and out-of-process iframes are targets
             info = await self._session.send("Target.getTargetInfo", {"targetId": frame_id})
-            owner: str | None = str(info["targetInfo"].get("browserContextId") or "")
+            owner: str | None = info["targetInfo"].get("browserContextId")
         except Exception:
             owner = await self._owner_by_frame_tree(frame_id)
-        if owner is not None:
-            self._frame_owner[frame_id] = owner if owner in self._guarded else ""
-            return self._frame_owner[frame_id]
-        return None
+        if owner:
+            self._frame_owner[frame_id] = owner
+        return owner or None
 
     async def _owner_by_frame_tree(self, frame_id: str) -> str | None:
         """Find a frame inside a page: guarded contexts' pages first, then every other context."""
-        guarded = [(cid, g.context) for cid, g in self._guarded.items()]
-        others = [("", c) for c in self._browser.contexts if c not in self._context_ids]
-        for context_id, context in [*guarded, *others]:
+        guarded = [g.context for g in self._guarded.values()]
+        others = [c for c in self._browser.contexts if c not in guarded]
+        for context in [*guarded, *others]:
             for page in list(context.pages):
                 try:
                     session = await self._page_session(page)
                     tree = await session.send("Page.getFrameTree")
+                    if frame_id in _frame_ids(tree["frameTree"]):
+                        return self._context_ids.get(context) or await self._context_id(page)
                 except Exception:
                     continue
-                if frame_id in _frame_ids(tree["frameTree"]):
-                    return context_id
         return None
 
 
