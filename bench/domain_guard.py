@@ -17,14 +17,18 @@ guard is on) and ``2 × images`` subresource requests to a host outside ``allowe
 | ``open`` | ``allowed_domains: [127.0.0.1]``: documents checked in Python, subresources untouched |
 | ``strict`` | ``allowed_domains: [127.0.0.1, 127.0.0.3]``, ``network: strict``: a Playwright route whose regex matches only foreign hosts (none here), so the driver checks every request and none comes to Python; the route also turns off the HTTP cache, as any route does |
 
-Each way is warmed up once, then the ways are interleaved for ``--iterations``. Printed: median,
-p90 and min per way in ms, and the ratio of medians to ``none``. Nothing leaves the machine.
+Each way is warmed up once, then the ways are interleaved for ``--iterations``. Printed per way:
+the median and p90 of the whole iteration, the medians of its parts — ``load`` (``goto`` until
+every image and fetch is done) and ``guard`` (``protect`` + ``release``: the CDP calls that
+register the context and switch ``Fetch`` on and off) — and the ratios of the medians to
+``none``. Nothing leaves the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -98,19 +102,29 @@ def _serve(host: str, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPSer
     return server
 
 
-async def _iteration(pool: BrowserPool, url: str, way: dict[str, Any]) -> float:
+async def _iteration(pool: BrowserPool, url: str, way: dict[str, Any]) -> dict[str, float]:
+    """One iteration; times in ms: ``total``, and its parts ``guard`` (protect + release) and
+    ``load`` (goto until every image and fetch finished)."""
     started = time.perf_counter()
     context = await pool.new_context()
+    guard_ms = 0.0
     try:
         page = context.pages[0] if context.pages else await context.new_page()
+        t0 = time.perf_counter()
         blocked = await pool.domain_guard(context).protect(context, page, way["allowed"], strict=way["strict"])
+        guard_ms += (time.perf_counter() - t0) * 1000
+        t1 = time.perf_counter()
         await page.goto(url, wait_until="load")
         await page.evaluate("window.done")
+        load_ms = (time.perf_counter() - t1) * 1000
         if blocked.documents or blocked.subresources:
             raise RuntimeError(f"the workload must not be blocked: {blocked.as_dict()}")
     finally:
+        t2 = time.perf_counter()
+        await pool.domain_guard(context).release(context)
+        guard_ms += (time.perf_counter() - t2) * 1000
         await pool.close_context(context)
-    return (time.perf_counter() - started) * 1000
+    return {"total": (time.perf_counter() - started) * 1000, "guard": guard_ms, "load": load_ms}
 
 
 def _stats(samples: list[float]) -> dict[str, float]:
@@ -135,14 +149,15 @@ def main() -> None:
     settings = load_settings(database_url=f"sqlite:///{tmp / 'b.db'}", artifacts_dir=tmp / "a", log_level="WARNING")
     loop = EventLoopThread().start()
     pool = BrowserPool(settings)
-    samples: dict[str, list[float]] = {name: [] for name in WAYS}
+    samples: dict[str, dict[str, list[float]]] = {name: {"total": [], "guard": [], "load": []} for name in WAYS}
     try:
         loop.run(pool.start(), timeout=120)
         for way in WAYS.values():  # warm-up, not counted
             loop.run(_iteration(pool, url, way), timeout=120)
         for i in range(args.iterations):
             for name, way in WAYS.items():
-                samples[name].append(loop.run(_iteration(pool, url, way), timeout=120))
+                for part, value in loop.run(_iteration(pool, url, way), timeout=120).items():
+                    samples[name][part].append(value)
             if not args.json:
                 print(f"iteration {i + 1}/{args.iterations}", file=sys.stderr)
     finally:
@@ -151,25 +166,32 @@ def main() -> None:
         site.shutdown()
         cdn.shutdown()
 
-    stats = {name: _stats(values) for name, values in samples.items()}
-    base = stats["none"]["median"]
+    stats = {name: {part: _stats(v) for part, v in parts.items()} for name, parts in samples.items()}
+    base = stats["none"]["total"]["median"]
     result = {
         "iterations": args.iterations,
         "documents_per_iteration": 6,
         "subresources_per_iteration": 2 * args.images,
         "ways": stats,
-        "ratio_open_to_none": stats["open"]["median"] / base,
-        "ratio_strict_to_none": stats["strict"]["median"] / base,
+        "ratio_open_to_none": stats["open"]["total"]["median"] / base,
+        "ratio_strict_to_none": stats["strict"]["total"]["median"] / base,
+        "load_ratio_open_to_none": stats["open"]["load"]["median"] / stats["none"]["load"]["median"],
+        "load_ratio_strict_to_none": stats["strict"]["load"]["median"] / stats["none"]["load"]["median"],
         "samples": samples,
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{'way':8} {'median':>9} {'p90':>9} {'min':>9}  ratio (median / none)")
+    print(f"{'way':8} {'total median':>13} {'p90':>9} {'load median':>12} {'guard median':>13}  ratio total / load (to none)")
     for name, s in stats.items():
-        print(f"{name:8} {s['median']:8.1f}ms {s['p90']:8.1f}ms {s['min']:8.1f}ms  {s['median'] / base:.3f}")
+        total, load = s["total"], s["load"]
+        print(
+            f"{name:8} {total['median']:11.1f}ms {total['p90']:7.1f}ms {load['median']:10.1f}ms "
+            f"{s['guard']['median']:11.1f}ms  {total['median'] / base:.3f} / "
+            f"{load['median'] / stats['none']['load']['median']:.3f}"
+        )
     print(f"{2 * args.images} subresources to another host and 6 documents per iteration, "
-          f"{args.iterations} interleaved iterations")
+          f"{args.iterations} interleaved iterations; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

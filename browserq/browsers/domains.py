@@ -138,6 +138,7 @@ class DomainGuard:
         self._guarded: dict[str, _Guarded] = {}  # browserContextId -> what it allows
         self._context_ids: weakref.WeakKeyDictionary[BrowserContext, str] = weakref.WeakKeyDictionary()
         self._frame_owner: dict[str, str] = {}  # frameId -> browserContextId
+        self._prepared: weakref.WeakKeyDictionary[BrowserContext, str] = weakref.WeakKeyDictionary()
         self._page_sessions: weakref.WeakKeyDictionary[Page, CDPSession] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -152,7 +153,7 @@ class DomainGuard:
         block_log = BlockLog(tuple(allowed_domains), strict=strict and bool(allowed_domains))
         if not allowed_domains:
             return block_log
-        context_id = await self._context_id(page)
+        context_id = self._prepared.pop(context, None) or await self._context_id(page)
         async with self._lock:
             self._guarded[context_id] = _Guarded(context, block_log)
             self._context_ids[context] = context_id
@@ -160,6 +161,10 @@ class DomainGuard:
         if block_log.strict:
             await _install_websocket_guard(context, block_log)
         return block_log
+
+    async def prepare(self, context: BrowserContext, page: Page) -> None:
+        """Look up ``context``'s id ahead of time (for pre-warmed spares, off a run's path)."""
+        self._prepared[context] = await self._context_id(page)
 
     async def release(self, context: BrowserContext) -> None:
         """Forget ``context`` (closed or closing); ``Fetch`` is disabled when none is guarded."""
@@ -174,10 +179,20 @@ class DomainGuard:
                 self._frame_owner.clear()
             for page in [p for p in self._page_sessions if p.context is context]:
                 self._page_sessions.pop(page, None)
+        # Switching Fetch off (or back to documents only) is not the closing run's business.
+        self._background(self._update_patterns_locked())
+
+    async def _update_patterns_locked(self) -> None:
+        async with self._lock:
             try:
                 await self._update_patterns()
             except Exception as exc:  # the browser is going away
                 log.debug("Fetch patterns not updated", error=str(exc))
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     @property
     def guarded_contexts(self) -> int:
@@ -214,9 +229,7 @@ class DomainGuard:
 
     # --- the decision --------------------------------------------------------------------------
     def _on_paused(self, event: dict[str, Any]) -> None:
-        task = asyncio.ensure_future(self._decide(event))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background(self._decide(event))
 
     async def _decide(self, event: dict[str, Any]) -> None:
         session = self._session

@@ -220,6 +220,10 @@ class BrowserPool:
         instance = self._owner.get(context)
         if instance is None:
             raise RuntimeError("domain_guard() is for contexts handed out by new_context()")
+        return self._guard_of(instance)
+
+    @staticmethod
+    def _guard_of(instance: _Instance) -> DomainGuard:
         if instance.guard is None:
             instance.guard = DomainGuard(instance.browser)
         return instance.guard
@@ -258,6 +262,10 @@ class BrowserPool:
                 options = await self._spare_options() if self._spare_options else {}
                 context = await self._create(instance, options)
                 await _open_page(context)  # the run's page, ready too (use context.pages[0])
+                try:  # the guard's lookup, off the run's path (protect() does it otherwise)
+                    await self._guard_of(instance).prepare(context, context.pages[0])
+                except Exception as exc:
+                    log.debug("spare not prepared for the domain guard", error=str(exc))
                 if instance is not self._current:
                     await _close_quietly(context)
                     return
