@@ -404,3 +404,25 @@ def test_each_context_is_judged_by_its_own_rule(runtime, web) -> None:
     documents = runtime.loop.run(scenario(), timeout=60)
     assert documents == [[web.url("foreign.test", "/ctx0")], [], []]
     assert sorted(r.split()[1] for r in web.foreign.requests if "favicon" not in r) == ["/ctx1", "/ctx2"]
+
+
+def test_browserq_show_prints_the_blocked_url(runtime, web) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    target = web.url("foreign.test", "/shown")
+    outcome = _run(runtime, _navigate(web.url("allowed.test", f"/r302?to={target}")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    env.update({"BROWSERQ_DATABASE_URL": runtime.settings.database_url,
+                "BROWSERQ_ARTIFACTS_DIR": str(runtime.settings.artifacts_dir), "PYTHONPATH": str(REPO)})
+    shown = subprocess.run([sys.executable, "-m", "browserq.cli", "show", outcome.run_id, "--json"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    step = [s for s in data["steps"] if s["status"] == "failed"][-1]
+    assert step["error_code"] == "DOMAIN_DENIED" and target in step["error_message"]
+    assert "blocked_requests" in [a["kind"] for a in data["artifacts"]]
+    assert web.foreign.requests == []
