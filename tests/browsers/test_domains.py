@@ -335,6 +335,7 @@ def test_guard_composes_with_block_resources(runtime, web) -> None:
     _assert_denied(runtime, web, outcome, target)
 
 
+@pytest.mark.slow
 def test_guard_holds_through_an_authenticating_proxy_and_a_recycled_browser(tmp_path, web) -> None:
     """Through a proxy that demands credentials (Playwright answers the 407 with its own Fetch
     interception), in a pre-warmed spare and again in the browser that replaced a recycled one."""
