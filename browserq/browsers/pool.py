@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 
+from browserq.browsers.domains import DomainGuard
 from browserq.browsers.launcher import (
     browser_process_tree,
     find_browser_pid,
@@ -66,6 +67,7 @@ class _Instance:
     host: Any = None  # stealth.HostInfo: what this browser really reports (probed once)
     retiring: bool = False
     retire_reason: str = ""
+    guard: DomainGuard | None = None  # allowed_domains, enforced in this browser (made on first use)
 
 
 class BrowserPool:
@@ -213,9 +215,27 @@ class BrowserPool:
         instance.in_use.add(context)
         self._owner[context] = instance
 
+    def domain_guard(self, context: BrowserContext) -> DomainGuard:
+        """The document guard of the browser that owns ``context`` (a context from new_context)."""
+        instance = self._owner.get(context)
+        if instance is None:
+            raise RuntimeError("domain_guard() is for contexts handed out by new_context()")
+        return self._guard_of(instance)
+
+    @staticmethod
+    def _guard_of(instance: _Instance) -> DomainGuard:
+        if instance.guard is None:
+            instance.guard = DomainGuard(instance.browser)
+        return instance.guard
+
     async def close_context(self, context: BrowserContext) -> None:
         """Close a run's context, never raising; a drained browser is closed after its last one."""
         instance = self._owner.pop(context, None)
+        if instance is not None and instance.guard is not None:
+            try:
+                await instance.guard.release(context)
+            except Exception as exc:
+                log.warning("domain guard release failed", error=str(exc))
         await _close_quietly(context)
         if instance is None:
             return
@@ -242,6 +262,10 @@ class BrowserPool:
                 options = await self._spare_options() if self._spare_options else {}
                 context = await self._create(instance, options)
                 await _open_page(context)  # the run's page, ready too (use context.pages[0])
+                try:  # the guard's lookup, off the run's path (protect() does it otherwise)
+                    await self._guard_of(instance).prepare(context, context.pages[0])
+                except Exception as exc:
+                    log.debug("spare not prepared for the domain guard", error=str(exc))
                 if instance is not self._current:
                     await _close_quietly(context)
                     return

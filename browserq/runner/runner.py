@@ -20,6 +20,7 @@ import structlog
 from playwright.async_api import BrowserContext, Page
 
 from browserq import stealth
+from browserq.browsers.domains import BlockLog
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import (
     Codes,
@@ -151,6 +152,7 @@ class _RunState:
     blocked: BlockStats | None = None
     proxy: Proxy | None = None
     gate: NavigationGate | None = None
+    domains: BlockLog | None = None  # what the browser refused to send (allowed_domains)
     interrupt: str | None = None  # "cancel" or "lease_lost", set by the heartbeat
     interrupt_reason: str = ""
     trace: TraceRecorder | None = None
@@ -248,11 +250,16 @@ class TemplateRunner:
                 await state.trace.start()
             state.page = context.pages[0] if context.pages else await stealth.new_page(context)
             state.page.on("crash", lambda _page: setattr(state, "crashed", True))
+            # Before the first request of the run (resume and steps): a foreign document never leaves.
+            state.domains = await self.pool.domain_guard(context).protect(
+                context, state.page, tsettings.allowed_domains, strict=tsettings.network == "strict"
+            )
             try:
                 async with asyncio.timeout(tsettings.timeout_s):
                     if request.resume is not None:
                         await self._restore(request.resume, state)
                     await self._run_steps(template.steps, "", state)
+                    _raise_if_blocked(state)  # a navigation the last step started, refused since
                 status = "completed"
             except TimeoutError:
                 failure = StepFailed(
@@ -424,7 +431,7 @@ class TemplateRunner:
             if checkpoint.url.startswith(("http://", "https://")):
                 await page.goto(checkpoint.url, timeout=state.request.loaded.template.settings.step_timeout_s * 1000)
         except Exception as exc:
-            failure = translate(exc, browser_connected=self.pool.connected)
+            failure = _domain_failure(state) or translate(exc, browser_connected=self.pool.connected)
         await self._db(
             self.store.finish_step,
             attempt_id,
@@ -458,6 +465,8 @@ class TemplateRunner:
             elif failure is not None and activity is not None:
                 await self._save_json(state, "console", "console.json", list(activity.console))
                 await self._save_json(state, "network", "network.json", list(activity.network))
+            if state.domains is not None and not state.domains.empty:
+                await self._save_json(state, "blocked_requests", "blocked_requests.json", state.domains.as_dict())
             if state.trace is not None and self.pool.connected:
                 keep = tsettings.trace == "always" or failure is not None
                 await self._stop_trace(state, keep)
@@ -472,6 +481,14 @@ class TemplateRunner:
         request = state.request
         if state.blocked is not None and state.blocked.total:
             log.info("resources blocked", run_id=request.run_id, blocked=state.blocked.summary())
+        if state.domains is not None and not state.domains.empty:
+            blocked = state.domains.as_dict()
+            log.info(
+                "requests outside allowed_domains blocked",
+                run_id=request.run_id,
+                documents=len(blocked["documents_blocked"]),
+                subresources=blocked["subresources_blocked"],
+            )
         outputs = state.redactor.data(state.outputs)
         warnings = state.redactor.data(state.warnings)
         if failure is None:
@@ -642,6 +659,7 @@ class TemplateRunner:
                         context = self._step_context(rendered, path, state, attempt_id)
                         context.warn = _collector(warnings, state.redactor)
                         output = await handler_for(rendered)(context, rendered)
+                        _raise_if_blocked(state)
                         _check_landing(page, tsettings.allowed_domains)
                         output = self._bounded_output(rendered, output, state)
                 except StepFailed as exc:
@@ -664,6 +682,7 @@ class TemplateRunner:
                     failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
                     if state.gate is not None and state.gate.error is not None:
                         failure = state.gate.error  # the rate limit, not the page, stopped it
+                    failure = _domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
                     if state.crashed and not isinstance(failure, InfrastructureError):
                         failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
             if failure is not None:
@@ -1083,6 +1102,27 @@ async def _missing(page: Page, selector: str) -> bool:
         return await locate(page, selector).count() == 0
     except Exception:
         return False
+
+
+def _domain_failure(state: _RunState) -> StepFailed | None:
+    """DOMAIN_DENIED for documents the browser refused to send since the last report, or None."""
+    if state.domains is None:
+        return None
+    urls = state.domains.take_unreported()
+    if not urls:
+        return None
+    shown = ", ".join(urls[:3]) + (f" and {len(urls) - 3} more" if len(urls) > 3 else "")
+    return StepFailed(
+        Codes.DOMAIN_DENIED,
+        f"blocked before it was sent: a document request to {shown} "
+        f"(host outside allowed_domains: {', '.join(state.domains.allowed_domains)})",
+    )
+
+
+def _raise_if_blocked(state: _RunState) -> None:
+    failure = _domain_failure(state)
+    if failure is not None:
+        raise failure
 
 
 def _check_landing(page: Page, allowed_domains: list[str]) -> None:

@@ -225,6 +225,10 @@ class TemplateSettings(_Model):
     human_input: bool = False
     #: Resource types to abort in this template's runs (image, font, media, stylesheet).
     block_resources: list[str] = Field(default_factory=list)
+    #: ``open``: documents (navigations, redirects, iframes, popups) to hosts outside
+    #: allowed_domains are blocked before they are sent; ``strict``: every request is (images,
+    #: scripts, fetch/XHR, beacons, WebSockets). Needs allowed_domains.
+    network: Literal["open", "strict"] = "open"
 
     @field_validator("rate_limits")
     @classmethod
@@ -232,6 +236,15 @@ class TemplateSettings(_Model):
         from browserq.limits import parse_rate_map
 
         return parse_rate_map(value) if value else value
+
+    @model_validator(mode="after")
+    def _strict_needs_domains(self) -> TemplateSettings:
+        if self.network == "strict" and not self.allowed_domains:
+            raise ValueError(
+                "network: strict blocks requests to hosts outside allowed_domains, "
+                "but allowed_domains is empty: list the hosts the template may reach"
+            )
+        return self
 
     @field_validator("block_resources")
     @classmethod
