@@ -298,10 +298,11 @@ async def evaluate(ctx: StepContext, step: EvalStep) -> Any:
     """Run a JS expression; an exception in the page is the step's failure, nothing more."""
     if not ctx.settings.allow_eval:
         raise StepFailed(Codes.EVAL_DISABLED, "this template does not set settings.allow_eval: true")
+    timeout_ms = ctx.timeout_ms  # Playwright does not time out evaluate: this is the step's bound
     try:
-        return await asyncio.wait_for(ctx.page.evaluate(step.expression), ctx.timeout_ms / 1000)
+        return await asyncio.wait_for(ctx.page.evaluate(step.expression), timeout_ms / 1000)
     except TimeoutError as exc:
-        raise StepFailed(Codes.TIMEOUT, f"expression did not finish within {ctx.timeout_ms:.0f} ms") from exc
+        raise StepFailed(Codes.TIMEOUT, f"expression did not finish within {timeout_ms:.0f} ms") from exc
     except Exception as exc:
         if not ctx.page.context.browser or not ctx.page.context.browser.is_connected():
             raise
