@@ -247,9 +247,15 @@ class Runtime:
                 return self._finish(run_id, lease.token, RunOutcome(
                     run_id, "failed", {}, Codes.IDENTITY_UNAVAILABLE.code, str(exc)))
             try:
-                outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout)
+                outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout or self._backstop_s(run))
             except TenantBusy as busy:
                 return self._tenant_busy(run_id, lease.token, busy)
+            except TimeoutError:
+                # The runner bounds every step and its own finish; this is the last resort that
+                # keeps an in-process run (``browserq run``) from waiting forever.
+                log.error("run exceeded its backstop; interrupted", run_id=run_id)
+                self._finish_interrupted(run_id, lease.token)
+                return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
             except BaseException:  # Celery's soft time limit, or the process is stopping
                 self._finish_interrupted(run_id, lease.token)
                 raise
@@ -263,6 +269,11 @@ class Runtime:
             if isinstance(decision, RetryLater):
                 return decision
             return self._finish(run_id, lease.token, outcome)
+
+    def _backstop_s(self, run: RunView) -> float:
+        """The longest one execution may take in this process: the tenant-slot wait, the run's
+        timeout_s and the margin for its snapshot, trace and context close."""
+        return self.settings.tenant_wait_s + run.timeout_s + self.settings.run_time_limit_margin_s
 
     async def _run_in_slot(self, request: RunRequest, run: RunView) -> RunOutcome:
         """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""

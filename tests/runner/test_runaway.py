@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
+import pytest
+
 from browserq.runtime import Runtime
 from tests.conftest import template
+from tests.test_cli import browserq
 
 #: Arms a loop that starts right after the step that arms it ends: the next step meets a busy page.
 ARM = "setTimeout(() => { while (true) {} }, 0); 1"
@@ -118,3 +124,30 @@ def test_a_script_that_rearms_itself_loses_its_page_not_the_browser(sqlite_runti
     assert outcome.status == "failed" and outcome.error_code == "TIMEOUT", outcome
     assert sqlite_runtime.pool.pid == pid_before and sqlite_runtime.pool.open_contexts == 0
     _next_run_completes(sqlite_runtime, demo.url)
+
+
+@pytest.mark.slow
+def test_browserq_run_ends_a_runaway_run_at_its_timeout(tmp_path: Path, site) -> None:
+    """`browserq run` (in-process, no Celery soft limit) used to wait forever."""
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "spin.yaml").write_text(
+        textwrap.dedent(
+            """
+            name: spin
+            version: 1.0.0
+            params:
+              url: {type: url, required: true}
+            settings: {allow_eval: true, timeout_s: 8, step_timeout_s: 600, run_retries: 0}
+            steps:
+              - {action: navigate, url: "${url}"}
+              - {action: eval, expression: "(() => { while(true){} })()"}
+            """
+        )
+    )
+    done = browserq(
+        tmp_path, "run", "spin", "-p", f"url={site.url}/quotes/", timeout=240,
+        BROWSERQ_TEMPLATES_DIR=str(templates),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "RUN_TIMEOUT" in done.stdout and "Traceback" not in done.stdout + done.stderr
