@@ -24,7 +24,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, ParamError
 from browserq.logs import configure_logging
 from browserq.runs import PreparedRun, prepare_run, record_run
-from browserq.runtime import RetryLater, RunBusy, Runtime
+from browserq.runtime import RetryLater, RunBusy, Runtime, WorkerUnusable
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, Store
@@ -36,6 +36,8 @@ TASK_NAME = "browserq.run_template"
 SWEEP_TASK_NAME = "browserq.sweep"
 #: Seconds between Celery's soft limit (the run is interrupted and recorded) and the hard kill.
 HARD_LIMIT_GRACE_S = 30
+#: Exit status of a worker process that has no usable browser (EX_SOFTWARE).
+EXIT_NO_BROWSER = 70
 
 
 def sweep_queue(settings: Settings) -> str:
@@ -246,6 +248,11 @@ def run_template(
         # A duplicate delivery while another worker runs it: look again when its lease would end.
         log.info("run busy elsewhere; will check again", holder=busy.holder, retry_in_s=busy.retry_in_s)
         raise self.retry(countdown=busy.retry_in_s) from None
+    except WorkerUnusable as exc:
+        # No working browser in this process: leave, so the pool starts a fresh child. The message
+        # is requeued (a lost worker, task_reject_on_worker_lost) and the handed-back run resumes.
+        log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
+        raise SystemExit(EXIT_NO_BROWSER) from exc
     finally:
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
     if isinstance(result, RetryLater):

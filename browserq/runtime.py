@@ -66,6 +66,12 @@ class RunBusy(BrowserqError):
         super().__init__(f"run {run_id} is being executed by {holder}; retry in {retry_in_s:.0f} s")
 
 
+class WorkerUnusable(BrowserqError):
+    """This process has no working browser and cannot get one: it must exit so its supervisor
+    (Celery's prefork pool) starts a fresh process. The run was handed back (``retrying``, lease
+    released), so another process resumes it."""
+
+
 @dataclass(frozen=True)
 class RetryLater:
     """A run-level failure with retries left: the run is ``retrying`` until ``countdown_s``."""
@@ -261,6 +267,9 @@ class Runtime:
                 raise
             if outcome.lease_lost:
                 return outcome
+            if self.pool.unusable is not None:
+                self._release_identity(request)
+                self._hand_back(run_id, lease.token, self.pool.unusable)
             decision = self._decide(run_id, lease, outcome, loaded, resumes)
             self._release_identity(request)
             if decision == "resume":
@@ -395,6 +404,17 @@ class Runtime:
             self.store.release_lease(run_id, token=lease.token)
             return RetryLater(outcome, float(countdown))
         return None
+
+    def _hand_back(self, run_id: str, token: int, reason: str) -> None:
+        """Give the run back for another process, then say this one must go."""
+        self.store.transition(run_id, "retrying", reason=f"worker has no usable browser: {reason}",
+                              worker=self.owner, token=token)
+        self.store.release_lease(run_id, token=token)
+        log.error("worker has no usable browser; run handed back", run_id=run_id, reason=reason[:300])
+        raise WorkerUnusable(
+            f"this process could not get a working Chromium ({reason}); run {run_id} was handed "
+            "back to be resumed by another worker"
+        )
 
     def _finish_interrupted(self, run_id: str, token: int) -> None:
         """Record a run whose execution was interrupted from outside (it cleaned up already)."""
