@@ -10,10 +10,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from browserq.errors import ParamError
 from browserq.redact import mask
 from browserq.secrets import SecretBox
 from browserq.store import Store
 from browserq.templates import LoadedTemplate, TemplateRegistry, secret_names, validate_params
+from browserq.templates.regex import interpolated_pattern_problems
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ def prepare_loaded(
 ) -> PreparedRun:
     """Validate params against an already loaded template (embedding, tests, stored bodies)."""
     values = validate_params(loaded.template, params or {}, template_ref=loaded.ref)
+    problems = interpolated_pattern_problems(loaded.template, values)
+    if problems:  # a pattern built from params is checked now, before anything is enqueued
+        raise ParamError(loaded.ref, problems)
     return PreparedRun(
         run_id=run_id or uuid.uuid4().hex,
         loaded=loaded,

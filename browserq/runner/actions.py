@@ -41,6 +41,7 @@ from browserq.templates import (
     UncheckStep,
     WaitStep,
 )
+from browserq.templates.regex import RegexError, describe_url_pattern, url_predicate
 
 Action = Callable[[StepContext, Any], Awaitable[Any]]
 
@@ -75,9 +76,13 @@ def first(ctx: StepContext, selector: str) -> Locator:
     return locate(ctx.page, selector).first
 
 
-def url_matcher(pattern: str) -> str | re.Pattern[str]:
-    """``re:...`` is a regular expression; anything else is a Playwright glob."""
-    return re.compile(pattern[3:]) if pattern.startswith("re:") else pattern
+def url_matcher(pattern: str) -> Callable[[str], bool]:
+    """``re:...`` is a regular expression; anything else is a Playwright glob. Both run in RE2
+    (linear time): a pattern from a param cannot stall the worker."""
+    try:
+        return url_predicate(pattern)
+    except RegexError as exc:
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{describe_url_pattern(pattern)}: {exc}") from None
 
 
 # --- navigation and input ------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from browserq.templates.params import ParamValueError, coerce_value, show
+from browserq.templates.regex import regex_problem
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
@@ -172,10 +173,9 @@ class ParamSpec(_Model):
             if self.type not in ("string", "secret"):
                 problems.append("pattern only applies to string and secret params")
             else:
-                try:
-                    re.compile(self.pattern)
-                except re.error as exc:
-                    problems.append(f"invalid regex pattern {self.pattern!r}: {exc}")
+                problem = regex_problem(self.pattern)
+                if problem:
+                    problems.append(f"invalid regex pattern {self.pattern!r}: {problem}")
         if self.type == "enum" and not self.choices:
             problems.append("an enum param needs a non-empty choices list")
         if self.choices is not None and self.type != "enum":

@@ -151,3 +151,24 @@ def test_browserq_run_ends_a_runaway_run_at_its_timeout(tmp_path: Path, site) ->
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "RUN_TIMEOUT" in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.timeout(240, method="thread")  # Python's re would hold the GIL: signals cannot stop it
+def test_a_catastrophic_url_regex_from_a_param_cannot_stall_the_worker(sqlite_runtime: Runtime, demo) -> None:
+    pid_before = sqlite_runtime.pool.pid
+    loaded = template(
+        """
+        params:
+          p: {type: string, required: true}
+        settings: {timeout_s: 60, trace: off}
+        steps:
+          - {action: navigate, url: "%s/quotes/?q=%s!"}
+          - {action: wait, url: "re:${p}", timeout_s: 3, retries: 0}
+        """
+        % (demo.url, "a" * 3000)
+    )
+    outcome = sqlite_runtime.run_loaded(loaded, {"p": "(a+)+$"})
+    assert outcome.status == "failed" and outcome.error_code == "TIMEOUT", outcome
+    assert outcome.error_step_path == "1"
+    assert sqlite_runtime.pool.pid == pid_before
+    _next_run_completes(sqlite_runtime, demo.url)
