@@ -12,9 +12,10 @@ never in the parent — and closed in ``worker_process_shutdown``.
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 import structlog
 from celery import Celery, Task
@@ -38,6 +39,8 @@ SWEEP_TASK_NAME = "browserq.sweep"
 HARD_LIMIT_GRACE_S = 30
 #: Exit status of a worker process that has no usable browser (EX_SOFTWARE).
 EXIT_NO_BROWSER = 70
+#: How long such a process waits before it exits.
+NO_BROWSER_PAUSE_S = 2.0
 
 
 def sweep_queue(settings: Settings) -> str:
@@ -209,7 +212,11 @@ def _start_browser(**_: Any) -> None:
     global _runtime
     settings = get_settings()
     configure_logging(settings)
-    _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
+    try:
+        _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
+    except ConfigError as exc:  # the first task tries again, and makes way if it still fails
+        log.error("browser did not start in this worker process", error=str(exc)[:300])
+        _runtime = None
 
 
 @worker_process_shutdown.connect
@@ -225,7 +232,10 @@ def run_template(
     self: Task, template: str, params: dict[str, Any] | None = None, run_id: str | None = None
 ) -> dict[str, Any]:
     """Execute (or resume) one template run; returns ``{run_id, status, outputs, error}``."""
-    runtime = worker_runtime()
+    try:
+        runtime = worker_runtime()
+    except ConfigError as exc:  # Chromium would not start in this process
+        _exit_without_browser(exc)
     secrets = None
     if run_id is None:
         # Sent without browserq's producer (send_task, another language): validate here.
@@ -249,16 +259,31 @@ def run_template(
         log.info("run busy elsewhere; will check again", holder=busy.holder, retry_in_s=busy.retry_in_s)
         raise self.retry(countdown=busy.retry_in_s) from None
     except WorkerUnusable as exc:
-        # No working browser in this process: leave, so the pool starts a fresh child. The message
-        # is requeued (a lost worker, task_reject_on_worker_lost) and the handed-back run resumes.
-        log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
-        raise SystemExit(EXIT_NO_BROWSER) from exc
+        _exit_without_browser(exc)
     finally:
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
     if isinstance(result, RetryLater):
         runtime.store.mark_enqueued(run_id)
         raise self.retry(countdown=result.countdown_s)
     return result.as_result()
+
+
+def _exit_without_browser(exc: BaseException) -> NoReturn:
+    """No working browser in this process: leave, so the prefork pool starts a fresh child.
+
+    The message is requeued (a lost worker, ``task_reject_on_worker_lost``) and the run, handed
+    back or never started, is executed by another process: no run is failed for it.
+    """
+    global _runtime
+    log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
+    if _runtime is not None:
+        try:
+            _runtime.stop()
+        except Exception as stop_error:
+            log.warning("runtime stop failed", error=str(stop_error)[:200])
+        _runtime = None
+    time.sleep(NO_BROWSER_PAUSE_S)  # a host that cannot start Chromium must not spin
+    raise SystemExit(EXIT_NO_BROWSER) from exc
 
 
 @app.task(name=SWEEP_TASK_NAME)
