@@ -449,7 +449,8 @@ class TemplateRunner:
         usable = self.pool.connected and not state.crashed and state.page is not None
         if usable and state.watchdog is not None and not state.page_dropped:
             # A script still running in the page would stall the screenshot, the DOM and the trace.
-            state.page_dropped = await state.watchdog.unblock() is PageState.DROPPED
+            unblocked = await state.watchdog.unblock(stop_loading=failure is not None)
+            state.page_dropped = unblocked is PageState.DROPPED
         usable = usable and not state.page_dropped
         if failure is not None and activity is not None and usable:
             await self._failure_snapshot(state, activity)
@@ -617,18 +618,38 @@ class TemplateRunner:
                 # The step's timeout holds for every action, also for calls Playwright does not
                 # time out (evaluate, count, title, keyboard) on a page whose script never ends.
                 bound = asyncio.timeout(budget_s + STEP_GRACE_S)
-                try:
-                    async with bound:
-                        selector = element_selector(rendered)
-                        if rendered.optional and selector and await _missing(page, selector):
-                            skipped = True
-                        else:
-                            output = await handler_for(rendered)(step_ctx, rendered)
-                            _check_landing(page, tsettings.allowed_domains)
-                except StepFailed as exc:
-                    failure = exc
-                    if exc.code is Codes.TIMEOUT:
-                        await self._unblock(state)
+                try:  # cancelled anywhere here (time limit, cancel): the attempt is still recorded
+                    try:
+                        async with bound:
+                            selector = element_selector(rendered)
+                            if rendered.optional and selector and await _missing(page, selector):
+                                skipped = True
+                            else:
+                                output = await handler_for(rendered)(step_ctx, rendered)
+                                _check_landing(page, tsettings.allowed_domains)
+                    except StepFailed as exc:
+                        failure = exc
+                        if exc.code is Codes.TIMEOUT:
+                            await self._unblock(state)
+                    except Exception as raised:
+                        exc: BaseException = raised
+                        if bound.expired():
+                            exc = TimeoutError(
+                                f"{step.action} did not finish within its timeout of {budget_s:.1f} s"
+                            )
+                        if isinstance(exc, TimeoutError | PlaywrightTimeoutError):
+                            await self._unblock(state)  # a busy page is the usual reason
+                        missing = None
+                        selector = element_selector(rendered) or getattr(rendered, "selector", None)
+                        if selector and self.pool.connected and not state.crashed and not state.page_dropped:
+                            missing = await _missing(page, selector, MISSING_CHECK_TIMEOUT_S)
+                        failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
+                        if state.page_dropped:
+                            failure = StepFailed(failure.code, f"{failure.message}; {_DROPPED}")
+                        if state.gate is not None and state.gate.error is not None:
+                            failure = state.gate.error  # the rate limit, not the page, stopped it
+                        if state.crashed and not isinstance(failure, InfrastructureError):
+                            failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
                 except asyncio.CancelledError:
                     state.failed_attempt_id, state.failed_path = attempt_id, path
                     reason = "cancelled" if state.interrupt == "cancel" else "interrupted by the run's time limit"
@@ -639,25 +660,6 @@ class TemplateRunner:
                         except Exception as exc:  # being interrupted; the run's record says why
                             log.debug("could not record the interrupted step", error=str(exc))
                     raise
-                except Exception as raised:
-                    exc: BaseException = raised
-                    if bound.expired():
-                        exc = TimeoutError(
-                            f"{step.action} did not finish within its timeout of {budget_s:.1f} s"
-                        )
-                    if isinstance(exc, TimeoutError | PlaywrightTimeoutError):
-                        await self._unblock(state)  # a busy page is the usual reason
-                    missing = None
-                    selector = element_selector(rendered) or getattr(rendered, "selector", None)
-                    if selector and self.pool.connected and not state.crashed and not state.page_dropped:
-                        missing = await _missing(page, selector, MISSING_CHECK_TIMEOUT_S)
-                    failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
-                    if state.page_dropped:
-                        failure = StepFailed(failure.code, f"{failure.message}; {_DROPPED}")
-                    if state.gate is not None and state.gate.error is not None:
-                        failure = state.gate.error  # the rate limit, not the page, stopped it
-                    if state.crashed and not isinstance(failure, InfrastructureError):
-                        failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
             if failure is not None:
                 failure = _blame_proxy(failure, state)
             if failure is None:

@@ -78,10 +78,17 @@ class PageWatchdog:
             return True
         return True
 
-    async def unblock(self) -> PageState:
-        """Make the page answer again: terminate what runs in it, else close it."""
-        if await self.responsive():
+    async def unblock(self, *, stop_loading: bool = False) -> PageState:
+        """Make the page answer again: stop a pending navigation, terminate what runs in the
+        page, else close it. ``stop_loading`` stops loading first (before a failure snapshot,
+        which would stop it anyway), saving a probe's wait on a page that is merely slow."""
+        if not stop_loading and await self.responsive():
             return PageState.RESPONSIVE
+        # A navigation that has not committed yet holds commands too (DevTools queues them until
+        # the new document exists): that page is slow, not stuck. Stopping it is browser-side.
+        await self._stop_loading()
+        if await self.responsive():
+            return PageState.RESPONSIVE if stop_loading else PageState.RECOVERED
         for attempt in range(1, TERMINATE_ATTEMPTS + 1):
             try:
                 session = await self._cdp()
@@ -95,6 +102,13 @@ class PageWatchdog:
         log.warning("page stays unresponsive; closing it", url=self._page.url[:200])
         await self.drop()
         return PageState.DROPPED
+
+    async def _stop_loading(self) -> None:
+        try:
+            session = await self._cdp()
+            await asyncio.wait_for(session.send("Page.stopLoading"), COMMAND_TIMEOUT_S)
+        except Exception as exc:
+            log.debug("could not stop loading", error=f"{type(exc).__name__}: {exc}"[:200])
 
     async def drop(self) -> None:
         """Close the page (its renderer goes with it); the context and browser stay."""

@@ -108,7 +108,9 @@ def test_run_timeout_holds_in_process_with_a_runaway_script(sqlite_runtime: Runt
     _next_run_completes(sqlite_runtime, demo.url)
 
 
-def test_a_script_that_rearms_itself_loses_its_page_not_the_browser(sqlite_runtime: Runtime, demo) -> None:
+def test_a_script_that_rearms_itself_still_ends_at_the_step_timeout(sqlite_runtime: Runtime, demo) -> None:
+    """Terminating one callback lets the next start: the step still ends at its timeout, the page
+    is ended or dropped, the browser stays."""
     pid_before = sqlite_runtime.pool.pid
     loaded = template(
         """
@@ -122,6 +124,8 @@ def test_a_script_that_rearms_itself_loses_its_page_not_the_browser(sqlite_runti
     )
     outcome = sqlite_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "TIMEOUT", outcome
+    attempts = [s for s in sqlite_runtime.store.steps(outcome.run_id) if s.step_path == "2"]
+    assert attempts and {s.error_code for s in attempts} == {"TIMEOUT"}
     assert sqlite_runtime.pool.pid == pid_before and sqlite_runtime.pool.open_contexts == 0
     _next_run_completes(sqlite_runtime, demo.url)
 
