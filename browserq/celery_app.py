@@ -12,9 +12,10 @@ never in the parent — and closed in ``worker_process_shutdown``.
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 import structlog
 from celery import Celery, Task
@@ -33,7 +34,7 @@ from browserq.errors import BrokerUnavailable, BrowserqError, ConfigError, Param
 from browserq.logs import configure_logging, scrub_handlers
 from browserq.redact import mask
 from browserq.runs import PreparedRun, check_run_options, prepare_run, record_run
-from browserq.runtime import RetryLater, RunBusy, Runtime
+from browserq.runtime import RetryLater, RunBusy, Runtime, WorkerUnusable
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, Store
@@ -47,6 +48,10 @@ TASK_NAME = "browserq.run_template"
 SWEEP_TASK_NAME = "browserq.sweep"
 #: Seconds between Celery's soft limit (the run is interrupted and recorded) and the hard kill.
 HARD_LIMIT_GRACE_S = 30
+#: Exit status of a worker process that has no usable browser (EX_SOFTWARE).
+EXIT_NO_BROWSER = 70
+#: How long such a process waits before it exits.
+NO_BROWSER_PAUSE_S = 2.0
 
 
 def sweep_queue(settings: Settings) -> str:
@@ -232,8 +237,13 @@ def _start_browser(**_: Any) -> None:
     global _runtime
     settings = get_settings()
     configure_logging(settings)
-    _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
-    _start_sweeper(settings, _runtime.owner)
+    try:
+        _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
+    except ConfigError as exc:  # the first task tries again, and makes way if it still fails
+        log.error("browser did not start in this worker process", error=str(exc)[:300])
+        _runtime = None
+    if _runtime is not None:
+        _start_sweeper(settings, _runtime.owner)
 
 
 def _start_sweeper(settings: Settings, owner: str) -> None:
@@ -260,7 +270,10 @@ def run_template(
     self: Task, template: str, params: dict[str, Any] | None = None, run_id: str | None = None
 ) -> dict[str, Any]:
     """Execute (or resume) one template run; returns ``{run_id, status, outputs, error}``."""
-    runtime = worker_runtime()
+    try:
+        runtime = worker_runtime()
+    except ConfigError as exc:  # Chromium would not start in this process
+        _exit_without_browser(exc)
     secrets = None
     if run_id is None:
         # Sent without browserq's producer (send_task, another language): validate here.
@@ -284,6 +297,8 @@ def run_template(
         # A duplicate delivery while another worker runs it: look again when its lease would end.
         log.info("run busy elsewhere; will check again", holder=busy.holder, retry_in_s=busy.retry_in_s)
         raise self.retry(countdown=busy.retry_in_s) from None
+    except WorkerUnusable as exc:
+        _exit_without_browser(exc)
     finally:
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
     if isinstance(result, RetryLater):
@@ -351,6 +366,22 @@ def _scrub_celery_logs(logger: Any = None, **_: Any) -> None:
     scrub_handlers()
     if logger is not None:
         scrub_handlers(logger)
+def _exit_without_browser(exc: BaseException) -> NoReturn:
+    """No working browser in this process: leave, so the prefork pool starts a fresh child.
+
+    The message is requeued (a lost worker, ``task_reject_on_worker_lost``) and the run, handed
+    back or never started, is executed by another process: no run is failed for it.
+    """
+    global _runtime
+    log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
+    if _runtime is not None:
+        try:
+            _runtime.stop()
+        except Exception as stop_error:
+            log.warning("runtime stop failed", error=str(stop_error)[:200])
+        _runtime = None
+    time.sleep(NO_BROWSER_PAUSE_S)  # a host that cannot start Chromium must not spin
+    raise SystemExit(EXIT_NO_BROWSER) from exc
 
 
 @app.task(name=SWEEP_TASK_NAME)

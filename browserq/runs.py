@@ -17,6 +17,7 @@ from browserq.secrets import SecretBox
 from browserq.store import Store
 from browserq.templates import LoadedTemplate, TemplateRegistry, secret_names, validate_params
 from browserq.templates.params import DEFAULT_MAX_PARAMS_BYTES, show
+from browserq.templates.regex import interpolated_pattern_problems
 
 #: Longest ``idempotency_key`` a caller may give (the store keeps 200; derived keys use 41+).
 MAX_IDEMPOTENCY_KEY_LENGTH = 150
@@ -70,6 +71,9 @@ def prepare_loaded(
     values = validate_params(
         loaded.template, params, template_ref=loaded.ref, max_bytes=max_params_bytes
     )
+    problems = interpolated_pattern_problems(loaded.template, values)
+    if problems:  # a pattern built from params is checked now, before anything is enqueued
+        raise ParamError(loaded.ref, problems)
     return PreparedRun(
         run_id=run_id or uuid.uuid4().hex,
         loaded=loaded,

@@ -76,6 +76,12 @@ class RunBusy(BrowserqError):
         super().__init__(f"run {run_id} is being executed by {holder}; retry in {retry_in_s:.0f} s")
 
 
+class WorkerUnusable(BrowserqError):
+    """This process has no working browser and cannot get one: it must exit so its supervisor
+    (Celery's prefork pool) starts a fresh process. The run was handed back (``retrying``, lease
+    released), so another process resumes it."""
+
+
 @dataclass(frozen=True)
 class RetryLater:
     """A run-level failure with retries left: the run is ``retrying`` until ``countdown_s``."""
@@ -279,14 +285,23 @@ class Runtime:
                 return self._finish(run_id, lease.token, RunOutcome(
                     run_id, "failed", {}, Codes.IDENTITY_UNAVAILABLE.code, str(exc)))
             try:
-                outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout)
+                outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout or self._backstop_s(run))
             except TenantBusy as busy:
                 return self._tenant_busy(run_id, lease.token, busy)
+            except TimeoutError:
+                # The runner bounds every step and its own finish; this is the last resort that
+                # keeps an in-process run (``browserq run``) from waiting forever.
+                log.error("run exceeded its backstop; interrupted", run_id=run_id)
+                self._finish_interrupted(run_id, lease.token)
+                return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
             except BaseException:  # Celery's soft time limit, or the process is stopping
                 self._finish_interrupted(run_id, lease.token)
                 raise
             if outcome.lease_lost:
                 return outcome
+            if self.pool.unusable is not None:
+                self._release_identity(request)
+                self._hand_back(run_id, lease.token, self.pool.unusable)
             decision = self._decide(run_id, lease, outcome, loaded, resumes)
             self._release_identity(request)
             if decision == "resume":
@@ -295,6 +310,11 @@ class Runtime:
             if isinstance(decision, RetryLater):
                 return decision
             return self._finish(run_id, lease.token, outcome)
+
+    def _backstop_s(self, run: RunView) -> float:
+        """The longest one execution may take in this process: the tenant-slot wait, the run's
+        timeout_s and the margin for its snapshot, trace and context close."""
+        return self.settings.tenant_wait_s + run.timeout_s + self.settings.run_time_limit_margin_s
 
     async def _run_in_slot(self, request: RunRequest, run: RunView) -> RunOutcome:
         """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""
@@ -416,6 +436,17 @@ class Runtime:
             self.store.release_lease(run_id, token=lease.token)
             return RetryLater(outcome, float(countdown))
         return None
+
+    def _hand_back(self, run_id: str, token: int, reason: str) -> None:
+        """Give the run back for another process, then say this one must go."""
+        self.store.transition(run_id, "retrying", reason=f"worker has no usable browser: {reason}",
+                              worker=self.owner, token=token)
+        self.store.release_lease(run_id, token=token)
+        log.error("worker has no usable browser; run handed back", run_id=run_id, reason=reason[:300])
+        raise WorkerUnusable(
+            f"this process could not get a working Chromium ({reason}); run {run_id} was handed "
+            "back to be resumed by another worker"
+        )
 
     def _finish_interrupted(self, run_id: str, token: int) -> None:
         """Record a run whose execution was interrupted from outside (it cleaned up already): as

@@ -13,12 +13,18 @@ critical path and keep memory flat:
   it is closed only when its last run's context is. No run fails or waits because of it.
 
 The browser is relaunched at once when it is gone (crashed, killed, disconnected) — never because a
-page misbehaved.
+page misbehaved. The Playwright driver (a node process between us and Chromium) can die too, e.g.
+out of memory; then ``Browser.is_connected()`` still says True while every call fails, so the pool
+watches the driver's connection itself and restarts driver and browser together. When even that
+fails the pool is *unusable*: the worker process must make way for a fresh one
+(:class:`BrowserUnusable`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 import uuid
 from collections import deque
@@ -36,7 +42,7 @@ from browserq.browsers.launcher import (
     launch_chromium,
     rss_bytes,
 )
-from browserq.errors import InfrastructureError
+from browserq.errors import ConfigError, InfrastructureError
 from browserq.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -52,6 +58,20 @@ CLOSE_TIMEOUT_S = 10.0
 RSS_CHECK_EVERY = 10
 
 SpareOptions = Callable[[], Awaitable[dict[str, Any]]]
+
+
+class BrowserUnusable(InfrastructureError):
+    """Neither a relaunch nor a fresh driver gave this process a working browser."""
+
+
+def driver_closed(playwright: Playwright | None) -> bool:
+    """Whether the Playwright driver's connection is gone (its node process exited or was killed).
+
+    Playwright has no public signal for it: ``Browser.is_connected()`` stays True because the
+    browser's pipe is the driver's, not ours. The connection records why it closed.
+    """
+    connection = getattr(getattr(playwright, "_impl_obj", None), "_connection", None)
+    return getattr(connection, "_closed_error", None) is not None
 
 
 @dataclass
@@ -86,6 +106,9 @@ class BrowserPool:
         self._acquisitions = 0
         self.launches = 0
         self.recycles = 0
+        self.driver_restarts = 0
+        #: Why this pool cannot give out contexts any more (None while it can).
+        self.unusable: str | None = None
         self.contexts_created = 0
         self.spare_hits = 0
 
@@ -127,16 +150,20 @@ class BrowserPool:
 
     async def _ensure_browser(self) -> _Instance:
         async with self._lock:
+            if self.unusable is not None:
+                raise BrowserUnusable(self.unusable)
             current = self._current
-            if current is not None and current.browser.is_connected() and not current.retiring:
+            if current is not None and self._alive(current) and not current.retiring:
                 return current
             if self._playwright is None:
                 raise RuntimeError("BrowserPool.start() was not called")
-            if current is not None and not current.browser.is_connected():
+            if self.driver_lost:
+                await self._restart_driver()
+            elif current is not None and not current.browser.is_connected():
                 log.warning("browser disconnected; relaunching", previous_pid=current.pid)
                 self._forget(current)
                 await _close_browser(current)
-            browser, marker = await launch_chromium(self._playwright, self._settings)
+            browser, marker = await self._launch()
             self._current = _Instance(browser, marker, find_browser_pid(marker))
             if self._settings.stealth:
                 from browserq import stealth
@@ -145,6 +172,52 @@ class BrowserPool:
             self.launches += 1
             log.info("browser launched", pid=self._current.pid, launches=self.launches)
             return self._current
+
+    async def _launch(self) -> tuple[Any, str]:
+        """Launch Chromium; after a failure, once more with a fresh driver; then give up."""
+        assert self._playwright is not None
+        first_start = self.launches == 0
+        try:
+            return await launch_chromium(self._playwright, self._settings)
+        except Exception as exc:
+            if first_start:
+                raise  # a bad installation or setting: Runtime.start reports it
+            log.warning("browser relaunch failed; restarting the driver", error=str(exc)[:300])
+        try:
+            await self._restart_driver()
+            return await launch_chromium(self._playwright, self._settings)
+        except Exception as exc:
+            self.unusable = f"could not relaunch Chromium, even with a fresh Playwright driver: {exc}"
+            log.error("browser pool unusable", reason=self.unusable[:300])
+            raise BrowserUnusable(self.unusable) from exc
+
+    async def _restart_driver(self) -> None:
+        """A new Playwright driver; every browser of the old one is forgotten and killed."""
+        log.warning("playwright driver lost; restarting it", previous_browser_pid=self.pid)
+        for instance in [*self._draining, *([self._current] if self._current else [])]:
+            self._forget(instance)
+            _kill_tree(instance.marker)
+        self._draining.clear()
+        self._current = None
+        self._spares.clear()
+        old, self._playwright = self._playwright, None
+        try:
+            await asyncio.wait_for(old.stop(), CLOSE_TIMEOUT_S)  # type: ignore[union-attr]
+        except Exception as exc:
+            log.debug("old driver stop failed", error=str(exc)[:200])
+        try:
+            self._playwright = await asyncio.wait_for(async_playwright().start(), CLOSE_TIMEOUT_S * 3)
+        except Exception as exc:
+            raise ConfigError(f"could not start a new Playwright driver: {exc}") from exc
+        self.driver_restarts += 1
+
+    def _alive(self, instance: _Instance) -> bool:
+        return instance.browser.is_connected() and not self.driver_lost
+
+    @property
+    def driver_lost(self) -> bool:
+        """The driver process is gone: every browser it held is unreachable."""
+        return self._playwright is not None and driver_closed(self._playwright)
 
     def _current_instance(self) -> _Instance:
         assert self._current is not None
@@ -204,7 +277,7 @@ class BrowserPool:
 
                 await stealth.apply(context, fingerprint, host=instance.host)
         except Exception as exc:
-            if not instance.browser.is_connected():
+            if not self._alive(instance):
                 raise InfrastructureError(f"browser disconnected while creating a context: {exc}") from exc
             raise
         instance.contexts_created += 1
@@ -316,7 +389,7 @@ class BrowserPool:
     # --- health ------------------------------------------------------------------------------
     @property
     def connected(self) -> bool:
-        return self._current is not None and self._current.browser.is_connected()
+        return self._current is not None and self._alive(self._current)
 
     @property
     def pid(self) -> int | None:
@@ -344,6 +417,15 @@ class BrowserPool:
     @property
     def draining(self) -> int:
         return len(self._draining)
+
+
+def _kill_tree(marker: str) -> None:
+    """SIGKILL a browser instance's processes (its driver is gone, nobody else can close it)."""
+    for pid in browser_process_tree(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
 
 
 async def _open_page(context: BrowserContext) -> None:

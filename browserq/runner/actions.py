@@ -43,6 +43,7 @@ from browserq.templates import (
     UncheckStep,
     WaitStep,
 )
+from browserq.templates.regex import RegexError, describe_url_pattern, url_predicate
 
 Action = Callable[[StepContext, Any], Awaitable[Any]]
 
@@ -77,9 +78,13 @@ def first(ctx: StepContext, selector: str) -> Locator:
     return locate(ctx.page, selector).first
 
 
-def url_matcher(pattern: str) -> str | re.Pattern[str]:
-    """``re:...`` is a regular expression; anything else is a Playwright glob."""
-    return re.compile(pattern[3:]) if pattern.startswith("re:") else pattern
+def url_matcher(pattern: str) -> Callable[[str], bool]:
+    """``re:...`` is a regular expression; anything else is a Playwright glob. Both run in RE2
+    (linear time): a pattern from a param cannot stall the worker."""
+    try:
+        return url_predicate(pattern)
+    except RegexError as exc:
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{describe_url_pattern(pattern)}: {exc}") from None
 
 
 # --- navigation and input ------------------------------------------------------------------
@@ -365,13 +370,14 @@ async def evaluate(ctx: StepContext, step: EvalStep) -> Any:
     """Run a JS expression; an exception in the page is the step's failure, nothing more."""
     if not ctx.settings.allow_eval:
         raise StepFailed(Codes.EVAL_DISABLED, "this template does not set settings.allow_eval: true")
+    timeout_ms = ctx.timeout_ms  # Playwright does not time out evaluate: this is the step's bound
     try:
         evaluation = evaluate_bounded(ctx.page, step.expression, ctx.max_output_bytes)
-        return await asyncio.wait_for(evaluation, ctx.timeout_ms / 1000)
+        return await asyncio.wait_for(evaluation, timeout_ms / 1000)
     except StepFailed:
         raise  # the result was too large or not data (browserq.runner.outputs)
     except TimeoutError as exc:
-        raise StepFailed(Codes.TIMEOUT, f"expression did not finish within {ctx.timeout_ms:.0f} ms") from exc
+        raise StepFailed(Codes.TIMEOUT, f"expression did not finish within {timeout_ms:.0f} ms") from exc
     except Exception as exc:
         if not ctx.page.context.browser or not ctx.page.context.browser.is_connected():
             raise

@@ -14,6 +14,9 @@ from browserq.redact import Redactor
 from browserq.store.artifacts import StoredFile
 from browserq.templates import TemplateSettings
 
+#: The shortest timeout handed to one Playwright call once a step's budget is nearly spent.
+MIN_CALL_TIMEOUT_S = 0.05
+
 SaveArtifact = Callable[[str, str, bytes, str], Awaitable[StoredFile]]
 """``save(kind, name, data, content_type)`` stores bytes linked to the current step attempt."""
 Warn = Callable[[str, str], None]
@@ -44,9 +47,16 @@ class StepContext:
     untraced: Callable[[], AbstractAsyncContextManager[None]] = not_traced
     max_output_bytes: int = 10 * 1024 * 1024  # BROWSERQ_MAX_STEP_OUTPUT_BYTES: checked in the page
     warn: Warn = _no_warnings
+    #: time.monotonic() at which this step attempt's budget ends: an action making several
+    #: Playwright calls gives each what is left of it, so the step as a whole keeps its timeout.
+    step_deadline: float | None = None
 
     @property
     def timeout_ms(self) -> float:
-        """The step's timeout, shrunk to what is left of the run (that part never below 1 s)."""
-        remaining = self.deadline - time.monotonic()
-        return min(self.timeout_s, max(1.0, remaining)) * 1000
+        """The step's timeout, shrunk to what is left of the run (that part never below 1 s)
+        and of this step attempt (never 0, which Playwright reads as "no timeout")."""
+        now = time.monotonic()
+        limit = min(self.timeout_s, max(1.0, self.deadline - now))
+        if self.step_deadline is not None:
+            limit = min(limit, max(MIN_CALL_TIMEOUT_S, self.step_deadline - now))
+        return limit * 1000

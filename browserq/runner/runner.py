@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 from playwright.async_api import BrowserContext, Page
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browserq import stealth
 from browserq.browsers.domains import BlockLog
@@ -50,6 +51,7 @@ from browserq.runner.context import StepContext, not_traced
 from browserq.runner.outputs import OutputBudget, check_step_output
 from browserq.runner.trace import TraceRecorder
 from browserq.runner.translate import first_line, translate
+from browserq.runner.watchdog import PageState, PageWatchdog
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store, StoreUnavailable
@@ -64,6 +66,13 @@ SNAPSHOT_TIMEOUT_S = 3.0
 CANCEL_POLL_S = 2.0
 #: Step outputs larger than this are stored in the step record as a summary only.
 MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
+#: A step attempt is cut this long after its timeout_s: Playwright's own timeout (with its more
+#: useful message) fires first; the cut catches calls that have none (evaluate, count, title).
+STEP_GRACE_S = 1.0
+#: The failure snapshot, trace and context close after the run: bounded, whatever the page does.
+FINISH_TIMEOUT_S = 20.0
+#: How long deciding "is the element missing?" after a failure may take.
+MISSING_CHECK_TIMEOUT_S = 6.0
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,8 @@ class _RunState:
     interrupt_reason: str = ""
     trace: TraceRecorder | None = None
     budget: OutputBudget | None = None  # the run's outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES
+    watchdog: PageWatchdog | None = None  # probes and unblocks the run's page
+    page_dropped: bool = False  # the page stayed unresponsive and was closed
 
     def scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = dict(self.request.params)
@@ -254,6 +265,8 @@ class TemplateRunner:
             state.domains = await self.pool.domain_guard(context).protect(
                 context, state.page, tsettings.allowed_domains, strict=tsettings.network == "strict"
             )
+            state.watchdog = PageWatchdog(context, state.page)
+            await state.watchdog.attach()
             try:
                 async with asyncio.timeout(tsettings.timeout_s):
                     if request.resume is not None:
@@ -346,7 +359,8 @@ class TemplateRunner:
         if identity is None or state.context is None or state.interrupt or not self.pool.connected:
             return
         try:
-            storage = await state.context.storage_state(indexed_db=True)
+            await self._unblock(state)
+            storage = await asyncio.wait_for(state.context.storage_state(indexed_db=True), SNAPSHOT_TIMEOUT_S * 2)
             await self._store_identity_storage(state, storage)
         except Exception as exc:
             log.warning("identity storage not saved", identity=identity.name, error=str(exc))
@@ -456,26 +470,44 @@ class TemplateRunner:
         state: _RunState,
         failure: StepFailed | None,
     ) -> None:
-        """Failure snapshot and trace (when asked for), then close the context — always."""
-        tsettings = state.request.loaded.template.settings
+        """Failure snapshot and trace (when asked for), then close the context — always, and
+        within FINISH_TIMEOUT_S whatever the page does."""
         try:
-            usable = self.pool.connected and not state.crashed and state.page is not None
-            if failure is not None and activity is not None and usable:
-                await self._failure_snapshot(state, activity)
-            elif failure is not None and activity is not None:
-                await self._save_json(state, "console", "console.json", list(activity.console))
-                await self._save_json(state, "network", "network.json", list(activity.network))
-            if state.domains is not None and not state.domains.empty:
-                await self._save_json(state, "blocked_requests", "blocked_requests.json", state.domains.as_dict())
-            if state.trace is not None and self.pool.connected:
-                keep = tsettings.trace == "always" or failure is not None
-                await self._stop_trace(state, keep)
+            async with asyncio.timeout(FINISH_TIMEOUT_S):
+                await self._save_evidence(context, activity, state, failure)
         except Exception as exc:
             log.warning("could not save failure evidence", run_id=state.request.run_id, error=str(exc))
         finally:
             if state.trace is not None:
                 state.trace.discard()  # chunks of a trace that was not merged hold secrets in clear
+            if state.watchdog is not None:
+                await state.watchdog.detach()
             await self.pool.close_context(context)
+
+    async def _save_evidence(
+        self,
+        context: BrowserContext,
+        activity: PageActivity | None,
+        state: _RunState,
+        failure: StepFailed | None,
+    ) -> None:
+        tsettings = state.request.loaded.template.settings
+        usable = self.pool.connected and not state.crashed and state.page is not None
+        if usable and state.watchdog is not None and not state.page_dropped:
+            # A script still running in the page would stall the screenshot, the DOM and the trace.
+            unblocked = await state.watchdog.unblock(stop_loading=failure is not None)
+            state.page_dropped = unblocked is PageState.DROPPED
+        usable = usable and not state.page_dropped
+        if failure is not None and activity is not None and usable:
+            await self._failure_snapshot(state, activity)
+        elif failure is not None and activity is not None:
+            await self._save_json(state, "console", "console.json", list(activity.console))
+            await self._save_json(state, "network", "network.json", list(activity.network))
+        if state.domains is not None and not state.domains.empty:
+            await self._save_json(state, "blocked_requests", "blocked_requests.json", state.domains.as_dict())
+        if state.trace is not None and self.pool.connected:
+            keep = tsettings.trace == "always" or failure is not None
+            await self._stop_trace(state, keep)
 
     def _outcome(self, state: _RunState, status: str, failure: StepFailed | None) -> RunOutcome:
         request = state.request
@@ -591,14 +623,30 @@ class TemplateRunner:
 
     async def _present(self, selector: str, path: str, state: _RunState) -> bool:
         page = self._page(state)
-        await settle(page, 5000)
+        timeout_s = state.request.loaded.template.settings.step_timeout_s
         try:
-            return await locate(page, selector).count() > 0
+            async with asyncio.timeout(timeout_s):  # count() has no timeout of its own
+                await settle(page, 5000)
+                return await locate(page, selector).count() > 0
+        except TimeoutError as exc:
+            state.failed_path = path
+            await self._unblock(state)
+            raise StepFailed(
+                Codes.TIMEOUT, f"the page did not answer whether {selector!r} is present within {timeout_s:g} s"
+            ) from exc
         except Exception as exc:
             state.failed_path = path
             raise translate(exc, browser_connected=self.pool.connected) from exc
 
+    async def _unblock(self, state: _RunState) -> None:
+        """End a script that keeps the page's main thread busy; close the page if that fails."""
+        if state.watchdog is None or state.crashed or state.page_dropped or not self.pool.connected:
+            return
+        state.page_dropped = await state.watchdog.unblock() is PageState.DROPPED
+
     def _page(self, state: _RunState) -> Page:
+        if state.page_dropped:
+            raise StepFailed(Codes.PAGE_CRASHED, _DROPPED)
         if state.crashed or state.page is None or state.page.is_closed():
             raise StepFailed(Codes.PAGE_CRASHED, "the page crashed or was closed")
         return state.page
@@ -651,19 +699,48 @@ class TemplateRunner:
             skipped = False
             warnings: list[dict[str, Any]] = []
             if failure is None:
-                try:
-                    selector = element_selector(rendered)
-                    if rendered.optional and selector and await _missing(page, selector):
-                        skipped = True
-                    else:
-                        context = self._step_context(rendered, path, state, attempt_id)
-                        context.warn = _collector(warnings, state.redactor)
-                        output = await handler_for(rendered)(context, rendered)
-                        _raise_if_blocked(state)
-                        _check_landing(page, tsettings.allowed_domains)
-                        output = self._bounded_output(rendered, output, state)
-                except StepFailed as exc:
-                    failure = exc
+                step_ctx = self._step_context(rendered, path, state, attempt_id)
+                step_ctx.warn = _collector(warnings, state.redactor)
+                assert step_ctx.step_deadline is not None
+                budget_s = step_ctx.step_deadline - time.monotonic()
+                # The step's timeout holds for every action, also for calls Playwright does not
+                # time out (evaluate, count, title, keyboard) on a page whose script never ends.
+                bound = asyncio.timeout(budget_s + STEP_GRACE_S)
+                try:  # cancelled anywhere here (time limit, cancel): the attempt is still recorded
+                    try:
+                        async with bound:
+                            selector = element_selector(rendered)
+                            if rendered.optional and selector and await _missing(page, selector):
+                                skipped = True
+                            else:
+                                output = await handler_for(rendered)(step_ctx, rendered)
+                                _raise_if_blocked(state)
+                                _check_landing(page, tsettings.allowed_domains)
+                                output = self._bounded_output(rendered, output, state)
+                    except StepFailed as exc:
+                        failure = exc
+                        if exc.code is Codes.TIMEOUT:
+                            await self._unblock(state)
+                    except Exception as raised:
+                        exc: BaseException = raised
+                        if bound.expired():
+                            exc = TimeoutError(
+                                f"{step.action} did not finish within its timeout of {budget_s:.1f} s"
+                            )
+                        if isinstance(exc, TimeoutError | PlaywrightTimeoutError):
+                            await self._unblock(state)  # a busy page is the usual reason
+                        missing = None
+                        selector = element_selector(rendered) or getattr(rendered, "selector", None)
+                        if selector and self.pool.connected and not state.crashed and not state.page_dropped:
+                            missing = await _missing(page, selector, MISSING_CHECK_TIMEOUT_S)
+                        failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
+                        if state.page_dropped:
+                            failure = StepFailed(failure.code, f"{failure.message}; {_DROPPED}")
+                        if state.gate is not None and state.gate.error is not None:
+                            failure = state.gate.error  # the rate limit, not the page, stopped it
+                        failure = _domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
+                        if state.crashed and not isinstance(failure, InfrastructureError):
+                            failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
                 except asyncio.CancelledError:
                     state.failed_attempt_id, state.failed_path = attempt_id, path
                     reason = "cancelled" if state.interrupt == "cancel" else "interrupted by the run's time limit"
@@ -674,17 +751,6 @@ class TemplateRunner:
                         except Exception as exc:  # being interrupted; the run's record says why
                             log.debug("could not record the interrupted step", error=str(exc))
                     raise
-                except Exception as exc:
-                    missing = None
-                    selector = element_selector(rendered) or getattr(rendered, "selector", None)
-                    if selector and self.pool.connected and not state.crashed:
-                        missing = await _missing(page, selector)
-                    failure = translate(exc, browser_connected=self.pool.connected, element_missing=missing)
-                    if state.gate is not None and state.gate.error is not None:
-                        failure = state.gate.error  # the rate limit, not the page, stopped it
-                    failure = _domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
-                    if state.crashed and not isinstance(failure, InfrastructureError):
-                        failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
             if failure is not None:
                 failure = _blame_proxy(failure, state)
             if failure is None:
@@ -718,7 +784,7 @@ class TemplateRunner:
                     raise failure
                 continue
             await self._record_end(state, attempt_id, step, attempt, started, path, "failed", failure)
-            in_place = failure.code.error_class is ErrorClass.RETRY_IN_PLACE
+            in_place = failure.code.error_class is ErrorClass.RETRY_IN_PLACE and not state.page_dropped
             if isinstance(failure, InfrastructureError) or not in_place or attempt > max_retries:
                 if step.continue_on_error and not isinstance(failure, InfrastructureError):
                     return
@@ -736,11 +802,14 @@ class TemplateRunner:
         async def save(kind: str, name: str, data: bytes, content_type: str) -> StoredFile:
             return await self._save_artifact(state, attempt_id, kind, name, data, content_type)
 
+        timeout_s = step.timeout_s or tsettings.step_timeout_s
+        now = time.monotonic()
         return StepContext(
             page=self._page(state),
             settings=tsettings,
-            timeout_s=step.timeout_s or tsettings.step_timeout_s,
+            timeout_s=timeout_s,
             deadline=state.deadline,
+            step_deadline=now + min(timeout_s, max(1.0, state.deadline - now)),
             redactor=state.redactor,
             save_artifact=save,
             step_path=path,
@@ -886,7 +955,12 @@ class TemplateRunner:
     async def _checkpoint(self, path: str, state: _RunState) -> dict[str, Any]:
         """What a resumed run needs to continue after ``path`` (stored with the step's result)."""
         assert state.context is not None and state.page is not None
-        storage = await state.context.storage_state(indexed_db=True)
+        timeout_s = state.request.loaded.template.settings.step_timeout_s
+        try:  # reading IndexedDB runs in the page: a busy page would hold the run here
+            storage = await asyncio.wait_for(state.context.storage_state(indexed_db=True), timeout_s)
+        except TimeoutError:
+            await self._unblock(state)
+            storage = await asyncio.wait_for(state.context.storage_state(indexed_db=True), timeout_s)
         if state.request.identity is not None:
             await self._store_identity_storage(state, storage)
         state.checkpoint_seq += 1
@@ -1010,8 +1084,10 @@ class TemplateRunner:
         try:  # a page still loading (the usual reason for a timeout) would stall the capture
             assert state.context is not None
             cdp = await state.context.new_cdp_session(page)
-            await asyncio.wait_for(cdp.send("Page.stopLoading"), 1.0)
-            await cdp.detach()
+            try:
+                await asyncio.wait_for(cdp.send("Page.stopLoading"), 1.0)
+            finally:
+                await asyncio.wait_for(cdp.detach(), 1.0)
         except Exception as exc:
             log.debug("could not stop loading before the snapshot", error=first_line(exc))
         try:
@@ -1042,6 +1118,8 @@ class TemplateRunner:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+_DROPPED = "the page stopped answering (a script that never ends) and was closed"
+
 #: Step failures that a logged-out session typically causes (the element or page is not there).
 _SESSION_SYMPTOMS = frozenset({
     Codes.SELECTOR_NOT_FOUND, Codes.ASSERTION_FAILED, Codes.HTTP_4XX, Codes.BLOCKED,
@@ -1096,10 +1174,14 @@ def _step_inputs(step: ActionStep) -> dict[str, Any]:
     return step.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True) | {"action": step.action}
 
 
-async def _missing(page: Page, selector: str) -> bool:
+async def _missing(page: Page, selector: str, timeout_s: float | None = None) -> bool | None:
+    """Whether nothing matches ``selector``; None when the page did not tell within ``timeout_s``."""
     try:
-        await settle(page, 5000)
-        return await locate(page, selector).count() == 0
+        async with asyncio.timeout(timeout_s):
+            await settle(page, 5000)
+            return await locate(page, selector).count() == 0
+    except TimeoutError:
+        return None
     except Exception:
         return False
 

@@ -17,6 +17,7 @@ from browserq.guards import artifact_name_problem, check_url
 from browserq.templates.interpolate import MalformedReference, Ref, parse
 from browserq.templates.messages import did_you_mean
 from browserq.templates.model import NOT_INTERPOLATED
+from browserq.templates.regex import describe_url_pattern, url_pattern_problem
 from browserq.templates.source import Location, NodeIndex, Problem, format_location
 
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):")
@@ -126,6 +127,9 @@ class TemplateChecker:
                 self.add((*loc, "name"), problem)
         if action in ("wait", "assert") and isinstance(step.get("url"), str):
             self._url_pattern(step["url"], (*loc, "url"))
+        postcondition = step.get("postcondition")
+        if isinstance(postcondition, dict) and isinstance(postcondition.get("url_matches"), str):
+            self._url_pattern(postcondition["url_matches"], (*loc, "postcondition", "url_matches"))
         if action == "eval" and not self.allow_eval:
             self.add(
                 loc, "eval steps are disabled; set settings.allow_eval: true to run JavaScript"
@@ -243,12 +247,12 @@ class TemplateChecker:
             self.add(loc, exc.message)
 
     def _url_pattern(self, pattern: str, loc: Location) -> None:
+        """A literal URL pattern (``re:…`` or a glob) must compile in RE2, the engine that runs it."""
         literal = _literal(pattern)
-        if literal is not None and literal.startswith("re:"):
-            try:
-                re.compile(literal[3:])
-            except re.error as exc:
-                self.add(loc, f"invalid regular expression {literal[3:]!r}: {exc}")
+        if literal is not None:
+            problem = url_pattern_problem(literal)
+            if problem:
+                self.add(loc, f"{describe_url_pattern(literal)}: {problem}")
 
     def _refs(self, value: Any, loc: Location, *, in_repeat: bool) -> None:
         if isinstance(value, dict):

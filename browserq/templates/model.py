@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from browserq.templates.params import ParamValueError, coerce_value, show
+from browserq.templates.regex import regex_problem
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 #: Each part at most 9 digits (CalVer's 20261201 fits): the store keeps versions in 100 chars.
@@ -117,6 +118,24 @@ ParamName = Annotated[str, AfterValidator(_param_name)]
 Number = Annotated[int | float, BeforeValidator(_number)]
 PositiveSeconds = Annotated[float, Field(gt=0)]
 
+# --- limits: every number a template gives the browser is bounded ------------------------------
+#: A run longer than this would outlive Redis's visibility timeout (6 h) and most proxies.
+MAX_RUN_TIMEOUT_S = 4 * 3600.0
+#: One step may wait this long (matches the longest ``wait: {ms}``).
+MAX_STEP_TIMEOUT_S = 600.0
+MAX_RETRIES = 10
+#: Triple-click is what people use; Playwright sends every click as real input events.
+MAX_CLICK_COUNT = 10
+MAX_KEY_DELAY_MS = 5_000
+MAX_SCROLL_PIXELS = 1_000_000
+MAX_SETTLE_MS = 60_000
+MAX_WAIT_MS = 600_000
+MAX_EXTRACT_LIMIT = 100_000
+
+RunSeconds = Annotated[float, Field(gt=0, le=MAX_RUN_TIMEOUT_S)]
+StepSeconds = Annotated[float, Field(gt=0, le=MAX_STEP_TIMEOUT_S)]
+Retries = Annotated[int, Field(ge=0, le=MAX_RETRIES)]
+
 
 def _exactly_one(model: BaseModel, names: Sequence[str], what: str) -> None:
     given = [name for name in names if getattr(model, name) is not None]
@@ -157,10 +176,9 @@ class ParamSpec(_Model):
             if self.type not in ("string", "secret"):
                 problems.append("pattern only applies to string and secret params")
             else:
-                try:
-                    re.compile(self.pattern)
-                except re.error as exc:
-                    problems.append(f"invalid regex pattern {self.pattern!r}: {exc}")
+                problem = regex_problem(self.pattern)
+                if problem:
+                    problems.append(f"invalid regex pattern {self.pattern!r}: {problem}")
         if self.type == "enum" and not self.choices:
             problems.append("an enum param needs a non-empty choices list")
         if self.choices is not None and self.type != "enum":
@@ -202,16 +220,16 @@ def _trace_flag(value: Any) -> Any:
 class TemplateSettings(_Model):
     """Per-template limits and policies."""
 
-    timeout_s: PositiveSeconds = 120.0
-    step_timeout_s: PositiveSeconds = 30.0
+    timeout_s: RunSeconds = 120.0
+    step_timeout_s: StepSeconds = 30.0
     allowed_domains: list[Annotated[str, AfterValidator(_host_entry)]] = Field(default_factory=list)
     trace: Annotated[Literal["on_failure", "always", "off"], BeforeValidator(_trace_flag)] = (
         "on_failure"
     )
     allow_eval: bool = False
-    step_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    step_retries: Retries | None = None
     #: Retries of the whole run (from its last checkpoint, fresh context) for run-level errors.
-    run_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    run_retries: Retries | None = None
     #: ``auto``: also checkpoint after every step that lands on a new URL; ``explicit``: only
     #: steps marked ``checkpoint: true`` (and side effects, which always checkpoint).
     checkpoints: Literal["auto", "explicit"] = "auto"
@@ -295,8 +313,8 @@ class ActionStep(_Model):
     id: StepId | None = None
     action: str
     optional: bool = False
-    timeout_s: PositiveSeconds | None = None
-    retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    timeout_s: StepSeconds | None = None
+    retries: Retries | None = None
     description: str | None = None
     #: Record the failure and go on with the next step instead of failing the run.
     continue_on_error: bool = False
@@ -333,7 +351,7 @@ class ClickStep(ActionStep):
     action: Literal["click"] = "click"
     selector: Selector
     button: Literal["left", "right", "middle"] = "left"
-    click_count: Annotated[int, Field(ge=1)] = 1
+    click_count: Annotated[int, Field(ge=1, le=MAX_CLICK_COUNT)] = 1
 
 
 class FillStep(ActionStep):
@@ -346,7 +364,7 @@ class TypeStep(ActionStep):
     action: Literal["type"] = "type"
     selector: Selector
     text: Text
-    delay_ms: Annotated[int, Field(ge=0)] = 0
+    delay_ms: Annotated[int, Field(ge=0, le=MAX_KEY_DELAY_MS)] = 0
 
 
 class SelectStep(ActionStep):
@@ -383,12 +401,12 @@ class ScrollStep(ActionStep):
     """Scroll by pixels, to an element or to top/bottom; ``settle_ms`` lets lazy content load."""
 
     action: Literal["scroll"] = "scroll"
-    pixels: int | None = None
+    pixels: Annotated[int, Field(ge=-MAX_SCROLL_PIXELS, le=MAX_SCROLL_PIXELS)] | None = None
     selector: Selector | None = None
     #: Store ``{"height": page height, "grew": whether it grew}`` in ``outputs[into]``.
     into: OutputName | None = None
     to: Literal["bottom", "top"] | None = None
-    settle_ms: Annotated[int, Field(ge=0)] = 500
+    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = 500
 
     @model_validator(mode="after")
     def _one_target(self) -> ScrollStep:
@@ -404,7 +422,7 @@ class WaitStep(ActionStep):
     state: Literal["attached", "detached", "visible", "hidden"] = "visible"
     url: str | None = None
     load_state: Literal["load", "domcontentloaded", "networkidle"] | None = None
-    ms: Annotated[int, Field(ge=0, le=600_000)] | None = None
+    ms: Annotated[int, Field(ge=0, le=MAX_WAIT_MS)] | None = None
 
     @model_validator(mode="after")
     def _one_condition(self) -> WaitStep:
@@ -441,7 +459,7 @@ class ExtractStep(ActionStep):
     selector: Selector
     fields: Annotated[dict[str, FieldSpec], Field(min_length=1)] | None = None
     into: OutputName
-    limit: Annotated[int, Field(ge=1)] | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_EXTRACT_LIMIT)] | None = None
     allow_empty: bool = False
 
     @field_validator("fields", mode="before")

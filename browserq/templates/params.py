@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from browserq.errors import ParamError, StepFailed
 from browserq.guards import check_url
+from browserq.templates import regex
 
 if TYPE_CHECKING:
     from browserq.templates.model import ParamSpec, Template
@@ -185,7 +186,7 @@ def coerce_value(spec: ParamSpec, value: Any, allowed_domains: Sequence[str] = (
             raise ParamValueError(exc.message) from None
     elif kind == "email" and not _EMAIL.match(text):
         raise ParamValueError(f"{show(text)} is not an email address")
-    if spec.pattern is not None and not re.fullmatch(spec.pattern, text):
+    if spec.pattern is not None and not regex.fullmatch(spec.pattern, text):  # RE2: linear time
         if secret:
             raise ParamValueError("value does not match pattern " + spec.pattern)
         raise ParamValueError(f"{show(text)} does not match pattern {spec.pattern}")

@@ -627,7 +627,7 @@ def test_eval_needs_allow_eval(load, problems) -> None:
         ("{type: int, min: 10, max: 5}", "params.p: min 10 is greater than max 5"),
         (
             "{type: string, pattern: '([a-z'}",
-            "params.p: invalid regex pattern '([a-z': unterminated character set",
+            "params.p: invalid regex pattern '([a-z': missing ]: [a-z (template regexes use RE2 syntax",
         ),
         ("{type: enum}", "params.p: an enum param needs a non-empty choices list"),
         ("{type: enum, choices: []}", "params.p: an enum param needs a non-empty choices list"),

@@ -1,0 +1,150 @@
+"""Through a real prefork worker: a runaway script, a dead driver and a browser that cannot come
+back never disable the worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import REDIS_URL, celery_worker, run_producer, wait_until, worker_env
+
+pytestmark = pytest.mark.slow
+
+TEMPLATES = {
+    "spin.yaml": """
+        name: spin
+        version: 1.0.0
+        params:
+          url: {type: url, required: true}
+        settings: {allow_eval: true, timeout_s: 60, run_retries: 0}
+        steps:
+          - {action: navigate, url: "${url}"}
+          - {action: eval, expression: "(() => { while(true){} })()", timeout_s: 4, retries: 0}
+        """,
+    "count.yaml": """
+        name: count
+        version: 1.0.0
+        params:
+          url: {type: url, required: true}
+        settings: {trace: off}
+        steps:
+          - {action: navigate, url: "${url}"}
+          - {action: get, what: count, selector: ".quote", into: n}
+        """,
+}
+
+PRODUCE = """
+import json, sys
+from browserq import run_template
+result = run_template.delay(sys.argv[1], params={"url": sys.argv[2]})
+print(json.dumps(result.get(timeout=float(sys.argv[3]))))
+"""
+
+
+def _templates(tmp: Path) -> Path:
+    directory = tmp / "templates"
+    directory.mkdir()
+    for name, body in TEMPLATES.items():
+        (directory / name).write_text(textwrap.dedent(body).lstrip())
+    return directory
+
+
+def _produce(config, template: str, url: str, timeout_s: float = 120) -> dict:
+    done = run_producer(config, PRODUCE.replace("sys.argv[1]", repr(template)).replace(
+        "sys.argv[2]", repr(url)).replace("float(sys.argv[3])", str(timeout_s)), timeout=timeout_s + 60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _descendants(root: int) -> dict[int, bytes]:
+    """pid → cmdline of every process under ``root``."""
+    parents: dict[int, int] = {}
+    cmdlines: dict[int, bytes] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdlines[int(entry.name)] = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: dict[int, bytes] = {}
+    for pid in parents:
+        ancestor = pid
+        while ancestor in parents and ancestor != root:
+            ancestor = parents[ancestor]
+        if ancestor == root and pid != root:
+            found[pid] = cmdlines.get(pid, b"")
+    return found
+
+
+def _browsers(worker: int) -> set[int]:
+    return {
+        pid for pid, cmd in _descendants(worker).items()
+        if b"--browserq-instance=" in cmd and b"--type=" not in cmd
+    }
+
+
+def _drivers(worker: int) -> set[int]:
+    return {pid for pid, cmd in _descendants(worker).items() if b"playwright/driver" in cmd and b"node" in cmd}
+
+
+def _children(worker: int) -> set[int]:
+    return {pid for pid, cmd in _descendants(worker).items() if b"celery" in cmd}
+
+
+def test_runaway_eval_and_a_killed_driver_through_a_celery_worker(tmp_path: Path, pg_url: str, site) -> None:
+    config = worker_env(tmp_path, pg_url, REDIS_URL, _templates(tmp_path))
+    url = f"{site.url}/quotes/"
+    with celery_worker(config, concurrency=1) as worker:
+        assert _produce(config, "count", url)["status"] == "completed"
+        (browser,) = wait_until(lambda: _browsers(worker.pid))
+        value = _produce(config, "spin", url)
+        assert value["status"] == "failed" and value["error"]["code"] == "TIMEOUT", value
+        assert _browsers(worker.pid) == {browser}  # the same Chromium serves the next run
+        value = _produce(config, "count", url)
+        assert value["status"] == "completed" and value["outputs"]["n"] == 10, value
+        assert _browsers(worker.pid) == {browser}
+
+        (driver,) = _drivers(worker.pid)
+        os.kill(driver, signal.SIGKILL)
+        value = _produce(config, "count", url)
+        assert value["status"] == "completed" and value["outputs"]["n"] == 10, value
+        assert browser not in _browsers(worker.pid)
+
+
+def test_a_worker_process_without_a_usable_browser_is_replaced(tmp_path: Path, pg_url: str, site) -> None:
+    broken = tmp_path / "chromium-broken"
+    wrapper = tmp_path / "chromium"
+    wrapper.write_text(f'#!/bin/sh\n[ -e "{broken}" ] && exit 1\nexec /usr/bin/chromium "$@"\n')
+    wrapper.chmod(0o755)
+    config = worker_env(tmp_path, pg_url, REDIS_URL, _templates(tmp_path))
+    config.env["BROWSERQ_CHROMIUM_PATH"] = str(wrapper)
+    url = f"{site.url}/quotes/"
+    with celery_worker(config, concurrency=1) as worker:
+        assert _produce(config, "count", url)["status"] == "completed"
+        (child,) = _children(worker.pid)
+        (browser,) = _browsers(worker.pid)
+        broken.touch()  # from now on Chromium cannot start on this host
+        os.kill(browser, signal.SIGKILL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(_produce, config, "count", url, 240)
+            wait_until(lambda: child not in _children(worker.pid), timeout_s=120)  # it made way
+            time.sleep(2)
+            broken.unlink()  # the host recovers: a fresh process gets a browser
+            value = pending.result(timeout=300)
+        assert value["status"] == "completed" and value["outputs"]["n"] == 10, value
+        assert child not in _children(worker.pid) and _children(worker.pid)
+        log = config.log.read_text(errors="replace")
+        assert "no usable browser" in log
