@@ -288,6 +288,7 @@ def run_template(
                 "status": "failed",
                 "outputs": {},
                 "error": {"code": code.code if code else "INVALID_INPUT", "message": str(exc), "step": None},
+                "warnings": [],
             }
         run_id, secrets = prepared.run_id, prepared.secret_values
     structlog.contextvars.bind_contextvars(run_id=run_id, task_id=self.request.id)

@@ -90,12 +90,13 @@ def _dumps(value: Any) -> tuple[str, bool]:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (ValueError, TypeError, RecursionError):
         return json.dumps(recordable(value), ensure_ascii=False, allow_nan=False), True
-    if "\\u0000" in text or not _encodable(text):
+    if "\\u0000" in text or not utf8_encodable(text):
         return json.dumps(recordable(value), ensure_ascii=False, allow_nan=False), True
     return text, False
 
 
-def _encodable(text: str) -> bool:
+def utf8_encodable(text: str) -> bool:
+    """False for text holding lone surrogates (no database or UTF-8 file can take it)."""
     if text.isascii():
         return True
     try:

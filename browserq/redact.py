@@ -275,14 +275,11 @@ def active(redactor: Redactor) -> Iterator[None]:
 
 def scrub_active(text: str) -> str:
     """``text`` scrubbed with the redactor of every run executing in this process."""
-    with _active_lock:
-        redactors = list(_active)
-    for redactor in redactors:
-        text = redactor.text(text)
-    return text
+    return scrub_active_data(text)
 
 
 def scrub_active_data(value: Any) -> Any:
+    """Every string in ``value`` scrubbed with the redactor of every run executing here."""
     with _active_lock:
         redactors = list(_active)
     for redactor in redactors:

@@ -227,14 +227,14 @@ class Runtime:
         :class:`RetryLater` for a run-level failure with retries left. Raises :class:`RunBusy`
         while another live worker holds the run.
 
-        An execution that crashes (an exception that is not a database outage, a lost lease or
-        a busy run) never leaves the run ``running`` for the sweeper to re-send into the same
+        An execution that crashes (an exception that is not a database outage, a lost lease, a
+        busy run or a process without a usable browser) never leaves the run ``running`` for the sweeper to re-send into the same
         crash: the first crash is recorded and retried later, the second ends the run failed
         (``EXECUTION_CRASHED``, or ``STORE_WRITE_FAILED`` when the database refused a write).
         """
         try:
             return self._execute(run_id, secrets=secrets, timeout=timeout)
-        except (RunBusy, LeaseLost, StoreUnavailable):
+        except (RunBusy, LeaseLost, StoreUnavailable, WorkerUnusable):
             raise
         except Exception as exc:
             if not self._started:

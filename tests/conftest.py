@@ -10,6 +10,7 @@ import os
 import textwrap
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -99,3 +100,35 @@ def template(body: str, **settings: object) -> LoadedTemplate:
     if not text.startswith("name:"):
         text = f"name: t{uuid.uuid4().hex[:8]}\nversion: 1.0.0\n" + text
     return load_template_text(text, source="<test>")
+
+
+@contextmanager
+def producer_env(env: dict[str, str]) -> Iterator[None]:
+    """Make this test process a browserq producer with ``env``'s ``BROWSERQ_*`` settings (its
+    broker, result backend, database), and put back the previous settings afterwards.
+
+    Celery caches the result backend and pooled broker connections on the app: both are rebuilt
+    each way, or a later test would read results from the previous test's backend.
+    """
+    from browserq import celery_app
+    from browserq.settings import get_settings, reset_settings_cache
+
+    def configure() -> None:
+        reset_settings_cache()
+        celery_app.reset_producer_cache()
+        celery_app.app.conf.update(celery_app.celery_config(get_settings()))
+        celery_app.app._after_fork()  # forget pooled broker connections to the previous broker
+        celery_app.app._backend = celery_app.app._get_backend()
+
+    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
+    for key in saved:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in env.items() if k.startswith("BROWSERQ_")})
+    configure()
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+        configure()

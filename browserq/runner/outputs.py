@@ -151,7 +151,7 @@ def check_step_output(value: Any, max_bytes: int, what: str = "the step's result
         return None, 4
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        if "\\u0000" in text or not _utf8(text):
+        if "\\u0000" in text or not recordable.utf8_encodable(text):
             raise ValueError("needs cleaning")
     except (ValueError, TypeError, RecursionError):
         try:
@@ -163,16 +163,6 @@ def check_step_output(value: Any, max_bytes: int, what: str = "the step's result
     if size > max_bytes:
         raise too_large(what, size, max_bytes)
     return value, size
-
-
-def _utf8(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 @dataclass

@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from browserq.demo.site import DEMO_PASSWORD, DemoSite
 from browserq.runner.checkpoint import parse_path
 from browserq.store import Store
-from tests.conftest import REPO, TEST_SECRET_KEY
+from tests.conftest import REPO, TEST_SECRET_KEY, producer_env
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -272,30 +272,9 @@ def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
 @contextmanager
 def producer(cluster: Cluster, database_url: str) -> Iterator[None]:
     """Make this test process a browserq producer for the cluster (its broker, queue, database)."""
-    from browserq import celery_app
-    from browserq.settings import get_settings, reset_settings_cache
-
-    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
-
-    def configure() -> None:
-        reset_settings_cache()
-        celery_app.reset_producer_cache()
-        celery_app.app.conf.update(celery_app.celery_config(get_settings()))
-        celery_app.app._after_fork()  # forget pooled broker connections to the previous broker
-        celery_app.app._backend = celery_app.app._get_backend()  # the cluster's result backend (Celery caches one)
-
-    for key in saved:
-        del os.environ[key]
-    os.environ.update({k: v for k, v in cluster.env.items() if k.startswith("BROWSERQ_")})
-    os.environ["BROWSERQ_DATABASE_URL"] = database_url  # the producer never goes through a proxy
-    configure()
-    try:
+    # The producer never goes through a proxy: it talks to the database directly.
+    with producer_env({**cluster.env, "BROWSERQ_DATABASE_URL": database_url}):
         yield
-    finally:
-        for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
-            del os.environ[key]
-        os.environ.update(saved)
-        configure()
 
 
 def submit_orders(demo: DemoSite, n: int) -> list[str]:

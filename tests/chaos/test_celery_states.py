@@ -154,6 +154,7 @@ def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: 
         assert failed.result == {
             "run_id": bad.id, "status": "failed", "outputs": run.outputs,
             "error": {"code": "ASSERTION_FAILED", "message": run.error_message, "step": run.error_step_path},
+            "warnings": [],
         }
         assert (failed.run_id, failed.status, failed.code, failed.step) == (bad.id, "failed", "ASSERTION_FAILED", "2")
         assert failed.outputs["title"] and "#no-such-element" in failed.message

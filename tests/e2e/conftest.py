@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, TEST_SECRET_KEY
+from tests.conftest import REPO, TEST_SECRET_KEY, producer_env
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -195,20 +195,8 @@ def run_producer(config: WorkerEnv, code: str, timeout: float = 120) -> subproce
 def redis_config(tmp_path_factory: pytest.TempPathFactory, pg_url: str, e2e_templates: Path) -> Iterator[WorkerEnv]:
     config = worker_env(tmp_path_factory.mktemp("redis-e2e"), pg_url, REDIS_URL, e2e_templates)
     # This test process is the producer: point browserq's settings at the same servers.
-    from browserq import celery_app
-    from browserq.settings import get_settings, reset_settings_cache
-
-    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
-    os.environ.update({k: v for k, v in config.env.items() if k.startswith("BROWSERQ_")})
-    reset_settings_cache()
-    celery_app.reset_producer_cache()
-    celery_app.app.conf.update(celery_app.celery_config(get_settings()))
-    yield config
-    for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
-        del os.environ[key]
-    os.environ.update(saved)
-    reset_settings_cache()
-    celery_app.reset_producer_cache()
+    with producer_env(config.env):
+        yield config
 
 
 @pytest.fixture(scope="session")

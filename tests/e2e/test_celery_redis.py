@@ -204,15 +204,15 @@ def test_message_sent_without_the_producer_is_validated_by_the_worker(redis_conf
 
 
 def test_soft_time_limit_records_the_run_and_frees_the_worker(redis_worker, demo, pg_url) -> None:
-    from celery.exceptions import SoftTimeLimitExceeded
-
-    from browserq import run_template
+    from browserq import RunFailed, run_template
     from browserq.store import Store
 
     hung = run_template.apply_async(args=["slow"], kwargs={"params": {"url": f"{demo.url}/slow?ms=30000"}},
                                     soft_time_limit=2, time_limit=20)
-    with pytest.raises(SoftTimeLimitExceeded):
+    # The soft limit is recorded as the run's end, and the task reports that run (FAILURE).
+    with pytest.raises(RunFailed) as raised:
         hung.get(timeout=60)
+    assert raised.value.code == "RUN_TIMEOUT" and raised.value.run_id == hung.id
     store = Store(pg_url)
     try:
         run = store.get_run(hung.id)

@@ -29,7 +29,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from tests.conftest import PG_ADMIN_URL, REPO, _create_database, _drop_database
+from tests.conftest import PG_ADMIN_URL, REPO, _create_database, _drop_database, producer_env
 from tests.e2e.conftest import WorkerEnv, celery_worker, wait_until, worker_env
 from tests.secrets.forms import files_under, find_leaks, keystrokes, secret_forms
 from tests.secrets.site import BASIC_USER, SECRET, TEMPLATE, params
@@ -70,24 +70,8 @@ def worker(tmp_path_factory: pytest.TempPathFactory, database: str, templates: P
     pg_url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
     config = worker_env(tmp_path_factory.mktemp("secret-worker"), pg_url, REDIS_DB_URL, templates)
     config.env["BROWSERQ_RESULT_BACKEND"] = REDIS_DB_URL
-    from browserq import celery_app
-    from browserq.settings import get_settings, reset_settings_cache
-
-    saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
-    os.environ.update({k: v for k, v in config.env.items() if k.startswith("BROWSERQ_")})
-    reset_settings_cache()
-    celery_app.reset_producer_cache()
-    celery_app.app.conf.update(celery_app.celery_config(get_settings()))
-    try:
-        with celery_worker(config, concurrency=1, timeout_s=120):
-            yield config
-    finally:
-        for key in [k for k in os.environ if k.startswith("BROWSERQ_")]:
-            del os.environ[key]
-        os.environ.update(saved)
-        reset_settings_cache()
-        celery_app.reset_producer_cache()
-        celery_app.app.conf.update(celery_app.celery_config(get_settings()))
+    with producer_env(config.env), celery_worker(config, concurrency=1, timeout_s=120):
+        yield config
 
 
 def _finished(pg_url: str, run_id: str) -> Any:
