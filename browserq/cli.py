@@ -554,6 +554,7 @@ def _show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) ->
     _tsv("run", run.id)
     _tsv("status", run.status)
     _tsv("template", f"{run.template_name}@{run.template_version}")
+    _tsv("content", f"sha256:{run.template_hash}" if run.template_hash else "- (recorded before 0004)")
     _tsv("params", json.dumps(run.params, ensure_ascii=False))
     _tsv("worker", run.worker or "")
     _tsv("attempt", run.attempt)

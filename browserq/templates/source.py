@@ -78,7 +78,10 @@ class _BoundedLoader(yaml.SafeLoader):
 
 def parse_yaml(text: str) -> tuple[Any, Node | None]:
     """The document's data and its node tree (None for an empty document)."""
-    loader = _BoundedLoader(text)
+    try:  # the reader refuses unprintable characters (NUL…) already when it is built
+        loader = _BoundedLoader(text)
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(f"invalid YAML: {' '.join(str(exc).split())}") from None
     try:
         root = loader.get_single_node()
         if root is None:
