@@ -41,9 +41,10 @@ TEMPLATES = {
 
 PRODUCE = """
 import json, sys
-from browserq import run_template
+from browserq import RunFailed, run_template
 result = run_template.delay(sys.argv[1], params={"url": sys.argv[2]})
-print(json.dumps(result.get(timeout=float(sys.argv[3]))))
+value = result.get(timeout=float(sys.argv[3]), propagate=False)  # a failed run: RunFailed
+print(json.dumps(value.result if isinstance(value, RunFailed) else value))
 """
 
 
