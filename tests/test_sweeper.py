@@ -3,6 +3,7 @@ and a lock backend that hiccups never stops a worker (real PostgreSQL and SQLite
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from sqlalchemy.engine import make_url
 from browserq.settings import Settings
 from browserq.store import Store
 from browserq.sweeper import FileLock, FleetSweeper, PgAdvisoryLock
-from tests.conftest import REPO, make_settings
+from tests.conftest import REPO, _create_database, _drop_database, make_settings
 from tests.store.tcp_proxy import TcpProxy
 
 
@@ -28,6 +29,16 @@ def recorder(log: list[str], name: str) -> Callable[[Store, Settings], int]:
         return 0
 
     return sweep
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A database of this module's own: the fleet's sweep lock is per database, and the session's
+    shared database has long-lived workers (tests/e2e) whose sweepers hold it."""
+    name = f"browserq_sweeper_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    _create_database(name)
+    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    _drop_database(name)
 
 
 @pytest.fixture
