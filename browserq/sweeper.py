@@ -84,6 +84,11 @@ class PgAdvisoryLock:
     def release(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
+            try:  # unlock first: the server ends a closed session's backend (and its lock) a moment later
+                conn.execute(text("select pg_advisory_unlock(:k)"), {"k": self._key})
+                conn.commit()
+            except Exception as exc:
+                log.debug("unlocking the sweep lock failed; closing its session instead", error=str(exc))
             try:
                 conn.invalidate()  # close the DBAPI connection: the session and its lock end
             except Exception as exc:
