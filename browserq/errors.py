@@ -26,13 +26,20 @@ from typing import Any
 
 
 class ErrorClass(StrEnum):
-    """What to do about an error: the decision travels with the code."""
+    """What to do about an error (its *policy*): the decision travels with the error's type or
+    code, and the execution layer acts on it without special cases."""
 
     RETRY_IN_PLACE = "retry_in_place"  # transient: try the same step again, same context
-    RETRY_RUN = "retry_run"  # retry the whole run later, in a fresh context
-    ROTATE_IDENTITY = "rotate_identity"  # blocked / proxy failure: retry with another identity
+    RETRY_RUN = "retry_run"  # retry the whole run later, in a fresh context (spends a run retry)
+    ROTATE_IDENTITY = "rotate_identity"  # blocked / proxy failure: retry with another identity and proxy
+    WAIT = "wait"  # something the run needs is held elsewhere: retry after ``retry_in_s``, no retry spent
     PERMANENT = "permanent"  # retrying cannot help
+    NEEDS_REVIEW = "needs_review"  # a side effect's outcome is unknown: a person decides
     INFRASTRUCTURE = "infrastructure"  # browser gone: relaunch it, then resume the run
+
+
+#: The policy of an error: what the execution layer does about it (see :class:`ErrorClass`).
+Policy = ErrorClass
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +50,7 @@ class ErrorCode:
 
     @property
     def retryable(self) -> bool:
-        return self.error_class is not ErrorClass.PERMANENT
+        return self.error_class not in (ErrorClass.PERMANENT, ErrorClass.NEEDS_REVIEW)
 
 
 def _code(code: str, cls: ErrorClass, summary: str) -> ErrorCode:
@@ -86,7 +93,7 @@ class Codes:
     BROWSER_CRASHED = _code("BROWSER_CRASHED", ErrorClass.INFRASTRUCTURE, "the browser crashed")
     CANCELLED = _code("CANCELLED", ErrorClass.PERMANENT, "the run was cancelled")
     OUTCOME_UNKNOWN = _code(
-        "OUTCOME_UNKNOWN", ErrorClass.PERMANENT, "a side effect may or may not have happened"
+        "OUTCOME_UNKNOWN", ErrorClass.NEEDS_REVIEW, "a side effect may or may not have happened"
     )
     WORKER_LOST_REPEATEDLY = _code(
         "WORKER_LOST_REPEATEDLY", ErrorClass.PERMANENT, "the run's worker died too many times (poison)"
@@ -119,7 +126,14 @@ class Codes:
 
 
 class BrowserqError(Exception):
-    """Root of every error browserq raises on purpose."""
+    """Root of every error browserq raises on purpose.
+
+    ``policy`` says what the execution layer does when the error ends an attempt; ``retry_in_s``
+    is the delay a ``WAIT`` (or run-level retry) error asks for, when it knows one.
+    """
+
+    policy: ErrorClass = ErrorClass.PERMANENT
+    retry_in_s: float | None = None
 
 
 class ConfigError(BrowserqError):
@@ -199,6 +213,10 @@ class StepFailed(BrowserqError):
     @property
     def retryable(self) -> bool:
         return self.code.retryable
+
+    @property  # type: ignore[override]
+    def policy(self) -> ErrorClass:  # a step failure's policy is its code's
+        return self.code.error_class
 
 
 class NeedsReview(StepFailed):
