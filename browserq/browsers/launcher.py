@@ -9,6 +9,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, Playwright
 
+from browserq.browsers.errors import BrowserLaunchFailed, launch_failure
 from browserq.errors import ConfigError
 from browserq.settings import Settings
 
@@ -18,9 +19,18 @@ MARKER_SWITCH = "--browserq-instance"
 
 
 async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[Browser, str]:
-    """Launch Chromium for one worker process; returns the browser and its instance marker."""
+    """Launch Chromium for one worker process; returns the browser and its instance marker.
+
+    Every failure is a :class:`BrowserLaunchFailed` (a ConfigError) whose message says what to
+    fix: this is where a launch error enters browserq, so it is translated here, once.
+    """
     marker = uuid.uuid4().hex[:16]
-    executable = settings.resolve_chromium()
+    try:
+        executable = settings.resolve_chromium()
+    except ConfigError as exc:  # BROWSERQ_CHROMIUM_PATH names a file that does not exist
+        raise BrowserLaunchFailed(
+            f"{exc} (unset, browserq uses a system Chromium or the one `playwright install chromium` downloads)"
+        ) from exc
     args = [*settings.chromium_launch_args(), f"{MARKER_SWITCH}={marker}"]
     ignore: list[str] = []
     if settings.stealth:
@@ -41,13 +51,7 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
             handle_sighup=False,
         )
     except Exception as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if executable is None and "Executable doesn't exist" in str(exc):
-            raise ConfigError(
-                "no Chromium found: install one (Debian: apt-get install chromium), run "
-                "`playwright install chromium`, or set BROWSERQ_CHROMIUM_PATH"
-            ) from exc
-        raise ConfigError(f"could not launch Chromium ({executable or 'playwright build'}): {message}") from exc
+        raise launch_failure(exc, executable) from exc
     return browser, marker
 
 

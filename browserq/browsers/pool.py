@@ -18,32 +18,57 @@ out of memory; then ``Browser.is_connected()`` still says True while every call 
 watches the driver's connection itself and restarts driver and browser together. When even that
 fails the pool is *unusable*: the worker process must make way for a fresh one
 (:class:`BrowserUnusable`).
+
+The pieces: :mod:`~browserq.browsers.launcher` starts Chromium, :mod:`~browserq.browsers.driver`
+the Playwright driver, :mod:`~browserq.browsers.instance` says when a browser retires, and
+:mod:`~browserq.browsers.errors` translates what they raise.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
+from playwright.async_api import BrowserContext, Playwright
 
 from browserq.browsers.domains import DomainGuard
+from browserq.browsers.driver import (
+    CLOSE_TIMEOUT_S,
+    driver_closed,
+    kill_tree,
+    start_driver,
+    stop_driver,
+)
+from browserq.browsers.errors import BrowserUnusable
+from browserq.browsers.instance import (
+    RSS_CHECK_EVERY,
+    Instance,
+    close_browser,
+    close_quietly,
+    retire_reason,
+)
 from browserq.browsers.launcher import (
     browser_process_tree,
     find_browser_pid,
     launch_chromium,
     rss_bytes,
 )
-from browserq.errors import ConfigError, InfrastructureError
+from browserq.errors import InfrastructureError
 from browserq.settings import Settings
+
+__all__ = [
+    "CLOSE_TIMEOUT_S",
+    "DEFAULT_CONTEXT_OPTIONS",
+    "RSS_CHECK_EVERY",
+    "BrowserPool",
+    "BrowserUnusable",
+    "SpareOptions",
+    "driver_closed",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -53,41 +78,7 @@ DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
     "accept_downloads": False,
 }
 
-CLOSE_TIMEOUT_S = 10.0
-#: The RSS of the process tree is read every this many acquisitions (it costs a /proc walk).
-RSS_CHECK_EVERY = 10
-
 SpareOptions = Callable[[], Awaitable[dict[str, Any]]]
-
-
-class BrowserUnusable(InfrastructureError):
-    """Neither a relaunch nor a fresh driver gave this process a working browser."""
-
-
-def driver_closed(playwright: Playwright | None) -> bool:
-    """Whether the Playwright driver's connection is gone (its node process exited or was killed).
-
-    Playwright has no public signal for it: ``Browser.is_connected()`` stays True because the
-    browser's pipe is the driver's, not ours. The connection records why it closed.
-    """
-    connection = getattr(getattr(playwright, "_impl_obj", None), "_connection", None)
-    return getattr(connection, "_closed_error", None) is not None
-
-
-@dataclass
-class _Instance:
-    """One launched Chromium and what it is serving."""
-
-    browser: Browser
-    marker: str
-    pid: int | None
-    launched_at: float = field(default_factory=time.monotonic)
-    contexts_created: int = 0
-    in_use: set[BrowserContext] = field(default_factory=set)
-    host: Any = None  # stealth.HostInfo: what this browser really reports (probed once)
-    retiring: bool = False
-    retire_reason: str = ""
-    guard: DomainGuard | None = None  # allowed_domains, enforced in this browser (made on first use)
 
 
 class BrowserPool:
@@ -97,10 +88,10 @@ class BrowserPool:
         self._settings = settings
         self._spare_options = spare_options
         self._playwright: Playwright | None = None
-        self._current: _Instance | None = None
-        self._draining: list[_Instance] = []
-        self._owner: dict[BrowserContext, _Instance] = {}
-        self._spares: deque[tuple[BrowserContext, _Instance]] = deque()
+        self._current: Instance | None = None
+        self._draining: list[Instance] = []
+        self._owner: dict[BrowserContext, Instance] = {}
+        self._spares: deque[tuple[BrowserContext, Instance]] = deque()
         self._refill_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._acquisitions = 0
@@ -116,7 +107,7 @@ class BrowserPool:
     async def start(self) -> None:
         """Start the driver, launch Chromium, warm it with one page and fill the spares."""
         if self._playwright is None:
-            self._playwright = await async_playwright().start()
+            self._playwright = await start_driver()
         await self._ensure_browser()
         context = await self._create(self._current_instance(), {})
         try:
@@ -134,21 +125,18 @@ class BrowserPool:
             self._refill_task = None
         while self._spares:
             context, _ = self._spares.popleft()
-            await _close_quietly(context)
+            await close_quietly(context)
         for context in list(self._owner):
             await self.close_context(context)
-        for instance in [*self._draining, *([self._current] if self._current else [])]:
-            await _close_browser(instance)
+        for instance in self._instances():
+            await close_browser(instance)
         self._draining.clear()
         self._current = None
         if self._playwright is not None:
-            try:
-                await asyncio.wait_for(self._playwright.stop(), CLOSE_TIMEOUT_S)
-            except Exception as exc:
-                log.warning("playwright stop failed", error=str(exc))
+            await stop_driver(self._playwright)
             self._playwright = None
 
-    async def _ensure_browser(self) -> _Instance:
+    async def _ensure_browser(self) -> Instance:
         async with self._lock:
             if self.unusable is not None:
                 raise BrowserUnusable(self.unusable)
@@ -162,9 +150,9 @@ class BrowserPool:
             elif current is not None and not current.browser.is_connected():
                 log.warning("browser disconnected; relaunching", previous_pid=current.pid)
                 self._forget(current)
-                await _close_browser(current)
+                await close_browser(current)
             browser, marker = await self._launch()
-            self._current = _Instance(browser, marker, find_browser_pid(marker))
+            self._current = Instance(browser, marker, find_browser_pid(marker))
             if self._settings.stealth:
                 from browserq import stealth
 
@@ -174,7 +162,10 @@ class BrowserPool:
             return self._current
 
     async def _launch(self) -> tuple[Any, str]:
-        """Launch Chromium; after a failure, once more with a fresh driver; then give up."""
+        """Launch Chromium; after a failure, once more with a fresh driver; then give up.
+
+        ``launch_chromium`` already raises a :class:`BrowserLaunchFailed` that says what to fix.
+        """
         assert self._playwright is not None
         first_start = self.launches == 0
         try:
@@ -194,24 +185,19 @@ class BrowserPool:
     async def _restart_driver(self) -> None:
         """A new Playwright driver; every browser of the old one is forgotten and killed."""
         log.warning("playwright driver lost; restarting it", previous_browser_pid=self.pid)
-        for instance in [*self._draining, *([self._current] if self._current else [])]:
+        for instance in self._instances():
             self._forget(instance)
-            _kill_tree(instance.marker)
+            kill_tree(instance.marker)
         self._draining.clear()
         self._current = None
         self._spares.clear()
         old, self._playwright = self._playwright, None
-        try:
-            await asyncio.wait_for(old.stop(), CLOSE_TIMEOUT_S)  # type: ignore[union-attr]
-        except Exception as exc:
-            log.debug("old driver stop failed", error=str(exc)[:200])
-        try:
-            self._playwright = await asyncio.wait_for(async_playwright().start(), CLOSE_TIMEOUT_S * 3)
-        except Exception as exc:
-            raise ConfigError(f"could not start a new Playwright driver: {exc}") from exc
+        if old is not None:
+            await stop_driver(old, quiet=True)
+        self._playwright = await start_driver(again=True)  # BrowserLaunchFailed (a ConfigError)
         self.driver_restarts += 1
 
-    def _alive(self, instance: _Instance) -> bool:
+    def _alive(self, instance: Instance) -> bool:
         return instance.browser.is_connected() and not self.driver_lost
 
     @property
@@ -219,11 +205,15 @@ class BrowserPool:
         """The driver process is gone: every browser it held is unreachable."""
         return self._playwright is not None and driver_closed(self._playwright)
 
-    def _current_instance(self) -> _Instance:
+    def _current_instance(self) -> Instance:
         assert self._current is not None
         return self._current
 
-    def _forget(self, instance: _Instance) -> None:
+    def _instances(self) -> list[Instance]:
+        """Every browser this pool owns: the draining ones and the current one."""
+        return [*self._draining, *([self._current] if self._current else [])]
+
+    def _forget(self, instance: Instance) -> None:
         for context in list(instance.in_use):
             self._owner.pop(context, None)
         instance.in_use.clear()
@@ -252,13 +242,13 @@ class BrowserPool:
                     self.spare_hits += 1
                     self._schedule_refill()
                     return context
-                await _close_quietly(context)
+                await close_quietly(context)
         context = await self._create(instance, options)
         self._hand_out(context, instance)
         self._schedule_refill()
         return context
 
-    async def _create(self, instance: _Instance, options: dict[str, Any]) -> BrowserContext:
+    async def _create(self, instance: Instance, options: dict[str, Any]) -> BrowserContext:
         options = dict(options)
         seed, region = options.pop("_identity", (None, None))
         fingerprint = None
@@ -284,7 +274,7 @@ class BrowserPool:
         self.contexts_created += 1
         return context
 
-    def _hand_out(self, context: BrowserContext, instance: _Instance) -> None:
+    def _hand_out(self, context: BrowserContext, instance: Instance) -> None:
         instance.in_use.add(context)
         self._owner[context] = instance
 
@@ -293,13 +283,7 @@ class BrowserPool:
         instance = self._owner.get(context)
         if instance is None:
             raise RuntimeError("domain_guard() is for contexts handed out by new_context()")
-        return self._guard_of(instance)
-
-    @staticmethod
-    def _guard_of(instance: _Instance) -> DomainGuard:
-        if instance.guard is None:
-            instance.guard = DomainGuard(instance.browser)
-        return instance.guard
+        return instance.guard_of()
 
     async def close_context(self, context: BrowserContext) -> None:
         """Close a run's context, never raising; a drained browser is closed after its last one."""
@@ -309,13 +293,13 @@ class BrowserPool:
                 await instance.guard.release(context)
             except Exception as exc:
                 log.warning("domain guard release failed", error=str(exc))
-        await _close_quietly(context)
+        await close_quietly(context)
         if instance is None:
             return
         instance.in_use.discard(context)
         if instance.retiring and not instance.in_use and instance in self._draining:
             self._draining.remove(instance)
-            await _close_browser(instance)
+            await close_browser(instance)
             log.info("retired browser closed", pid=instance.pid, reason=instance.retire_reason)
 
     # --- spares ------------------------------------------------------------------------------
@@ -336,11 +320,11 @@ class BrowserPool:
                 context = await self._create(instance, options)
                 await _open_page(context)  # the run's page, ready too (use context.pages[0])
                 try:  # the guard's lookup, off the run's path (protect() does it otherwise)
-                    await self._guard_of(instance).prepare(context, context.pages[0])
+                    await instance.guard_of().prepare(context, context.pages[0])
                 except Exception as exc:
                     log.debug("spare not prepared for the domain guard", error=str(exc))
                 if instance is not self._current:
-                    await _close_quietly(context)
+                    await close_quietly(context)
                     return
                 self._spares.append((context, instance))
         except Exception as exc:
@@ -351,24 +335,11 @@ class BrowserPool:
         instance = self._current
         if instance is None or not instance.browser.is_connected():
             return
-        reason = self._retire_reason(instance)
+        reason = retire_reason(instance, self._settings, check_rss=self._acquisitions % RSS_CHECK_EVERY == 0)
         if reason:
             await self._retire(instance, reason)
 
-    def _retire_reason(self, instance: _Instance) -> str | None:
-        settings = self._settings
-        if settings.browser_max_contexts and instance.contexts_created >= settings.browser_max_contexts:
-            return f"served {instance.contexts_created} contexts"
-        age = time.monotonic() - instance.launched_at
-        if settings.browser_max_age_s and age >= settings.browser_max_age_s:
-            return f"{age:.0f} s old"
-        if settings.browser_max_rss_mb and self._acquisitions % RSS_CHECK_EVERY == 0:
-            rss_mb = rss_bytes(browser_process_tree(instance.marker)) / 2**20
-            if rss_mb >= settings.browser_max_rss_mb:
-                return f"process tree RSS {rss_mb:.0f} MB"
-        return None
-
-    async def _retire(self, instance: _Instance, reason: str) -> None:
+    async def _retire(self, instance: Instance, reason: str) -> None:
         """New runs go to a fresh browser; this one closes when its last context does."""
         async with self._lock:
             if instance is not self._current or instance.retiring:
@@ -380,11 +351,11 @@ class BrowserPool:
             self.recycles += 1
         log.info("recycling browser", pid=instance.pid, reason=reason, in_use=len(instance.in_use))
         for context in spares:
-            await _close_quietly(context)
+            await close_quietly(context)
         if instance.in_use:
             self._draining.append(instance)
         else:
-            await _close_browser(instance)
+            await close_browser(instance)
 
     # --- health ------------------------------------------------------------------------------
     @property
@@ -402,8 +373,7 @@ class BrowserPool:
 
     def rss_bytes(self) -> int:
         """Resident memory of every Chromium process tree this pool owns (draining ones too)."""
-        instances = [*self._draining, *([self._current] if self._current else [])]
-        return sum(rss_bytes(browser_process_tree(i.marker)) for i in instances)
+        return sum(rss_bytes(browser_process_tree(i.marker)) for i in self._instances())
 
     @property
     def open_contexts(self) -> int:
@@ -419,30 +389,7 @@ class BrowserPool:
         return len(self._draining)
 
 
-def _kill_tree(marker: str) -> None:
-    """SIGKILL a browser instance's processes (its driver is gone, nobody else can close it)."""
-    for pid in browser_process_tree(marker):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            continue
-
-
 async def _open_page(context: BrowserContext) -> None:
     from browserq import stealth
 
     await stealth.new_page(context)  # waits for the identity's overrides; plain new_page otherwise
-
-
-async def _close_quietly(context: BrowserContext) -> None:
-    try:
-        await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
-    except Exception as exc:
-        log.debug("context close failed", error=str(exc))
-
-
-async def _close_browser(instance: _Instance) -> None:
-    try:
-        await asyncio.wait_for(instance.browser.close(), CLOSE_TIMEOUT_S)
-    except Exception as exc:
-        log.debug("browser close failed", error=str(exc))

@@ -4,17 +4,10 @@ Kinds: ``refused`` (cannot reach/talk to the proxy), ``tunnel`` (the proxy would
 CONNECT/SOCKS tunnel), ``auth`` (proxy credentials missing or wrong), ``blocked`` (the site
 refused the exit IP: 403/429 or a challenge page) and ``timeout``.
 
-What Chromium (Playwright 1.65) actually reports, measured against ``tests/proxies/servers.py``:
-
-    nothing listening on the proxy port            net::ERR_PROXY_CONNECTION_FAILED   -> refused
-    proxy accepts and closes at once               net::ERR_SOCKET_NOT_CONNECTED or
-                                                   net::ERR_CONNECTION_RESET (timing)  -> refused
-    SOCKS5 handshake rejected                      net::ERR_SOCKS_CONNECTION_FAILED   -> refused
-    proxy answers CONNECT with 403 (https target)  net::ERR_TUNNEL_CONNECTION_FAILED  -> tunnel
-    proxy wants auth, context has no credentials   net::ERR_INVALID_AUTH_CREDENTIALS  -> auth
-    proxy rejects the credentials (http target)    the 407 page is the response       -> auth (status)
-    proxy answers 403 (http target)                the 403 page is the response       -> blocked (status)
-    proxy never answers                            Timeout …ms exceeded               -> timeout
+Which Chromium net error means which kind is not decided here: the one net-error table,
+:data:`browserq.browsers.errors.NET_ERROR_TABLE`, gives each ``net::ERR_*`` its proxy kind (and the
+code a failed step records for it). This module adds what is not a net error: the 407 text, a
+Playwright timeout, and the responses (403/429, challenge pages) that show a blocked exit IP.
 
 ``classify_error`` is meant for errors of a navigation (``page.goto``, a reload) *made through a
 proxy*: a timeout while waiting for a selector is not the proxy's fault, and a reset/closed/empty
@@ -26,36 +19,15 @@ from __future__ import annotations
 
 import re
 
-REFUSED = "refused"
-TUNNEL = "tunnel"
-AUTH = "auth"
+from browserq.browsers.errors import AUTH, REFUSED, TIMEOUT, TUNNEL, net_proxy_kinds
+
 BLOCKED = "blocked"
-TIMEOUT = "timeout"
 FAILURE_KINDS: tuple[str, ...] = (REFUSED, TUNNEL, AUTH, BLOCKED, TIMEOUT)
 
-#: Chromium net errors, checked in this order (auth before the generic proxy failure).
-ERROR_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        AUTH,
-        ("ERR_PROXY_AUTH_", "ERR_INVALID_AUTH_CREDENTIALS", "407 Proxy Authentication Required"),
-    ),
-    (TUNNEL, ("ERR_TUNNEL_CONNECTION_FAILED", "ERR_SOCKS_CONNECTION_HOST_UNREACHABLE")),
-    (
-        REFUSED,
-        (
-            "ERR_PROXY_CONNECTION_FAILED",
-            "ERR_SOCKS_CONNECTION_FAILED",
-            "ERR_SOCKET_NOT_CONNECTED",
-            "ERR_CONNECTION_RESET",
-            "ERR_CONNECTION_CLOSED",
-            "ERR_EMPTY_RESPONSE",
-            "ERR_PROXY_CERTIFICATE_INVALID",
-            "ERR_MANDATORY_PROXY_CONFIGURATION_FAILED",
-            "ERR_NO_SUPPORTED_PROXIES",
-        ),
-    ),
-    (TIMEOUT, ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT", "ERR_PROXY_TIMED_OUT")),
-)
+#: Kinds a net error points at, most telling first (a message naming two takes the first).
+_NET_KIND_ORDER: tuple[str, ...] = (AUTH, TUNNEL, REFUSED, TIMEOUT)
+#: The proxy's 407 answer, when it reaches us as text rather than as a response.
+_PROXY_AUTH_TEXT = "407 Proxy Authentication Required"
 _PLAYWRIGHT_TIMEOUT = re.compile(r"Timeout \d+ms exceeded")
 
 #: Challenge / block pages. Matched case-insensitively anywhere in the body snippet. Note that a
@@ -79,8 +51,11 @@ def classify_error(error: BaseException | str | None) -> str | None:
     if error is None:
         return None
     message = str(error)
-    for kind, markers in ERROR_MARKERS:
-        if any(marker in message for marker in markers):
+    kinds = net_proxy_kinds(message)
+    if _PROXY_AUTH_TEXT in message:
+        kinds.add(AUTH)
+    for kind in _NET_KIND_ORDER:
+        if kind in kinds:
             return kind
     if _PLAYWRIGHT_TIMEOUT.search(message) or (
         isinstance(error, BaseException) and type(error).__name__ == "TimeoutError"
