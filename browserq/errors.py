@@ -2,6 +2,7 @@
 
     BrowserqError
     ├── ConfigError              settings are wrong (missing key, bad path, unknown setting)
+    │   └── BrowserLaunchFailed  (browsers/errors.py; also a BrowserUnusable, below)
     ├── TemplateError            a template cannot be used
     │   ├── TemplateNotFound     no such name / version in the registry
     │   ├── TemplateInvalid      YAML or schema problem (carries file and line)
@@ -12,6 +13,8 @@
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         └── InfrastructureError  the browser crashed or disconnected: recycle it
+            └── BrowserUnusable  (browsers/errors.py) no working browser even after a relaunch
+                └── BrowserLaunchFailed  Chromium or its driver would not start; says what to fix
 
 A *step* failure (selector missing, JS exception, timeout, assertion) is a ``StepFailed``: the
 runner records it and retries in place when the code says so. Only ``InfrastructureError`` makes a
