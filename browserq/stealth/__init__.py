@@ -25,15 +25,11 @@ from browserq.stealth.apply import (
     ready,
     user_agent_override,
 )
+from browserq.stealth.hints import accept_language_header, brand_list
+from browserq.stealth.host import HostInfo, chrome_version_of
 from browserq.stealth.human import move_and_click, pause, type_like_human
-from browserq.stealth.identity import (
-    Fingerprint,
-    HostInfo,
-    accept_language_header,
-    brand_list,
-    chrome_version_of,
-    resolve_region,
-)
+from browserq.stealth.identity import Fingerprint
+from browserq.stealth.regions import resolve_region
 
 __all__ = [
     "Fingerprint",

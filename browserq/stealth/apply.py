@@ -34,13 +34,8 @@ from typing import Any
 
 from playwright.async_api import Browser, BrowserContext, Page
 
-from browserq.stealth.identity import (
-    CH_PLATFORM,
-    Fingerprint,
-    HostInfo,
-    host_platform,
-    user_agent_for,
-)
+from browserq.stealth.host import CH_PLATFORM, HostInfo, host_platform, user_agent_for
+from browserq.stealth.identity import Fingerprint
 
 #: Always-safe launch flags (version-independent).
 BASE_LAUNCH_ARGS: tuple[str, ...] = ("--disable-blink-features=AutomationControlled",)
@@ -53,7 +48,7 @@ def launch_args(fp: Fingerprint | None = None, *, chrome_version: str | None = N
     ``HeadlessChrome``), ``--lang``/``--accept-lang`` (its locale) and ``--window-size``. Contexts
     whose fingerprint shares the platform and locale are then coherent even where no per-context
     override reaches (service/shared workers, cross-site iframes). With only ``chrome_version``
-    (see :func:`~browserq.stealth.identity.chrome_version_of`), the user agent is the host
+    (see :func:`~browserq.stealth.host.chrome_version_of`), the user agent is the host
     platform's. Without either, only the version-independent flags.
     """
     args = list(BASE_LAUNCH_ARGS)
