@@ -260,7 +260,46 @@ def scroll_page() -> str:
 
 
 def widgets_page(delayed_ms: int = DELAYED_BUTTON_MS) -> str:
-    script = f"""
+    """Controls for the element actions: a late button, hover, keys, select, counter, frame, shadow DOM."""
+    return document("Widgets", _WIDGETS_BODY + _widgets_script(delayed_ms))
+
+
+#: The widgets page's markup; :func:`_widgets_script` makes it live.
+_WIDGETS_BODY = (
+    "<h1>Widgets</h1>\n"
+    '<p>Status: <span id="status">ready</span></p>\n'
+    '<section><h2>Delayed button</h2><div id="delayed-slot"></div></section>\n'
+    "<section><h2>Hover</h2>\n"
+    '  <span id="hover-target" style="padding:.5rem;border:1px dashed #888">Hover me</span>\n'
+    '  <span id="hover-tip" hidden>Tooltip shown</span>\n'
+    "</section>\n"
+    "<section><h2>Keys</h2>\n"
+    '  <input id="keys" type="text" placeholder="Type here">\n'
+    '  <p>Key log: <span id="keylog"></span></p>\n'
+    "</section>\n"
+    "<section><h2>Select and checkbox</h2>\n"
+    '  <label for="color">Color</label>\n'
+    '  <select id="color" name="color">\n'
+    '    <option value="red">Red</option>\n'
+    '    <option value="green">Green</option>\n'
+    '    <option value="blue">Blue</option>\n'
+    "  </select>\n"
+    '  <label><input id="agree" type="checkbox" name="agree"> I agree</label>\n'
+    "</section>\n"
+    "<section><h2>Counter</h2>\n"
+    '  <button id="inc" type="button">Increment</button> <span id="counter">0</span>\n'
+    "</section>\n"
+    "<section><h2>Frame</h2>\n"
+    '  <iframe id="frame" src="/frame" title="Embedded frame" width="400" height="120"></iframe>\n'
+    "</section>\n"
+    '<section><h2>Shadow DOM</h2><shadow-box id="shadow-host"></shadow-box></section>\n'
+    '<p><a id="to-quotes" href="/quotes/">Go to the quotes</a></p>\n'
+)
+
+
+def _widgets_script(delayed_ms: int) -> str:
+    """The widgets' behaviour; the delayed button appears after ``delayed_ms``."""
+    return f"""
 <script>
 (() => {{
   const status = document.getElementById("status");
@@ -310,38 +349,6 @@ def widgets_page(delayed_ms: int = DELAYED_BUTTON_MS) -> str:
 }})();
 </script>
 """
-    return document(
-        "Widgets",
-        "<h1>Widgets</h1>\n"
-        '<p>Status: <span id="status">ready</span></p>\n'
-        '<section><h2>Delayed button</h2><div id="delayed-slot"></div></section>\n'
-        "<section><h2>Hover</h2>\n"
-        '  <span id="hover-target" style="padding:.5rem;border:1px dashed #888">Hover me</span>\n'
-        '  <span id="hover-tip" hidden>Tooltip shown</span>\n'
-        "</section>\n"
-        "<section><h2>Keys</h2>\n"
-        '  <input id="keys" type="text" placeholder="Type here">\n'
-        '  <p>Key log: <span id="keylog"></span></p>\n'
-        "</section>\n"
-        "<section><h2>Select and checkbox</h2>\n"
-        '  <label for="color">Color</label>\n'
-        '  <select id="color" name="color">\n'
-        '    <option value="red">Red</option>\n'
-        '    <option value="green">Green</option>\n'
-        '    <option value="blue">Blue</option>\n'
-        "  </select>\n"
-        '  <label><input id="agree" type="checkbox" name="agree"> I agree</label>\n'
-        "</section>\n"
-        "<section><h2>Counter</h2>\n"
-        '  <button id="inc" type="button">Increment</button> <span id="counter">0</span>\n'
-        "</section>\n"
-        "<section><h2>Frame</h2>\n"
-        '  <iframe id="frame" src="/frame" title="Embedded frame" width="400" height="120"></iframe>\n'
-        "</section>\n"
-        '<section><h2>Shadow DOM</h2><shadow-box id="shadow-host"></shadow-box></section>\n'
-        '<p><a id="to-quotes" href="/quotes/">Go to the quotes</a></p>\n'
-        f"{script}",
-    )
 
 
 def frame_page() -> str:

@@ -134,7 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
         *,
         content_type: str = "text/html; charset=utf-8",
         headers: list[tuple[str, str]] | None = None,
-    ) -> None:
+    ) -> bool:
+        """Send a response; always True, so a route can ``return self._send(...)`` to say it answered."""
         data = body.encode("utf-8")
         self.send_response(status)
         for name, value in headers or []:
@@ -142,15 +143,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")  # every visit reaches the server: exact hits
         if status in (204, 304):
             self.end_headers()
-            return
+            return True
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+        return True
 
-    def _redirect(self, location: str, headers: list[tuple[str, str]] | None = None) -> None:
-        self._send(303, "", headers=[("Location", location), *(headers or [])])
+    def _redirect(self, location: str, headers: list[tuple[str, str]] | None = None) -> bool:
+        return self._send(303, "", headers=[("Location", location), *(headers or [])])
 
     def _session_user(self) -> str | None:
         raw = self.headers.get("Cookie")
@@ -169,9 +171,15 @@ class _Handler(BaseHTTPRequestHandler):
     # --- routes ----------------------------------------------------------------------------------
 
     def _route(self, method: str, path: str) -> None:
-        site = self.server.site
+        """Answer one request: the first group of routes that knows the path answers it."""
         segments = [s for s in path.split("/") if s]
+        for routes in (self._route_quotes, self._route_account, self._route_pages, self._route_tools):
+            if routes(method, path, segments):
+                return
+        self._send(404, pages.not_found_page(path))
 
+    def _route_quotes(self, method: str, path: str, segments: list[str]) -> bool:
+        """The index and the quotes pages (what the scrape template reads)."""
         if path == "/":
             return self._send(200, pages.index_page())
 
@@ -190,6 +198,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, pages.tag_page(segments[2]))
             return self._send(404, pages.not_found_page(path))
 
+        return False
+
+    def _route_account(self, method: str, path: str, segments: list[str]) -> bool:
+        """Login, logout and the logged-in pages (what the form template drives)."""
+        site = self.server.site
         if path == "/login":
             if method == "GET":
                 return self._send(200, pages.login_page())
@@ -228,6 +241,17 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(site.confirm_delay_ms / 1000)
             return self._send(200, pages.confirmation_page(name, ticket))
 
+        if path == "/account/tickets":
+            if self._session_user() is None:
+                return self._redirect("/login")
+            ref = self.query.get("ref", "")
+            found = [s for s in site.submissions_snapshot() if ref and ref in s.get("message", "")]
+            return self._send(200, pages.tickets_page(ref, len(found)))
+
+        return False
+
+    def _route_pages(self, method: str, path: str, segments: list[str]) -> bool:
+        """Pages for particular browser behaviours (scrolling, widgets, frames, storage)."""
         if path == "/widgets" and "delayed_ms" in self.query:
             delayed = min(int(self.query["delayed_ms"] or 0), SLOW_CAP_MS)
             return self._send(200, pages.widgets_page(delayed))
@@ -235,13 +259,6 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/sw.js":  # a no-op service worker, for storage-isolation tests
             return self._send(200, "self.addEventListener('fetch', () => {});\n",
                               content_type="text/javascript; charset=utf-8")
-
-        if path == "/account/tickets":
-            if self._session_user() is None:
-                return self._redirect("/login")
-            ref = self.query.get("ref", "")
-            found = [s for s in site.submissions_snapshot() if ref and ref in s.get("message", "")]
-            return self._send(200, pages.tickets_page(ref, len(found)))
 
         simple = {
             "/scroll": pages.scroll_page,
@@ -253,6 +270,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path in simple:
             return self._send(200, simple[path]())
 
+        return False
+
+    def _route_tools(self, method: str, path: str, segments: list[str]) -> bool:
+        """Fault injection for tests: slow answers, any status, failures that pass on retry."""
+        site = self.server.site
         if path == "/slow":
             raw = self.query.get("ms", "1000")
             try:
@@ -287,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
             failed = attempt <= fail
             return self._send(500 if failed else 200, pages.flaky_page(key, attempt, failed))
 
-        return self._send(404, pages.not_found_page(path))
+        return False
 
 
 class DemoSite:
