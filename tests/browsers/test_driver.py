@@ -1,0 +1,57 @@
+"""The Playwright driver: noticing that its node process died, and stopping it whatever its state."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+from browserq.browsers import EventLoopThread
+from browserq.browsers.driver import driver_closed, start_driver, stop_driver
+
+
+def _driver_children() -> set[int]:
+    """Playwright driver (node) processes started by this test process."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid() and b"playwright/driver" in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_killed_driver_is_noticed_and_still_stops_quietly() -> None:
+    loop = EventLoopThread().start()
+    try:
+        before = _driver_children()
+        playwright = loop.run(start_driver(), timeout=60)
+        (pid,) = _driver_children() - before
+        assert not driver_closed(playwright)
+        os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does
+        deadline = time.monotonic() + 20
+        while not driver_closed(playwright) and time.monotonic() < deadline:
+            loop.run(_tick(), timeout=5)  # the connection learns on its own loop
+        assert driver_closed(playwright)
+        loop.run(stop_driver(playwright, quiet=True), timeout=30)  # never raises
+        assert driver_closed(None) is False  # no driver at all is not a lost driver
+    finally:
+        loop.stop()
+
+
+def test_a_replacement_driver_starts_within_its_bound() -> None:
+    loop = EventLoopThread().start()
+    try:
+        playwright = loop.run(start_driver(again=True), timeout=60)
+        assert not driver_closed(playwright)
+        loop.run(stop_driver(playwright), timeout=30)
+    finally:
+        loop.stop()
+
+
+async def _tick() -> None:
+    await asyncio.sleep(0.1)
