@@ -6,23 +6,17 @@ import asyncio
 import os
 import signal
 import time
-from pathlib import Path
 
 from browserq.browsers import EventLoopThread
 from browserq.browsers.driver import driver_closed, start_driver, stop_driver
+from browserq.browsers.launcher import _iter_cmdlines, _parent_pid
 
 
 def _driver_children() -> set[int]:
-    """Playwright driver (node) processes started by this test process."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == os.getpid() and b"playwright/driver" in (entry / "cmdline").read_bytes():
-                found.add(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
+    """Playwright driver (node) processes started by this test process (the launcher's /proc walk)."""
+    return {
+        pid for pid, cmdline in _iter_cmdlines() if b"playwright/driver" in cmdline and _parent_pid(pid) == os.getpid()
+    }
 
 
 def test_a_killed_driver_is_noticed_and_still_stops_quietly() -> None:
