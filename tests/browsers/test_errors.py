@@ -108,15 +108,14 @@ class Chromium:
 
         async def go() -> StepFailed:
             context = await self.browser.new_context(**({"proxy": proxy} if proxy else {}))
+            page = await context.new_page()
             try:
-                page = await context.new_page()
-                try:
-                    await act(page)
-                except Exception as exc:
-                    return translate(exc, browser_connected=self.browser.is_connected(), **translate_options)
-                raise AssertionError("the action did not fail")
+                await act(page)
+            except Exception as exc:
+                return translate(exc, browser_connected=self.browser.is_connected(), **translate_options)
             finally:
                 await context.close()
+            raise AssertionError("the action did not fail")
 
         return self.run(go())
 
