@@ -82,6 +82,7 @@ class NetError:
 
 
 def _net(name: str, code: ErrorCode, proxy_kind: str | None, meaning: str) -> NetError:
+    """One table row (short, so the table reads as one line per error)."""
     return NetError(name, code, proxy_kind, meaning)
 
 
@@ -258,6 +259,7 @@ def _stderr_of(text: str) -> list[str]:
 
 
 def _crash_report(text: str, stderr: list[str]) -> str:
+    """How a Chromium that died at start ended, and what it said (the cause is usually there)."""
     exit_match = _EXIT.search(text)
     how = "it exited as soon as it started"
     if exit_match:
