@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 
 from browserq.errors import StoreError
 from browserq.store import Store, StoreUnavailable
-from browserq.store import store as store_module
+from browserq.store import plumbing
 from browserq.store.engine import is_transient
 from tests.store.conftest import PG_ADMIN_URL, PgDatabases
 from tests.store.helpers import count, new_run, step, template
@@ -179,7 +179,7 @@ class _LoseAcks:
 def test_a_lost_commit_acknowledgement_does_not_write_twice(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "RETRY_FIRST_DELAY_S", 0.01)
+    monkeypatch.setattr(plumbing, "RETRY_FIRST_DELAY_S", 0.01)
     store = Store(store_url, retry_window_s=10)
     lose = _LoseAcks(store)
     try:
