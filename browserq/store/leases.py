@@ -85,8 +85,13 @@ class LeaseMethods(TransitionMethods):
             if run is None:
                 raise StoreError(f"cannot acquire a lease on run {run_id!r}: no such run")
             return self._take_lease(
-                s, run, owner=owner, ttl_s=ttl_s, retried=retried,
-                holder_dead=holder_dead, verdicts=verdicts,
+                s,
+                run,
+                owner=owner,
+                ttl_s=ttl_s,
+                retried=retried,
+                holder_dead=holder_dead,
+                verdicts=verdicts,
             )
 
         for _ in range(_MAX_VERDICTS):

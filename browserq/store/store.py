@@ -22,7 +22,9 @@ Values come back as frozen view dataclasses, never as live ORM objects (except
 from __future__ import annotations
 
 from browserq.store.batches import BatchMethods
-from browserq.store.errors import (  # noqa: F401  (their home before the split; the lead removes)
+
+# Re-exported: their home before the split (now browserq.store.errors).
+from browserq.store.errors import (
     DuplicateRun,
     LeaseBusy,
     LeaseLost,

@@ -45,7 +45,9 @@ class TemplateMethods(StoreBase):
         def save(s: Session, _retried: bool) -> int:
             pin = s.get(TemplateVersion, (name, version)) if canonical_hash else None
             if pin is not None and pin.content_hash != canonical_hash:
-                raise TemplateChanged(f"{name}@{version}", source, canonical_hash or "", pin.content_hash)
+                raise TemplateChanged(
+                    f"{name}@{version}", source, canonical_hash or "", pin.content_hash
+                )
             found = s.scalar(select(TemplateRecord.id).where(*key))
             if found is None:
                 record = TemplateRecord(
@@ -55,8 +57,11 @@ class TemplateMethods(StoreBase):
                 s.flush()
                 found = record.id
             if canonical_hash and pin is None:
-                s.add(TemplateVersion(name=name, version=version, content_hash=canonical_hash,
-                                      template_id=found))
+                s.add(
+                    TemplateVersion(
+                        name=name, version=version, content_hash=canonical_hash, template_id=found
+                    )
+                )
                 s.flush()
             return found
 

@@ -14,8 +14,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
 
 from browserq.errors import StoreError
-from browserq.store import Store, StoreUnavailable
-from browserq.store import plumbing
+from browserq.store import Store, StoreUnavailable, plumbing
 from browserq.store.engine import is_transient
 from tests.store.conftest import PG_ADMIN_URL, PgDatabases
 from tests.store.helpers import count, new_run, step, template
