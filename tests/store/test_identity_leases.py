@@ -250,3 +250,74 @@ def test_two_threads_on_one_name(store: Store) -> None:
     leases, errors = race(2, lambda i: acquire(store, f"run{i}", name="ann"))
     assert len(leases) == 1 and leases[0].token == 1
     assert len(errors) == 1 and isinstance(errors[0], IdentityBusy), errors
+
+
+# --- exclude: rotating away from an identity ------------------------------------------------
+
+
+def _pool(store: Store, *names: str, pool: str = "p") -> None:
+    for name in names:
+        store.upsert_identity(name=name, pool=pool)
+
+
+def test_exclude_skips_the_named_identities(store: Store) -> None:
+    _pool(store, "a", "b", "c")
+    assert acquire(store, "r0", pool="p", exclude={"a"}).name == "b"  # a would be first
+    assert acquire(store, "r1", pool="p", exclude=["c", "nobody"]).name == "a"
+    assert acquire(store, "r2", pool="p", exclude=()).name == "c"
+
+
+def test_exclude_rotates_a_run_off_the_identity_it_holds(store: Store) -> None:
+    _pool(store, "a", "b")
+    blocked = acquire(store, "r1", pool="p")
+    assert blocked.name == "a" and acquire(store, "r1", pool="p").name == "a"  # a retry keeps it
+    rotated = acquire(store, "r1", pool="p", exclude={"a"})
+    assert rotated.name == "b"
+    # The run's lease on the excluded one is the caller's to release.
+    held = store.get_identity("a")
+    assert held is not None and held.lease_run_id == "r1"
+
+
+def test_when_every_free_identity_is_excluded_an_excluded_one_is_leased(store: Store) -> None:
+    _pool(store, "a", "b", "c")
+    acquire(store, "other", name="c")
+    lease = acquire(store, "r1", pool="p", exclude={"a", "b"})
+    assert lease.name == "a"  # the least recently used of the excluded, rather than none
+    again = acquire(store, "r1", pool="p", exclude={"a", "b"})
+    assert again.name == "a" and again.token == lease.token + 1  # it kept the one it holds
+
+
+def test_an_excluded_identity_the_run_holds_is_kept_when_nothing_else_is_free(
+    store: Store,
+) -> None:
+    _pool(store, "only")
+    first = acquire(store, "r1", pool="p")
+    again = acquire(store, "r1", pool="p", exclude={"only"})
+    assert again.name == "only" and again.token == first.token + 1
+
+
+def test_exclude_does_not_make_a_busy_pool_free(store: Store) -> None:
+    _pool(store, "a", "b")
+    acquire(store, "x", name="a")
+    acquire(store, "y", name="b")
+    with pytest.raises(IdentityBusy) as busy:
+        acquire(store, "r1", pool="p", exclude={"a"})
+    assert (busy.value.pool, busy.value.pool_size, busy.value.leased) == ("p", 2, 2)
+    assert 1.0 <= busy.value.retry_in_s <= 60.0  # until the first of the two leases runs out
+
+
+def test_exclude_is_ignored_by_name_and_refuses_a_bare_string(store: Store) -> None:
+    _pool(store, "a", "b")
+    assert acquire(store, "r1", name="a", exclude={"a"}).name == "a"
+    with pytest.raises(TypeError, match="collection of identity names"):
+        acquire(store, "r2", pool="p", exclude="a")
+
+
+def test_exclude_skips_disabled_and_other_pools_like_any_pick(store: Store) -> None:
+    _pool(store, "a", "b", "c")
+    _pool(store, "elsewhere", pool="q")
+    store.disable_identity("b", "banned")
+    assert acquire(store, "r1", pool="p", exclude={"a"}).name == "c"
+    assert acquire(store, "r2", pool="p", exclude={"a"}).name == "a"  # never b, nor elsewhere
+    with pytest.raises(IdentityBusy):
+        acquire(store, "r3", pool="p", exclude={"a"})
