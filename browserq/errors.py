@@ -9,12 +9,27 @@
     │   └── TemplateChanged      a used name@version now has another body (bump the version)
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
-    ├── StoreError               the run store (database) failed
+    ├── StoreError               the run store (database) failed          (branch: store/errors.py)
+    │   ├── StoreUnavailable     the database stayed unreachable for the retry window  [WAIT]
+    │   ├── DuplicateRun         the idempotency key is another run's
+    │   ├── IllegalTransition    a status change the state machine forbids (a caller's bug)
+    │   ├── RunAlreadyFinished   the run is final; it is not run again
+    │   ├── LeaseBusy            another live worker holds the run's lease             [WAIT]
+    │   ├── LeaseLost            a fenced write whose lease token is no longer the run's
+    │   └── IdentityError        an identity cannot be used
+    │       ├── IdentityNotFound   no such identity, none usable in its pool (IDENTITY_UNAVAILABLE)
+    │       ├── IdentityDisabled   the identity was disabled                 (IDENTITY_UNAVAILABLE)
+    │       ├── IdentityBusy       leased to another live run, or the whole pool is    [WAIT]
+    │       └── IdentityLeaseLost  a fenced identity write whose token is no longer current
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
-        └── InfrastructureError  the browser crashed or disconnected: recycle it
-            └── BrowserUnusable  (browsers/errors.py) no working browser even after a relaunch
-                └── BrowserLaunchFailed  Chromium or its driver would not start; says what to fix
+        ├── InfrastructureError  the browser crashed or disconnected: recycle it
+        │   └── BrowserUnusable  (browsers/errors.py) no working browser even after a relaunch
+        │       └── BrowserLaunchFailed  Chromium or its driver would not start; says what to fix
+        └── ArtifactPathDenied   an artifact path would leave the artifacts dir    (store/errors.py)
+
+Every class carries its ``policy`` (PERMANENT unless marked ``[WAIT]``, which also gives
+``retry_in_s``; a ``StepFailed``'s is its code's); ``(CODE)`` is the error code it records.
 
 A *step* failure (selector missing, JS exception, timeout, assertion) is a ``StepFailed``: the
 runner records it and retries in place when the code says so. Only ``InfrastructureError`` makes a

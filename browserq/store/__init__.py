@@ -1,14 +1,22 @@
-"""The run store: SQLAlchemy models, Alembic migrations, the ``Store`` API (runs, batches,
-identities) and artifact files."""
+"""The run store: SQLAlchemy models, Alembic migrations, the ``Store`` facade over one repository
+per concern (runs, transitions, leases, steps, batches, identities; see
+:mod:`browserq.store.store`), its errors (:mod:`browserq.store.errors`) and artifact files."""
 
-from browserq.store.artifacts import ArtifactDir, ArtifactPathDenied, StoredFile
+from browserq.store.artifacts import ArtifactDir, StoredFile
 from browserq.store.engine import create_store_engine, mask_url, normalize_url
-from browserq.store.identities import (
+from browserq.store.errors import (
+    ArtifactPathDenied,
+    DuplicateRun,
     IdentityBusy,
     IdentityDisabled,
     IdentityError,
     IdentityLeaseLost,
     IdentityNotFound,
+    IllegalTransition,
+    LeaseBusy,
+    LeaseLost,
+    RunAlreadyFinished,
+    StoreUnavailable,
 )
 from browserq.store.migrations import find_migrations_dir, head_revision
 from browserq.store.models import (
@@ -24,15 +32,9 @@ from browserq.store.models import (
     StepStatus,
     TemplateRecord,
 )
-from browserq.store.states import LEGAL, IllegalTransition, check_transition
-from browserq.store.store import (
-    DuplicateRun,
-    LeaseBusy,
-    LeaseLost,
-    RunAlreadyFinished,
-    Store,
-    StoreUnavailable,
-)
+from browserq.store.states import LEGAL
+from browserq.store.store import Store
+from browserq.store.transitions import check_transition
 from browserq.store.views import (
     ArtifactView,
     BatchView,

@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from browserq.errors import Codes, StepFailed
 from browserq.guards import artifact_name_problem
+from browserq.store.errors import ArtifactPathDenied
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,16 +23,6 @@ class StoredFile:
     size: int
     sha256: str
     absolute: Path
-
-
-class ArtifactPathDenied(StepFailed, ValueError):
-    """An artifact name or path would leave the artifacts directory (``PATH_DENIED``).
-
-    Both a ``StepFailed`` (the runner records it like any step failure) and a ``ValueError``.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(Codes.PATH_DENIED, message)
 
 
 def _relative_parts(relative: str, what: str) -> tuple[str, ...]:

@@ -6,7 +6,9 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import MetaData, func, select, text, update
 
 from browserq.store import Lease, Run, RunStatus, Store
 from browserq.store.models import utcnow
@@ -92,3 +94,10 @@ def run_in(store: Store, status: RunStatus | str, **kwargs: Any) -> tuple[str, L
         return run_id, lease
     store.transition(run_id, status, reason=f"to {status.value}", token=lease.token)
     return run_id, lease
+
+
+def schema_diff(store: Store, metadata: MetaData) -> list:
+    """How the database's schema differs from ``metadata`` (Alembic's autogenerate diff)."""
+    with store.engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        return compare_metadata(context, metadata)

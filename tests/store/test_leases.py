@@ -1,4 +1,5 @@
-"""Leases with fencing tokens, cancellation, interrupted steps and sweeping (SQLite and PostgreSQL)."""
+"""Run leases (browserq.store.leases): fencing tokens, takeovers, checkpoints and the sweeper's
+stuck runs, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -237,24 +238,6 @@ def test_every_fenced_write_refuses_a_lost_token(store: Store) -> None:
     assert run is not None and run.status == "completed" and run.checkpoint == {"path": "9"}
 
 
-def test_finish_step_can_save_the_checkpoint_with_it(store: Store) -> None:
-    run_id, lease = run_in(store, S.RUNNING)
-    assert lease is not None
-    sid = step(store, run_id, "0", token=lease.token)
-    store.finish_step(
-        sid, status="succeeded", url_after=None, token=lease.token, checkpoint={"path": "0"}
-    )
-    assert store.get_run(run_id).checkpoint == {"path": "0"}  # type: ignore[union-attr]
-    late = step(store, run_id, "1", token=lease.token)
-    store.transition(run_id, "queued", reason="swept", worker="sweeper")  # revokes the lease
-    with pytest.raises(LeaseLost):
-        store.finish_step(
-            late, status="succeeded", url_after=None, token=lease.token, checkpoint={"path": "1"}
-        )
-    assert store.get_run(run_id).checkpoint == {"path": "0"}  # type: ignore[union-attr]
-    assert store.steps(run_id)[-1].status == "started"
-
-
 def test_unfenced_writes_still_work(store: Store) -> None:
     run_id, _lease = run_in(store, S.RUNNING)
     sid = step(store, run_id)
@@ -309,99 +292,7 @@ def test_concurrent_acquire_has_one_winner(store_url: str, expired: bool) -> Non
 # --- cancellation ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [S.QUEUED, S.RETRYING])
-def test_cancel_a_waiting_run(store: Store, status: RunStatus) -> None:
-    run_id, _ = run_in(store, status)
-    run = store.request_cancel(run_id, reason="customer withdrew")
-    assert (run.status, run.error_code, run.error_message) == (
-        "cancelled",
-        "CANCELLED",
-        "customer withdrew",
-    )
-    assert run.cancel_reason == "customer withdrew" and run.cancel_requested_at is not None
-    assert run.finished_at is not None
-    last = store.transitions(run_id)[-1]
-    assert (last.from_status, last.to_status, last.reason) == (
-        status.value,
-        "cancelled",
-        "cancelled: customer withdrew",
-    )
-    with pytest.raises(RunAlreadyFinished):
-        store.acquire_lease(run_id, owner="w", ttl_s=30)
-
-
-def test_cancel_a_running_run(store: Store) -> None:
-    run_id, lease = run_in(store, S.RUNNING)
-    assert lease is not None
-    run = store.request_cancel(run_id, reason="stop it")
-    assert run.status == "running" and run.cancel_requested and run.cancel_reason == "stop it"
-    again = store.request_cancel(run_id, reason="second ask")
-    assert again.cancel_requested_at == run.cancel_requested_at and again.cancel_reason == "stop it"
-    seen = store.renew_lease(run_id, token=lease.token, ttl_s=30)
-    assert seen.cancel_requested
-    store.finish_run(
-        run_id,
-        status="cancelled",
-        outputs=None,
-        error_code="CANCELLED",
-        error_message=seen.cancel_reason,
-        token=lease.token,
-    )
-    assert store.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
-
-
-def test_cancel_requested_and_worker_gone(store: Store) -> None:
-    run_id, _lease = run_in(store, S.RUNNING)
-    store.request_cancel(run_id, reason="stop it")
-    expire_lease(store, run_id)
-    with pytest.raises(RunAlreadyFinished) as caught:
-        store.acquire_lease(run_id, owner="b", ttl_s=30)
-    assert caught.value.run.status == "cancelled" and caught.value.run.error_code == "CANCELLED"
-    assert store.transitions(run_id)[-1].reason == "cancelled: stop it (its worker w1 is gone)"
-
-
-@pytest.mark.parametrize("status", [S.COMPLETED, S.FAILED, S.CANCELLED, S.NEEDS_REVIEW])
-def test_cancel_a_finished_run_changes_nothing(store: Store, status: RunStatus) -> None:
-    run_id, _ = run_in(store, status)
-    before = store.get_run(run_id)
-    assert store.request_cancel(run_id, reason="late") == before
-    assert store.get_run(run_id) == before
-
-
-def test_cancel_unknown_run(store: Store) -> None:
-    with pytest.raises(StoreError, match="no such run"):
-        store.request_cancel("nope", reason="x")
-
-
 # --- interrupted steps and sweeping -----------------------------------------------------------
-
-
-def test_mark_interrupted_steps(store: Store) -> None:
-    run_id = new_run(store)
-    first = store.acquire_lease(run_id, owner="a", ttl_s=30)
-    done = step(store, run_id, "0", run_attempt=first.attempt)
-    store.finish_step(done, status="succeeded", url_after=None)
-    hanging = step(store, run_id, "1", run_attempt=first.attempt)
-    expire_lease(store, run_id)
-    second = store.acquire_lease(run_id, owner="b", ttl_s=30)
-    current = step(store, run_id, "1", run_attempt=second.attempt)
-
-    marked = store.mark_interrupted_steps(run_id, before_attempt=second.attempt)
-    assert [s.id for s in marked] == [hanging]
-    (m,) = marked
-    assert (m.status, m.error_code, m.error_message) == (
-        "unknown",
-        "WORKER_LOST",
-        "the worker stopped before this step reported a result",
-    )
-    assert {s.id: s.status for s in store.steps(run_id)} == {
-        done: "succeeded",
-        hanging: "unknown",
-        current: "started",
-    }
-    assert store.mark_interrupted_steps(run_id, before_attempt=second.attempt) == []
-    with pytest.raises(StoreError, match="already finished"):
-        store.finish_step(hanging, status="succeeded", url_after=None)
 
 
 def test_stuck_runs(store: Store) -> None:

@@ -1,18 +1,13 @@
-"""The Alembic migrations build exactly the models' schema, on SQLite and PostgreSQL."""
+"""The Alembic migrations (browserq.store.migrations, alembic/) build exactly the models' schema,
+on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from alembic.autogenerate import compare_metadata
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Column, Index, MetaData, String, inspect
 
 from alembic import command
@@ -21,6 +16,7 @@ from browserq.settings import reset_settings_cache
 from browserq.store import Base, Store, find_migrations_dir, head_revision
 from browserq.store import migrations as migrations_module
 from browserq.store.migrations import alembic_config
+from tests.store.helpers import schema_diff
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {
@@ -48,33 +44,16 @@ INDEXES = {
 }
 
 
-def _diff(store: Store, metadata: MetaData) -> list:
-    with store.engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"compare_type": True})
-        return compare_metadata(context, metadata)
-
-
 def test_head_is_the_warnings_migration() -> None:
     assert head_revision() == "0005"
     assert find_migrations_dir() == REPO / "alembic"
-
-
-def test_upgrade_from_empty_to_head(empty_url: str) -> None:
-    store = Store(empty_url)
-    try:
-        assert store.current_revision() is None
-        store.upgrade()
-        assert store.current_revision() == head_revision()
-        assert set(inspect(store.engine).get_table_names()) >= TABLES
-    finally:
-        store.dispose()
 
 
 def test_migrated_schema_matches_models(empty_url: str) -> None:
     store = Store(empty_url)
     try:
         store.upgrade()
-        assert _diff(store, Base.metadata) == []
+        assert schema_diff(store, Base.metadata) == []
 
         # The comparison is not vacuous: a model change the migration lacks is reported.
         changed = MetaData(naming_convention=Base.metadata.naming_convention)
@@ -82,7 +61,7 @@ def test_migrated_schema_matches_models(empty_url: str) -> None:
             table.to_metadata(changed)
         changed.tables["runs"].append_column(Column("extra", String(10)))
         Index("ix_runs_tenant", changed.tables["runs"].c.tenant)
-        kinds = {d[0] if isinstance(d, tuple) else d[0][0] for d in _diff(store, changed)}
+        kinds = {d[0] if isinstance(d, tuple) else d[0][0] for d in schema_diff(store, changed)}
         assert {"add_column", "add_index"} <= kinds
     finally:
         store.dispose()
@@ -109,47 +88,6 @@ def test_constraint_and_index_names_are_explicit(empty_url: str) -> None:
             assert inspector.get_pk_constraint("runs")["name"] == "pk_runs"
     finally:
         store.dispose()
-
-
-def test_upgrade_twice_is_a_no_op(empty_url: str) -> None:
-    store = Store(empty_url)
-    try:
-        store.upgrade()
-        tid = store.save_template(
-            name="t", version="1", content_hash="0" * 64, body="steps: []", source="t.yaml"
-        )
-        store.upgrade()
-        assert store.current_revision() == head_revision()
-        assert store.get_template_body(tid).body == "steps: []"
-    finally:
-        store.dispose()
-
-
-def test_concurrent_upgrades_do_not_race(new_empty_url: Callable[[], str]) -> None:
-    url = new_empty_url()
-    stores = [Store(url) for _ in range(4)]
-    barrier = threading.Barrier(len(stores))
-    errors: list[BaseException] = []
-
-    def upgrade(store: Store) -> None:
-        barrier.wait()
-        try:
-            store.upgrade()
-        except BaseException as e:
-            errors.append(e)
-
-    threads = [threading.Thread(target=upgrade, args=(s,)) for s in stores]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    try:
-        assert errors == []
-        assert stores[0].current_revision() == head_revision()
-        assert _diff(stores[0], Base.metadata) == []
-    finally:
-        for s in stores:
-            s.dispose()
 
 
 def test_downgrade_to_base_and_back(empty_url: str) -> None:
@@ -186,19 +124,6 @@ def test_alembic_ini_takes_the_url_from_settings(
         store.dispose()
 
 
-def test_in_memory_sqlite_can_be_upgraded() -> None:
-    store = Store("sqlite://")
-    try:
-        store.upgrade()
-        assert store.current_revision() == head_revision()
-        assert (
-            store.save_template(name="t", version="1", content_hash="1" * 64, body="b", source="s")
-            == 1
-        )
-    finally:
-        store.dispose()
-
-
 def test_missing_migrations_is_a_clear_store_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,37 +132,6 @@ def test_missing_migrations_is_a_clear_store_error(
     try:
         with pytest.raises(StoreError, match="cannot find browserq's database migrations"):
             store.upgrade()
-    finally:
-        store.dispose()
-
-
-def test_concurrent_upgrades_from_several_processes(new_empty_url: Callable[[], str]) -> None:
-    url = new_empty_url()
-    script = (
-        "import sys, time\n"
-        "from browserq.store import Store\n"
-        "start = float(sys.argv[2])\n"
-        "time.sleep(max(0.0, start - time.time()))\n"
-        "s = Store(sys.argv[1]); s.upgrade(); print(s.current_revision())\n"
-    )
-    start = time.time() + 1.5
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, url, str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
-        for _ in range(3)
-    ]
-    results = [p.communicate(timeout=60) for p in procs]
-    for proc, (out, err) in zip(procs, results, strict=True):
-        assert proc.returncode == 0, err
-        assert out.strip() == head_revision()
-    store = Store(url)
-    try:
-        assert _diff(store, Base.metadata) == []
     finally:
         store.dispose()
 
@@ -299,7 +193,7 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
 
         store.upgrade()  # through 0002 (and the later, additive revisions)
         assert store.current_revision() == head_revision()
-        assert _diff(store, Base.metadata) == []  # an upgraded database equals a fresh one
+        assert schema_diff(store, Base.metadata) == []  # an upgraded database equals a fresh one
         for table, rows in before.items():
             after = _rows(store, table)  # later revisions may add (empty) columns
             assert [{k: row[k] for k in rows[0]} for row in after] == rows, table
@@ -340,6 +234,6 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
         assert len(_rows(store, "step_attempts")) == 1 and len(_rows(store, "artifacts")) == 1
         assert _rows(store, "artifacts")[0]["step_attempt_id"] == 1
         store.upgrade()
-        assert _diff(store, Base.metadata) == []
+        assert schema_diff(store, Base.metadata) == []
     finally:
         store.dispose()

@@ -1,4 +1,5 @@
-"""Riding out database outages: whole-transaction retries, and no double writes."""
+"""The store's plumbing (browserq.store.plumbing) riding out database outages: whole-transaction
+retries, and no double writes."""
 
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
 
 from browserq.errors import StoreError
-from browserq.store import Store, StoreUnavailable
-from browserq.store import store as store_module
-from browserq.store.engine import is_transient
+from browserq.store import Store, StoreUnavailable, plumbing
 from tests.store.conftest import PG_ADMIN_URL, PgDatabases
 from tests.store.helpers import count, new_run, step, template
 from tests.store.tcp_proxy import TcpProxy
@@ -179,7 +178,7 @@ class _LoseAcks:
 def test_a_lost_commit_acknowledgement_does_not_write_twice(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "RETRY_FIRST_DELAY_S", 0.01)
+    monkeypatch.setattr(plumbing, "RETRY_FIRST_DELAY_S", 0.01)
     store = Store(store_url, retry_window_s=10)
     lose = _LoseAcks(store)
     try:
@@ -230,29 +229,6 @@ def test_a_lost_commit_acknowledgement_does_not_write_twice(
         assert run is not None and (run.status, run.attempt, run.lease_token) == ("completed", 2, 2)
     finally:
         store.dispose()
-
-
-def _dbapi_error(cls: type[exc.DBAPIError], orig: Exception) -> exc.DBAPIError:
-    return cls("SELECT 1", None, orig)
-
-
-def test_which_errors_are_transient() -> None:
-    transient = [
-        _dbapi_error(exc.OperationalError, psycopg.OperationalError("connection refused")),
-        _dbapi_error(exc.OperationalError, psycopg.errors.AdminShutdown("terminating connection")),
-        _dbapi_error(exc.OperationalError, psycopg.errors.DeadlockDetected("deadlock detected")),
-        _dbapi_error(exc.OperationalError, sqlite3.OperationalError("database is locked")),
-        exc.TimeoutError("QueuePool limit reached"),
-    ]
-    permanent = [
-        _dbapi_error(exc.IntegrityError, psycopg.errors.UniqueViolation("duplicate key")),
-        _dbapi_error(exc.ProgrammingError, psycopg.errors.UndefinedTable("no such table")),
-        _dbapi_error(exc.OperationalError, sqlite3.OperationalError("no such table: runs")),
-        _dbapi_error(exc.IntegrityError, sqlite3.IntegrityError("FOREIGN KEY constraint failed")),
-        ValueError("not a database error"),
-    ]
-    assert [is_transient(e) for e in transient] == [True] * len(transient)
-    assert [is_transient(e) for e in permanent] == [False] * len(permanent)
 
 
 def test_sqlite_lock_contention_is_waited_out(tmp_path) -> None:

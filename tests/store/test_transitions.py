@@ -1,4 +1,5 @@
-"""The run state machine: the LEGAL table, and Store.transition on SQLite and PostgreSQL."""
+"""The run state machine (browserq.store.states, browserq.store.transitions): the LEGAL table,
+check_transition, and every status change on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from browserq.store import (
     Store,
     check_transition,
 )
-from tests.store.helpers import count, new_run, run_in
+from tests.store.helpers import count, new_run, run_in, template
 
 S = RunStatus
 ALL_LEGAL = [(frm, to) for frm, targets in LEGAL.items() for to in sorted(targets)]
@@ -261,3 +262,13 @@ def test_leaving_running_ends_the_lease(store: Store) -> None:
     assert requeued.lease_token == lease.token + 1 and requeued.lease_owner is None
     with pytest.raises(LeaseLost):
         store.save_checkpoint(run_id, token=lease.token, checkpoint={"path": "3"})
+
+
+def test_non_terminal_finish_leaves_finished_at_empty(store: Store) -> None:
+    run_id = new_run(store, template(store))
+    store.start_run(run_id, worker="w")
+    store.finish_run(run_id, status="retrying", outputs=None, error_code="WORKER_LOST")
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "retrying" and run.finished_at is None
+    assert not run.terminal
+    store.heartbeat(run_id)

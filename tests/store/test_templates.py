@@ -13,12 +13,15 @@ import pytest
 from sqlalchemy import func, inspect, select, text
 
 from alembic import command
-from browserq.errors import TemplateChanged
+from browserq.errors import StoreError, TemplateChanged
 from browserq.runs import prepare_loaded, record_run
 from browserq.store import Store, TemplateRecord
 from browserq.store.migrations import alembic_config
 from browserq.templates import load_template_text
 from browserq.templates.loader import canonical_hash
+from tests.store.helpers import count, template
+
+HASH_B = "b" * 64
 
 BODY = """\
 name: pinned
@@ -166,3 +169,48 @@ def test_migration_0004_backfills_hashes_and_pins(empty_url: str) -> None:
         assert "template_hash" not in columns
     finally:
         store.dispose()
+
+
+def test_save_template_is_idempotent(store: Store) -> None:
+    first = template(store)
+    assert template(store) == first
+    other_hash = template(store, content_hash=HASH_B)
+    other_version = template(store, version="2")
+    assert len({first, other_hash, other_version}) == 3
+    assert count(store, "templates") == 3
+    record = store.get_template_body(first)
+    assert isinstance(record, TemplateRecord)
+    assert (record.name, record.version, record.body) == ("login", "1", "name: login\n")
+    assert record.created_at.tzinfo is not None
+
+
+def test_save_template_rejects_a_bad_hash(store: Store) -> None:
+    with pytest.raises(ValueError, match="sha256"):
+        store.save_template(name="x", version="1", content_hash="nothex", body="", source="s")
+
+
+def test_unknown_template_id(store: Store) -> None:
+    with pytest.raises(StoreError, match="no template"):
+        store.get_template_body(12345)
+
+
+def test_concurrent_save_template_makes_one_row(store: Store) -> None:
+    barrier = threading.Barrier(4)
+    ids: list[int] = []
+    errors: list[BaseException] = []
+
+    def save() -> None:
+        barrier.wait()
+        try:
+            ids.append(template(store, name="race"))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=save) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert len(ids) == 4 and len(set(ids)) == 1
+    assert count(store, "templates") == 1

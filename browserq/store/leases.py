@@ -1,0 +1,314 @@
+"""Run leases: the right to execute a run, held by one worker at a time, with a fencing token.
+
+A worker takes the lease (:meth:`LeaseMethods.acquire_lease`), keeps pushing its expiry forward
+(:meth:`~LeaseMethods.renew_lease`) and gives it back. Writes that pass ``token=`` are refused
+with :class:`LeaseLost` once the token is no longer the run's (someone took the run over), so a
+worker that was presumed dead cannot overwrite its successor's records. Runs whose lease expired
+(or whose message was never sent) are what the sweeper asks for (:meth:`~LeaseMethods.stuck_runs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from browserq.errors import StoreError
+from browserq.store.errors import LeaseBusy, LeaseLost, RunAlreadyFinished
+from browserq.store.models import Run, RunStatus, RunTransition, utcnow
+from browserq.store.states import AWAITING
+from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
+from browserq.store.views import Lease, RunView, to_view
+
+_AWAITING = sorted(status.value for status in AWAITING)
+#: How often acquire_lease asks ``holder_dead`` before giving up on a lease that changes hands.
+_MAX_VERDICTS = 10
+
+_Verdicts = dict[tuple[str, int], bool]
+
+
+def _lease_live(run: Run, now: datetime) -> bool:
+    return (
+        run.lease_owner is not None
+        and run.lease_expires_at is not None
+        and run.lease_expires_at > now
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _NeedVerdict:
+    """acquire_lease must ask ``holder_dead`` about this holder (outside the transaction)."""
+
+    owner: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    """The transaction ended the run (committed); raise RunAlreadyFinished afterwards."""
+
+    run: RunView
+
+
+class LeaseMethods(TransitionMethods):
+    """The lease repository of :class:`browserq.store.Store`."""
+
+    def acquire_lease(
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        holder_dead: Callable[[str], bool] | None = None,
+    ) -> Lease:
+        """Take the right to execute the run for ``ttl_s`` seconds; race-free across processes.
+
+        * final status (or needs_review) → :class:`RunAlreadyFinished`;
+        * another owner's unexpired lease → :class:`LeaseBusy`, unless ``holder_dead(owner)``
+          says that worker is gone (asked outside any transaction);
+        * otherwise a new lease: token + 1, attempt + 1, status ``running`` (logged). Taking a
+          run that was already ``running`` is a takeover (``takeovers`` + 1). A running run whose
+          cancellation was requested and whose worker is gone is cancelled instead
+          (RunAlreadyFinished).
+        """
+        if ttl_s <= 0:
+            raise ValueError(f"ttl_s must be positive, got {ttl_s}")
+        action = f"acquiring a lease on run {run_id} for {owner}"
+        verdicts: _Verdicts = {}
+
+        def body(s: Session, retried: bool) -> Lease | _NeedVerdict | _Finished:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"cannot acquire a lease on run {run_id!r}: no such run")
+            return self._take_lease(
+                s,
+                run,
+                owner=owner,
+                ttl_s=ttl_s,
+                retried=retried,
+                holder_dead=holder_dead,
+                verdicts=verdicts,
+            )
+
+        for _ in range(_MAX_VERDICTS):
+            result = self._tx(action, body, write=True)
+            if isinstance(result, Lease):
+                return result
+            if isinstance(result, _Finished):
+                raise RunAlreadyFinished(result.run)
+            assert holder_dead is not None
+            verdicts[(result.owner, result.token)] = bool(holder_dead(result.owner))
+        raise StoreError(f"{action}: the lease kept changing hands; giving up")
+
+    def _take_lease(
+        self,
+        s: Session,
+        run: Run,
+        *,
+        owner: str,
+        ttl_s: float,
+        retried: bool,
+        holder_dead: Callable[[str], bool] | None,
+        verdicts: _Verdicts,
+    ) -> Lease | _NeedVerdict | _Finished:
+        """One try of acquire_lease on the locked run (see there for the outcomes)."""
+        now = utcnow()
+        status = RunStatus(run.status)
+        if status.terminal:
+            raise RunAlreadyFinished(to_view(RunView, run))
+        live = _lease_live(run, now)
+        if retried and status is RunStatus.RUNNING and live and run.lease_owner == owner:
+            return self._our_earlier_lease(s, run)
+        takeover = status is RunStatus.RUNNING
+        previous = run.lease_owner or run.worker or "an unknown worker"
+        why = ""
+        if takeover:
+            verdict = self._takeover_why(run, owner, live, holder_dead, verdicts)
+            if isinstance(verdict, _NeedVerdict):
+                return verdict
+            why = verdict
+        if takeover and run.cancel_requested_at is not None:
+            return self._cancel_orphan(s, run, owner=owner, previous=previous, now=now)
+        reason = f"taken over from {previous} ({why})" if takeover else f"started by {owner}"
+        self._apply_transition(
+            s, run, RunStatus.RUNNING, reason=reason, worker=owner, now=now, takeover=takeover
+        )
+        run.lease_token += 1
+        run.lease_owner = owner
+        run.lease_expires_at = now + timedelta(seconds=ttl_s)
+        run.attempt += 1
+        run.started_at = run.started_at or now
+        run.heartbeat_at = now
+        run.worker = owner
+        if takeover:
+            run.takeovers += 1
+        s.flush()
+        return self._lease_of(run, takeover=takeover)
+
+    def _our_earlier_lease(self, s: Session, run: Run) -> Lease:
+        """On a retry we already hold the lease: our earlier try committed. Was it a takeover?"""
+        last = s.scalars(
+            select(RunTransition.reason)
+            .where(RunTransition.run_id == run.id)
+            .order_by(RunTransition.id.desc())
+            .limit(1)
+        ).first()
+        return self._lease_of(run, takeover=bool(last and last.startswith("taken over")))
+
+    @staticmethod
+    def _takeover_why(
+        run: Run,
+        owner: str,
+        live: bool,
+        holder_dead: Callable[[str], bool] | None,
+        verdicts: _Verdicts,
+    ) -> str | _NeedVerdict:
+        """Why ``owner`` may take the running run over (LeaseBusy if it may not), or the
+        question to ask ``holder_dead`` first."""
+        if live and run.lease_owner != owner:
+            assert run.lease_owner is not None and run.lease_expires_at is not None
+            key = (run.lease_owner, run.lease_token)
+            if holder_dead is None:
+                raise LeaseBusy(run.id, run.lease_owner, run.lease_expires_at)
+            if key not in verdicts:
+                return _NeedVerdict(*key)
+            if not verdicts[key]:
+                raise LeaseBusy(run.id, run.lease_owner, run.lease_expires_at)
+            return "holder dead"
+        if live:
+            return "re-acquired by its holder"
+        if run.lease_owner is None:
+            return "lease released" if run.lease_expires_at is not None else "no lease"
+        return "lease expired"
+
+    def _cancel_orphan(
+        self, s: Session, run: Run, *, owner: str, previous: str, now: datetime
+    ) -> _Finished:
+        """The run's cancellation was requested and its worker is gone: cancel it now."""
+        self._apply_transition(
+            s,
+            run,
+            RunStatus.CANCELLED,
+            reason=f"cancelled: {run.cancel_reason} (its worker {previous} is gone)",
+            worker=owner,
+            now=now,
+            fields={
+                "error_code": CANCELLED_CODE,
+                "error_message": run.cancel_reason,
+            },
+        )
+        s.flush()
+        return _Finished(to_view(RunView, run))
+
+    @staticmethod
+    def _lease_of(run: Run, *, takeover: bool) -> Lease:
+        assert run.lease_owner is not None and run.lease_expires_at is not None
+        return Lease(
+            run_id=run.id,
+            owner=run.lease_owner,
+            token=run.lease_token,
+            expires_at=run.lease_expires_at,
+            attempt=run.attempt,
+            takeover=takeover,
+            takeovers=run.takeovers,
+        )
+
+    def renew_lease(self, run_id: str, *, token: int, ttl_s: float) -> RunView:
+        """Push the lease's expiry to now + ``ttl_s`` and record a heartbeat.
+
+        :class:`LeaseLost` when the token is not the run's any more, the lease was released or
+        the run is no longer running. The returned view carries ``cancel_requested_at``: a
+        worker that sees it set should stop and finish the run as cancelled.
+        """
+        if ttl_s <= 0:
+            raise ValueError(f"ttl_s must be positive, got {ttl_s}")
+        action = f"renewing the lease on run {run_id}"
+
+        def body(s: Session, _retried: bool) -> RunView:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"{action}: no such run {run_id!r}")
+            if (
+                run.lease_token != token
+                or run.status != RunStatus.RUNNING.value
+                or run.lease_owner is None
+            ):
+                raise LeaseLost(
+                    run_id,
+                    token,
+                    current_token=run.lease_token,
+                    holder=run.lease_owner,
+                    status=run.status,
+                    action=action,
+                )
+            now = utcnow()
+            run.lease_expires_at = now + timedelta(seconds=ttl_s)
+            run.heartbeat_at = now
+            s.flush()
+            return to_view(RunView, run)
+
+        return self._tx(action, body, write=True)
+
+    def release_lease(self, run_id: str, *, token: int) -> None:
+        """Give the lease up if ``token`` is still the run's (otherwise do nothing).
+
+        A run released while still ``running`` gets an already-expired lease, so the sweeper or
+        another worker can pick it up at once.
+        """
+
+        def body(s: Session, _retried: bool) -> None:
+            run = self._lock_run(s, run_id)
+            if run is None or run.lease_token != token:
+                return
+            run.lease_owner = None
+            running = run.status == RunStatus.RUNNING.value
+            run.lease_expires_at = utcnow() if running else None
+
+        self._tx(f"releasing the lease on run {run_id}", body, write=True)
+
+    def save_checkpoint(self, run_id: str, *, token: int, checkpoint: dict[str, Any]) -> None:
+        """Store the run's checkpoint (JSON), fenced by the lease token."""
+        action = f"saving the checkpoint of run {run_id}"
+
+        def body(s: Session, _retried: bool) -> None:
+            self._fence(s, run_id, token, action)
+            s.execute(
+                update(Run)
+                .where(Run.id == run_id)
+                .values(checkpoint=checkpoint)
+                .execution_options(synchronize_session=False)
+            )
+
+        self._tx(action, body, write=True)
+
+    def stuck_runs(self, *, queued_older_than_s: float, limit: int = 100) -> list[RunView]:
+        """Runs that need the sweeper: ``running`` with an expired lease, and ``queued`` or
+        ``retrying`` with no task message sent (``enqueued_at``, else ``queued_at``) for longer
+        than ``queued_older_than_s``. Oldest first. (Running runs without a lease, started by
+        :meth:`start_run`, are never listed: nothing says whether their process is alive.)"""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        now = utcnow()
+        cutoff = now - timedelta(seconds=queued_older_than_s)
+        waiting_since = func.coalesce(Run.enqueued_at, Run.queued_at)
+        query = (
+            select(Run)
+            .where(
+                or_(
+                    and_(Run.status == RunStatus.RUNNING.value, Run.lease_expires_at < now),
+                    and_(Run.status.in_(_AWAITING), waiting_since < cutoff),
+                )
+            )
+            .order_by(func.coalesce(Run.lease_expires_at, waiting_since), Run.id)
+            .limit(limit)
+        )
+        return self._read(
+            "looking for stuck runs", lambda s: [to_view(RunView, r) for r in s.scalars(query)]
+        )
+
+
+__all__ = ["LeaseMethods"]

@@ -1,0 +1,200 @@
+"""The run record itself: create it (with its first transition), read, list and delete it, and
+stamp its heartbeat / enqueue times. Status changes are :mod:`browserq.store.transitions`'."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, exc, select, update
+from sqlalchemy.orm import Session
+
+from browserq.errors import StoreError
+from browserq.store.engine import to_store_error
+from browserq.store.errors import DuplicateRun
+from browserq.store.models import Run, RunStatus, RunTransition, utcnow
+from browserq.store.plumbing import StoreBase, run_status_value
+from browserq.store.views import RunView, to_view
+
+#: The reason of every run's first transition (from nothing to its first status).
+ENQUEUED_REASON = "enqueued"
+
+
+class RunMethods(StoreBase):
+    """The run repository of :class:`browserq.store.Store`."""
+
+    def create_run(
+        self,
+        *,
+        run_id: str,
+        template_id: int,
+        template_name: str,
+        template_version: str,
+        params: dict,
+        timeout_s: float,
+        status: RunStatus | str = RunStatus.QUEUED,
+        task_id: str | None = None,
+        queue: str | None = None,
+        idempotency_key: str | None = None,
+        tenant: str | None = None,
+        secrets: str | None = None,
+        batch_id: str | None = None,
+        status_reason: str | None = None,
+        identity: str | None = None,
+        identity_pool: str | None = None,
+        template_hash: str | None = None,
+    ) -> None:
+        """Insert a run and its first transition (from nothing to ``status``, reason "enqueued").
+
+        ``secrets``: the encrypted secret params, never clear text. A reused idempotency key
+        raises :class:`DuplicateRun` (a StoreError).
+        """
+        columns: dict[str, Any] = {
+            "id": run_id,
+            "template_id": template_id,
+            "template_name": template_name,
+            "template_version": template_version,
+            "params": params,
+            "status": run_status_value(status),
+            "task_id": task_id,
+            "queue": queue,
+            "idempotency_key": idempotency_key,
+            "tenant": tenant,
+            "secrets": secrets,
+            "timeout_s": timeout_s,
+            "batch_id": batch_id,
+            "status_reason": status_reason or ENQUEUED_REASON,
+            "identity": identity,
+            "identity_pool": identity_pool,
+            "template_hash": template_hash,
+        }
+
+        def insert(s: Session, retried: bool) -> None:
+            if retried and self._created_earlier(s, columns):
+                return  # our earlier try committed
+            self._insert_run(s, columns)
+
+        action = f"creating run {run_id}"
+        try:
+            self._tx(action, insert, write=True, passthrough=(exc.IntegrityError,))
+        except exc.IntegrityError as e:
+            raise self._refused_run(e, run_id, idempotency_key, action) from e
+
+    @staticmethod
+    def _created_earlier(s: Session, columns: dict[str, Any]) -> bool:
+        """On a retry: is the run there already, as our earlier (unacknowledged) try wrote it?"""
+        existing = s.get(Run, columns["id"])
+        return (
+            existing is not None
+            and existing.template_id == columns["template_id"]
+            and existing.idempotency_key == columns["idempotency_key"]
+            and existing.params == columns["params"]
+        )
+
+    @staticmethod
+    def _insert_run(s: Session, columns: dict[str, Any]) -> None:
+        """The new run row (no attempt, no lease yet) and its first transition."""
+        now = utcnow()
+        s.add(
+            Run(
+                **columns,
+                attempt=0,
+                queued_at=now,
+                created_at=now,
+                lease_token=0,
+                takeovers=0,
+            )
+        )
+        s.flush()  # the run row first: the transition references it
+        s.add(
+            RunTransition(
+                run_id=columns["id"],
+                at=now,
+                from_status=None,
+                to_status=columns["status"],
+                reason=ENQUEUED_REASON,
+                worker=None,
+            )
+        )
+
+    def _refused_run(
+        self, error: exc.IntegrityError, run_id: str, idempotency_key: str | None, action: str
+    ) -> StoreError:
+        """What a refused insert means: DuplicateRun when another run has the key."""
+        if idempotency_key is not None:
+            existing_run = self.find_run_by_idempotency_key(idempotency_key)
+            if existing_run is not None and existing_run.id != run_id:
+                return DuplicateRun(idempotency_key, existing_run.id)
+        return to_store_error(error, self.url, action)
+
+    def get_run(self, run_id: str) -> RunView | None:
+        def read(s: Session) -> RunView | None:
+            run = s.get(Run, run_id)
+            return None if run is None else to_view(RunView, run)
+
+        return self._read(f"reading run {run_id}", read)
+
+    def find_run_by_idempotency_key(self, idempotency_key: str) -> RunView | None:
+        def read(s: Session) -> RunView | None:
+            run = s.scalar(select(Run).where(Run.idempotency_key == idempotency_key))
+            return None if run is None else to_view(RunView, run)
+
+        return self._read("looking up an idempotency key", read)
+
+    def heartbeat(self, run_id: str) -> None:
+        """Record that the worker running ``run_id`` is alive."""
+        self._stamp(run_id, "heartbeat_at", "heartbeat")
+
+    def mark_enqueued(self, run_id: str) -> None:
+        """Record that a task message was just sent for the run (``enqueued_at`` = now)."""
+        self._stamp(run_id, "enqueued_at", "mark enqueued")
+
+    def _stamp(self, run_id: str, column: str, what: str) -> None:
+        """Set one timestamp column of a run to now (StoreError for an unknown run)."""
+
+        def body(s: Session, _retried: bool) -> None:
+            result = s.execute(
+                update(Run)
+                .where(Run.id == run_id)
+                .values({column: utcnow()})
+                .execution_options(synchronize_session=False)
+            )
+            if result.rowcount == 0:
+                raise StoreError(f"cannot {what} run {run_id!r}: no such run")
+
+        self._tx(f"{what} of run {run_id}", body, write=True)
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete a run with its step attempts, artifact rows and transitions (no-op if absent)."""
+
+        def body(s: Session, _retried: bool) -> None:
+            s.execute(
+                delete(Run).where(Run.id == run_id).execution_options(synchronize_session=False)
+            )
+
+        self._tx(f"deleting run {run_id}", body, write=True)
+
+    def list_runs(
+        self, *, limit: int = 20, status: RunStatus | str | None = None, template: str | None = None
+    ) -> list[RunView]:
+        """The newest runs first, optionally of one status and/or one template name."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        query = select(Run).order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)
+        if status is not None:
+            query = query.where(Run.status == run_status_value(status))
+        if template is not None:
+            query = query.where(Run.template_name == template)
+        return self._read(
+            "listing runs", lambda s: [to_view(RunView, run) for run in s.scalars(query)]
+        )
+
+    def run_ids_starting_with(self, prefix: str, *, limit: int = 5) -> list[str]:
+        """Run ids that begin with ``prefix`` (so people can type a short id)."""
+        cleaned = "".join(ch for ch in prefix.lower() if ch in "0123456789abcdef")
+        if not cleaned:
+            return []
+        query = select(Run.id).where(Run.id.startswith(cleaned)).order_by(Run.id).limit(limit)
+        return self._read("looking up a run id", lambda s: list(s.scalars(query)))
+
+
+__all__ = ["ENQUEUED_REASON", "RunMethods"]

@@ -1,0 +1,310 @@
+"""What a run attempt recorded: its step attempts (started, finished, skipped, interrupted) and the
+artifact rows (screenshots, DOM, traces) that point at files in the artifacts directory.
+
+Every write may be fenced with the run's lease ``token``; a retried write first looks for the row
+its earlier, unacknowledged try may have committed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from browserq.errors import Codes, StoreError
+from browserq.store.models import Artifact, Run, StepAttempt, StepStatus, utcnow
+from browserq.store.plumbing import StoreBase
+from browserq.store.views import ArtifactView, StepView, to_view
+
+WORKER_LOST_CODE = Codes.WORKER_LOST.code
+WORKER_LOST_MESSAGE = "the worker stopped before this step reported a result"
+
+_FINAL_STEP_STATUSES = frozenset(
+    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.UNKNOWN}
+)
+
+
+def _step_status(status: StepStatus | str) -> StepStatus:
+    try:
+        return StepStatus(status)
+    except ValueError:
+        allowed = ", ".join(s.value for s in StepStatus)
+        raise ValueError(f"unknown step status {status!r}; expected one of {allowed}") from None
+
+
+class StepMethods(StoreBase):
+    """The step-attempt and artifact repository of :class:`browserq.store.Store`."""
+
+    def start_step(
+        self,
+        *,
+        run_id: str,
+        run_attempt: int,
+        step_path: str,
+        step_id: str | None,
+        attempt: int,
+        action: str,
+        inputs: dict,
+        url_before: str | None,
+        token: int | None = None,
+    ) -> int:
+        """Append a ``started`` step attempt; return its id for :meth:`finish_step`."""
+        return self._insert_step(
+            run_id=run_id,
+            run_attempt=run_attempt,
+            step_path=step_path,
+            step_id=step_id,
+            attempt=attempt,
+            action=action,
+            inputs=inputs,
+            url_before=url_before,
+            status=StepStatus.STARTED,
+            token=token,
+        )
+
+    def record_skipped_step(
+        self,
+        *,
+        run_id: str,
+        run_attempt: int,
+        step_path: str,
+        step_id: str | None,
+        attempt: int,
+        action: str,
+        inputs: dict,
+        url_before: str | None,
+        reason: str,
+        token: int | None = None,
+    ) -> int:
+        """Append one finished ``skipped`` row; ``reason`` is kept in ``error_message``."""
+        return self._insert_step(
+            run_id=run_id,
+            run_attempt=run_attempt,
+            step_path=step_path,
+            step_id=step_id,
+            attempt=attempt,
+            action=action,
+            inputs=inputs,
+            url_before=url_before,
+            status=StepStatus.SKIPPED,
+            reason=reason,
+            token=token,
+        )
+
+    def _insert_step(
+        self,
+        *,
+        status: StepStatus,
+        token: int | None,
+        reason: str | None = None,
+        **columns: Any,
+    ) -> int:
+        run_id = columns["run_id"]
+        action = f"recording step {columns['step_path']} of run {run_id}"
+
+        def body(s: Session, retried: bool) -> int:
+            if token is not None:
+                self._fence(s, run_id, token, action)
+            if retried:
+                # (run, run attempt, step path, step attempt) names one step execution.
+                earlier = s.scalar(
+                    select(StepAttempt.id)
+                    .where(
+                        StepAttempt.run_id == run_id,
+                        StepAttempt.run_attempt == columns["run_attempt"],
+                        StepAttempt.step_path == columns["step_path"],
+                        StepAttempt.attempt == columns["attempt"],
+                    )
+                    .order_by(StepAttempt.id.desc())
+                    .limit(1)
+                )
+                if earlier is not None:
+                    return earlier
+            now = utcnow()
+            row = StepAttempt(**columns, status=status.value, started_at=now)
+            if status is StepStatus.SKIPPED:
+                row.finished_at = now
+                row.duration_ms = 0.0
+                row.url_after = columns["url_before"]
+                row.error_message = reason
+            s.add(row)
+            s.flush()
+            return row.id
+
+        return self._tx(action, body, write=True)
+
+    def finish_step(
+        self,
+        step_attempt_id: int,
+        *,
+        status: StepStatus | str,
+        url_after: str | None,
+        output: Any = None,
+        error_code: str | None = None,
+        error_message: str | None = None,
+        retryable: bool | None = None,
+        token: int | None = None,
+        checkpoint: dict[str, Any] | None = None,
+        warnings: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Move a ``started`` attempt to its final status; sets ``finished_at`` and ``duration_ms``.
+
+        ``warnings``: ``[{code, message}]`` when the step succeeded but a limit cut it short.
+
+        ``checkpoint``: also store the run's checkpoint, in the same transaction (so a step is
+        never recorded as done without the checkpoint that covers it, nor the other way round).
+        """
+        final = _step_status(status)
+        if final not in _FINAL_STEP_STATUSES:
+            raise ValueError(f"finish_step needs a final status, got {final.value!r}")
+        action = f"finishing step attempt {step_attempt_id}"
+
+        def body(s: Session, retried: bool) -> None:
+            found = s.execute(
+                select(StepAttempt.run_id, StepAttempt.started_at, StepAttempt.status).where(
+                    StepAttempt.id == step_attempt_id
+                )
+            ).one_or_none()
+            if found is None:
+                raise StoreError(f"cannot finish step attempt {step_attempt_id}: no such attempt")
+            if token is not None:
+                self._fence(s, found.run_id, token, action)
+            if retried and found.status == final.value:
+                return  # our earlier try committed
+            now = utcnow()
+            duration_ms = max(0.0, (now - found.started_at).total_seconds() * 1000.0)
+            result = s.execute(
+                update(StepAttempt)
+                .where(
+                    StepAttempt.id == step_attempt_id,
+                    StepAttempt.status == StepStatus.STARTED.value,
+                )
+                .values(
+                    status=final.value,
+                    url_after=url_after,
+                    output=output,
+                    error_code=error_code,
+                    error_message=error_message,
+                    retryable=retryable,
+                    finished_at=now,
+                    duration_ms=duration_ms,
+                    warnings=warnings or None,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if result.rowcount == 0:
+                raise StoreError(
+                    f"cannot finish step attempt {step_attempt_id}: it is already finished"
+                )
+            if checkpoint is not None:
+                s.execute(
+                    update(Run)
+                    .where(Run.id == found.run_id)
+                    .values(checkpoint=checkpoint)
+                    .execution_options(synchronize_session=False)
+                )
+
+        self._tx(action, body, write=True)
+
+    def mark_interrupted_steps(self, run_id: str, *, before_attempt: int) -> list[StepView]:
+        """Step attempts left ``started`` by run attempts before ``before_attempt`` (their worker
+        died) become ``unknown`` with error WORKER_LOST; returns them (now unknown)."""
+        action = f"marking interrupted steps of run {run_id}"
+
+        def body(s: Session, retried: bool) -> list[StepView]:
+            self._lock_run(s, run_id)  # runs before steps, like every fenced write
+            statuses = [StepStatus.STARTED.value]
+            if retried:  # our earlier try may have committed: return its rows too
+                statuses.append(StepStatus.UNKNOWN.value)
+            rows = list(
+                s.scalars(
+                    select(StepAttempt)
+                    .where(
+                        StepAttempt.run_id == run_id,
+                        StepAttempt.run_attempt < before_attempt,
+                        StepAttempt.status.in_(statuses),
+                        or_(
+                            StepAttempt.status == StepStatus.STARTED.value,
+                            StepAttempt.error_code == WORKER_LOST_CODE,
+                        ),
+                    )
+                    .order_by(StepAttempt.id)
+                )
+            )
+            for row in rows:
+                row.status = StepStatus.UNKNOWN.value
+                row.error_code = WORKER_LOST_CODE
+                row.error_message = WORKER_LOST_MESSAGE
+            s.flush()
+            return [to_view(StepView, row) for row in rows]
+
+        return self._tx(action, body, write=True)
+
+    def steps(self, run_id: str) -> list[StepView]:
+        """Every step attempt of the run, in the order they were recorded."""
+        query = select(StepAttempt).where(StepAttempt.run_id == run_id).order_by(StepAttempt.id)
+        return self._read(
+            f"reading steps of run {run_id}",
+            lambda s: [to_view(StepView, row) for row in s.scalars(query)],
+        )
+
+    # --- artifacts ----------------------------------------------------------------------------
+    def add_artifact(
+        self,
+        *,
+        run_id: str,
+        step_attempt_id: int | None,
+        kind: str,
+        path: str,
+        content_type: str,
+        size: int,
+        sha256: str,
+        token: int | None = None,
+    ) -> int:
+        """Record a file already written under the artifacts dir (``path`` relative to it)."""
+        action = f"recording artifact {path} of run {run_id}"
+
+        def body(s: Session, retried: bool) -> int:
+            if token is not None:
+                self._fence(s, run_id, token, action)
+            if retried:
+                earlier = s.scalar(
+                    select(Artifact.id)
+                    .where(
+                        Artifact.run_id == run_id,
+                        Artifact.path == path,
+                        Artifact.sha256 == sha256,
+                        Artifact.kind == str(kind),
+                    )
+                    .order_by(Artifact.id.desc())
+                    .limit(1)
+                )
+                if earlier is not None:
+                    return earlier
+            row = Artifact(
+                run_id=run_id,
+                step_attempt_id=step_attempt_id,
+                kind=str(kind),
+                path=path,
+                content_type=content_type,
+                size=size,
+                sha256=sha256,
+                created_at=utcnow(),
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+        return self._tx(action, body, write=True)
+
+    def artifacts(self, run_id: str) -> list[ArtifactView]:
+        """Every artifact row of the run, in the order they were recorded."""
+        query = select(Artifact).where(Artifact.run_id == run_id).order_by(Artifact.id)
+        return self._read(
+            f"reading artifacts of run {run_id}",
+            lambda s: [to_view(ArtifactView, row) for row in s.scalars(query)],
+        )
+
+
+__all__ = ["WORKER_LOST_CODE", "WORKER_LOST_MESSAGE", "StepMethods"]

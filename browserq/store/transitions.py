@@ -1,0 +1,257 @@
+"""Every status change of a run, checked against the state machine and logged: the generic
+:meth:`~TransitionMethods.transition`, a worker starting a run without a lease, and finishing it.
+
+Leaving ``running`` ends the lease. When the holder itself does it (it presented the current
+token) the token stays, so its own late writes still pass; anyone else (the sweeper, an operator)
+bumps the token, which fences the old holder out.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from browserq.errors import Codes, StoreError
+from browserq.store.errors import IllegalTransition
+from browserq.store.models import Run, RunStatus, RunTransition, utcnow
+from browserq.store.plumbing import StoreBase, run_status_value
+from browserq.store.states import FINISHED, LEGAL
+from browserq.store.views import RunView, TransitionView, to_view
+
+#: The error code of a run that ends cancelled.
+CANCELLED_CODE = Codes.CANCELLED.code
+
+#: Run columns that :meth:`TransitionMethods.transition` may not set through ``fields``.
+_PROTECTED_FIELDS = frozenset({"id", "status", "lease_token", "created_at"})
+_RUN_COLUMNS = frozenset(c.key for c in Run.__table__.columns)
+
+
+def check_transition(
+    frm: RunStatus | str, to: RunStatus | str, *, run_id: str | None = None
+) -> None:
+    """Raise :class:`IllegalTransition` unless ``frm`` → ``to`` is legal."""
+    if RunStatus(to) not in LEGAL[RunStatus(frm)]:
+        raise IllegalTransition(run_id, frm, to)
+
+
+class TransitionMethods(StoreBase):
+    """Run status changes of :class:`browserq.store.Store` (and the step every other status
+    change goes through: :meth:`_apply_transition`)."""
+
+    def _apply_transition(
+        self,
+        s: Session,
+        run: Run,
+        to: RunStatus,
+        *,
+        reason: str,
+        worker: str | None,
+        now: datetime,
+        fenced: bool = False,
+        takeover: bool = False,
+        fields: dict[str, Any] | None = None,
+    ) -> None:
+        """Check and apply ``run.status → to`` and log it (the caller holds the row lock).
+
+        ``fenced``: the lease holder itself does it (see the module docstring).
+        """
+        frm = RunStatus(run.status)
+        if to is frm and not takeover:
+            raise IllegalTransition(
+                run.id, frm, to, note="only acquire_lease may take over a running run"
+            )
+        check_transition(frm, to, run_id=run.id)
+        if frm is RunStatus.RUNNING and to is not RunStatus.RUNNING:
+            if not fenced:
+                run.lease_token += 1
+            if to is RunStatus.QUEUED and not fenced:
+                # Re-enqueued from under its worker (the sweeper: the lease expired, the worker
+                # vanished). That is a lost worker like a takeover: the poison cap counts it.
+                run.takeovers += 1
+            run.lease_owner = None
+            run.lease_expires_at = None
+        run.status = to.value
+        run.finished_at = now if to in FINISHED else None
+        run.status_reason = reason
+        for key, value in (fields or {}).items():
+            setattr(run, key, value)
+        s.add(
+            RunTransition(
+                run_id=run.id,
+                at=now,
+                from_status=frm.value,
+                to_status=to.value,
+                reason=reason,
+                worker=worker,
+            )
+        )
+
+    def _already_applied(self, s: Session, run: Run, to: RunStatus, reason: str) -> bool:
+        """On a retry: did our earlier, unacknowledged try already make this transition?"""
+        if run.status != to.value:
+            return False
+        last = s.scalars(
+            select(RunTransition)
+            .where(RunTransition.run_id == run.id)
+            .order_by(RunTransition.id.desc())
+            .limit(1)
+        ).first()
+        return last is not None and last.to_status == to.value and last.reason == reason
+
+    def transition(
+        self,
+        run_id: str,
+        to: RunStatus | str,
+        *,
+        reason: str,
+        worker: str | None = None,
+        token: int | None = None,
+        fields: dict[str, Any] | None = None,
+    ) -> RunView:
+        """Move the run to ``to`` in one transaction, or raise (and write nothing).
+
+        Locks the row, checks the fencing ``token`` when given (:class:`LeaseLost`), checks the
+        state machine (:class:`IllegalTransition`), sets the status, ``status_reason`` (=
+        ``reason`` unless ``fields`` sets it), ``finished_at`` (final statuses; cleared
+        otherwise) and ``fields`` (any other run columns, e.g. outputs or error_code), and
+        appends a ``run_transitions`` row.
+        """
+        target = RunStatus(run_status_value(to))
+        bad = set(fields or {}) - (_RUN_COLUMNS - _PROTECTED_FIELDS)
+        if bad:
+            raise ValueError(f"transition cannot set {sorted(bad)}: not settable run columns")
+        action = f"moving run {run_id} to {target.value}"
+
+        def body(s: Session, retried: bool) -> RunView:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"{action}: no such run {run_id!r}")
+            if retried and self._already_applied(s, run, target, reason):
+                return to_view(RunView, run)
+            if token is not None:
+                self._fence_run(run, token, action)
+            self._apply_transition(
+                s,
+                run,
+                target,
+                reason=reason,
+                worker=worker,
+                now=utcnow(),
+                fenced=token is not None,
+                fields=fields,
+            )
+            s.flush()
+            return to_view(RunView, run)
+
+        return self._tx(action, body, write=True)
+
+    def transitions(self, run_id: str) -> list[TransitionView]:
+        """The run's status history, oldest first (the creation has ``from_status`` None)."""
+        query = (
+            select(RunTransition).where(RunTransition.run_id == run_id).order_by(RunTransition.id)
+        )
+        return self._read(
+            f"reading transitions of run {run_id}",
+            lambda s: [to_view(TransitionView, row) for row in s.scalars(query)],
+        )
+
+    def start_run(self, run_id: str, *, worker: str) -> RunView:
+        """A worker starts (or restarts) the run without a lease (in-process runs): running,
+        attempt + 1, heartbeat now. ``started_at`` is set by the first start only.
+
+        Restarting a run that is ``running`` counts as a takeover and revokes any lease on it.
+        """
+        action = f"starting run {run_id}"
+
+        def body(s: Session, _retried: bool) -> RunView:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"cannot start run {run_id!r}: no such run")
+            now = utcnow()
+            restart = run.status == RunStatus.RUNNING.value
+            if restart:
+                reason = (
+                    f"restarted by {worker} (was running on {run.worker or 'an unknown worker'})"
+                )
+            else:
+                reason = f"started by {worker}"
+            self._apply_transition(
+                s, run, RunStatus.RUNNING, reason=reason, worker=worker, now=now, takeover=restart
+            )
+            if restart:
+                run.takeovers += 1
+                run.lease_token += 1
+                run.lease_owner = None
+                run.lease_expires_at = None
+            run.attempt += 1
+            run.started_at = run.started_at or now
+            run.heartbeat_at = now
+            run.worker = worker
+            s.flush()
+            return to_view(RunView, run)
+
+        return self._tx(action, body, write=True)
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus | str,
+        outputs: dict | None,
+        error_code: str | None = None,
+        error_message: str | None = None,
+        error_step_path: str | None = None,
+        token: int | None = None,
+        worker: str | None = None,
+        reason: str | None = None,
+        warnings: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Move the run to ``status`` (through the state machine) with its outputs and error.
+
+        A final status sets ``finished_at``; a non-final one (e.g. ``retrying``) clears it.
+        ``token``: fence the write with the caller's lease. ``worker`` defaults to the run's
+        worker; ``reason`` to a summary of the outcome. ``warnings``: where a limit cut the
+        result short (stored as NULL when empty).
+        """
+        target = RunStatus(run_status_value(status))
+        if reason is None:
+            if error_code or error_message:
+                reason = ": ".join(p for p in (error_code, error_message) if p)
+            else:
+                reason = f"{target.value} by its worker"
+        action = f"finishing run {run_id}"
+
+        def body(s: Session, retried: bool) -> None:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"cannot finish run {run_id!r}: no such run")
+            if retried and self._already_applied(s, run, target, reason):
+                return
+            if token is not None:
+                self._fence_run(run, token, action)
+            now = utcnow()
+            self._apply_transition(
+                s,
+                run,
+                target,
+                reason=reason,
+                worker=worker if worker is not None else run.worker,
+                now=now,
+                fenced=token is not None,
+                fields={
+                    "outputs": outputs,
+                    "error_code": error_code,
+                    "error_message": error_message,
+                    "error_step_path": error_step_path,
+                    "heartbeat_at": now,
+                    "warnings": warnings or None,
+                },
+            )
+
+        self._tx(action, body, write=True)
+
+
+__all__ = ["CANCELLED_CODE", "TransitionMethods", "check_transition"]

@@ -1,0 +1,215 @@
+"""Step attempts and artifact rows (browserq.store.steps), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC
+
+import pytest
+from sqlalchemy import text
+
+from browserq.errors import StoreError
+from browserq.store import LeaseLost, RunStatus, StepStatus, Store
+from tests.store.helpers import expire_lease, new_run, run_in, template
+from tests.store.helpers import step as new_step
+
+S = RunStatus
+
+
+def test_step_attempts_are_append_only(store: Store) -> None:
+    run_id = new_run(store, template(store))
+    store.start_run(run_id, worker="w")
+    nav = new_step(store, run_id, "0")
+    store.finish_step(nav, status="succeeded", url_after="https://example.test/b", output={"ok": 1})
+
+    first = new_step(store, run_id, "1[3].0", attempt=1)
+    store.finish_step(
+        first,
+        status=StepStatus.FAILED,
+        url_after="https://example.test/b",
+        error_code="SELECTOR_NOT_FOUND",
+        error_message="no element matched",
+        retryable=True,
+    )
+    before = store.steps(run_id)
+    retry = new_step(store, run_id, "1[3].0", attempt=2)
+    assert retry not in (nav, first)
+    store.finish_step(retry, status="succeeded", url_after="https://example.test/c", output="text")
+
+    steps = store.steps(run_id)
+    assert [s.id for s in steps] == sorted(s.id for s in steps) == [nav, first, retry]
+    assert steps[:2] == before  # the failed attempt was not touched by the retry
+    assert [(s.step_path, s.attempt, s.status) for s in steps] == [
+        ("0", 1, "succeeded"),
+        ("1[3].0", 1, "failed"),
+        ("1[3].0", 2, "succeeded"),
+    ]
+    failed = steps[1]
+    assert (failed.error_code, failed.retryable, failed.output) == (
+        "SELECTOR_NOT_FOUND",
+        True,
+        None,
+    )
+    assert steps[0].output == {"ok": 1} and steps[2].output == "text"
+    for s in steps:
+        assert s.run_attempt == 1 and s.action == "click" and s.inputs == {"selector": "#go"}
+        assert s.duration_ms is not None and s.duration_ms >= 0
+        assert s.finished_at is not None and s.finished_at >= s.started_at
+        assert s.started_at.tzinfo == UTC
+        assert s.url_before == "https://example.test/a"
+
+
+def test_a_started_step_stays_open_until_finished(store: Store) -> None:
+    run_id = new_run(store, template(store))
+    step = new_step(store, run_id)
+    (open_step,) = store.steps(run_id)
+    assert (open_step.status, open_step.finished_at, open_step.duration_ms) == (
+        "started",
+        None,
+        None,
+    )
+    store.finish_step(step, status="failed", url_after=None, error_code="TIMEOUT", retryable=True)
+    with pytest.raises(StoreError, match="already finished"):
+        store.finish_step(step, status="succeeded", url_after=None)
+    assert store.steps(run_id)[0].status == "failed"
+
+
+def test_finish_step_errors(store: Store) -> None:
+    with pytest.raises(StoreError, match="no such attempt"):
+        store.finish_step(987654, status="succeeded", url_after=None)
+    run_id = new_run(store, template(store))
+    step = new_step(store, run_id)
+    with pytest.raises(ValueError, match="final status"):
+        store.finish_step(step, status="started", url_after=None)
+    with pytest.raises(ValueError, match="unknown step status"):
+        store.finish_step(step, status="weird", url_after=None)
+
+
+def test_skipped_step_is_one_row(store: Store) -> None:
+    run_id = new_run(store, template(store))
+    sid = store.record_skipped_step(
+        run_id=run_id,
+        run_attempt=1,
+        step_path="2",
+        step_id="maybe",
+        attempt=1,
+        action="click",
+        inputs={"selector": "#cookie"},
+        url_before="https://example.test/",
+        reason="when: condition was false",
+    )
+    (step,) = store.steps(run_id)
+    assert step.id == sid
+    assert (step.status, step.error_message, step.duration_ms) == (
+        "skipped",
+        "when: condition was false",
+        0.0,
+    )
+    assert step.finished_at == step.started_at
+    assert step.error_code is None
+
+
+def test_steps_from_many_threads(store: Store) -> None:
+    run_ids = [new_run(store, template(store)) for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def work(run_id: str) -> None:
+        try:
+            for i in range(8):
+                sid = new_step(store, run_id, str(i))
+                store.finish_step(sid, status="succeeded", url_after=None)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in run_ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    for run_id in run_ids:
+        assert [s.step_path for s in store.steps(run_id)] == [str(i) for i in range(8)]
+
+
+def test_artifacts_are_linked_to_steps(store: Store) -> None:
+    run_id = new_run(store, template(store))
+    step = new_step(store, run_id)
+    store.finish_step(step, status="failed", url_after=None, error_code="TIMEOUT")
+    shot = store.add_artifact(
+        run_id=run_id,
+        step_attempt_id=step,
+        kind="failure_screenshot",
+        path=f"{run_id}/0-1.png",
+        content_type="image/png",
+        size=1234,
+        sha256="c" * 64,
+    )
+    trace = store.add_artifact(
+        run_id=run_id,
+        step_attempt_id=None,
+        kind="trace",
+        path=f"{run_id}/trace.zip",
+        content_type="application/zip",
+        size=5_000_000_000,
+        sha256="d" * 64,
+    )
+    arts = store.artifacts(run_id)
+    assert [a.id for a in arts] == [shot, trace]
+    assert (arts[0].step_attempt_id, arts[0].kind, arts[0].size) == (
+        step,
+        "failure_screenshot",
+        1234,
+    )
+    assert (arts[1].step_attempt_id, arts[1].size) == (None, 5_000_000_000)
+    assert arts[0].created_at.tzinfo == UTC
+
+    # Removing a step attempt row (never done by the store) keeps the artifact, unlinked.
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM step_attempts WHERE id = :id"), {"id": step})
+    assert store.artifacts(run_id)[0].step_attempt_id is None
+
+
+def test_finish_step_can_save_the_checkpoint_with_it(store: Store) -> None:
+    run_id, lease = run_in(store, S.RUNNING)
+    assert lease is not None
+    sid = new_step(store, run_id, "0", token=lease.token)
+    store.finish_step(
+        sid, status="succeeded", url_after=None, token=lease.token, checkpoint={"path": "0"}
+    )
+    assert store.get_run(run_id).checkpoint == {"path": "0"}  # type: ignore[union-attr]
+    late = new_step(store, run_id, "1", token=lease.token)
+    store.transition(run_id, "queued", reason="swept", worker="sweeper")  # revokes the lease
+    with pytest.raises(LeaseLost):
+        store.finish_step(
+            late, status="succeeded", url_after=None, token=lease.token, checkpoint={"path": "1"}
+        )
+    assert store.get_run(run_id).checkpoint == {"path": "0"}  # type: ignore[union-attr]
+    assert store.steps(run_id)[-1].status == "started"
+
+
+def test_mark_interrupted_steps(store: Store) -> None:
+    run_id = new_run(store)
+    first = store.acquire_lease(run_id, owner="a", ttl_s=30)
+    done = new_step(store, run_id, "0", run_attempt=first.attempt)
+    store.finish_step(done, status="succeeded", url_after=None)
+    hanging = new_step(store, run_id, "1", run_attempt=first.attempt)
+    expire_lease(store, run_id)
+    second = store.acquire_lease(run_id, owner="b", ttl_s=30)
+    current = new_step(store, run_id, "1", run_attempt=second.attempt)
+
+    marked = store.mark_interrupted_steps(run_id, before_attempt=second.attempt)
+    assert [s.id for s in marked] == [hanging]
+    (m,) = marked
+    assert (m.status, m.error_code, m.error_message) == (
+        "unknown",
+        "WORKER_LOST",
+        "the worker stopped before this step reported a result",
+    )
+    assert {s.id: s.status for s in store.steps(run_id)} == {
+        done: "succeeded",
+        hanging: "unknown",
+        current: "started",
+    }
+    assert store.mark_interrupted_steps(run_id, before_attempt=second.attempt) == []
+    with pytest.raises(StoreError, match="already finished"):
+        store.finish_step(hanging, status="succeeded", url_after=None)
