@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING
 import structlog
 
 from browserq.errors import ConfigError, TemplateInvalid, TemplateNotFound
+from browserq.templates.fields import version_tuple
 from browserq.templates.loader import (
     DEFAULT_MAX_REPEAT,
     DEFAULT_MAX_SELECTOR_LENGTH,
     LoadedTemplate,
     load_template_file,
+    load_template_text,
 )
 from browserq.templates.messages import did_you_mean
-from browserq.templates.model import version_tuple
 from browserq.templates.params import show
 
 if TYPE_CHECKING:
@@ -99,10 +100,27 @@ class TemplateRegistry:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TemplateRegistry:
+        """The registry of ``BROWSERQ_TEMPLATES_DIR`` with every settings-derived limit applied.
+
+        The one way the service builds a registry (producer, worker, CLI), so ``browserq
+        templates list/validate`` refuse exactly what the producer refuses.
+        """
         return cls(
             settings.templates_dir,
             max_selector_length=settings.max_selector_length,
             max_repeat=settings.max_repeat,
+        )
+
+    def load_text(self, text: str, source: str = "<string>") -> LoadedTemplate:
+        """Check a template body held elsewhere (a run's stored body) with this registry's limits."""
+        return load_template_text(
+            text, source, max_selector_length=self.max_selector_length, max_repeat=self.max_repeat
+        )
+
+    def validate_files(self, paths: Iterable[Path]) -> dict[Path, LoadedTemplate | TemplateInvalid]:
+        """:func:`validate_files` with this registry's limits (files inside its directory or not)."""
+        return validate_files(
+            paths, max_selector_length=self.max_selector_length, max_repeat=self.max_repeat
         )
 
     # --- public --------------------------------------------------------------------------
