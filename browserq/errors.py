@@ -2,6 +2,10 @@
 
     BrowserqError
     ├── ConfigError              settings are wrong (missing key, bad path, unknown setting)
+    │   ├── InvalidRate          a rate or rate map cannot be parsed         limits/errors.py
+    │   ├── InvalidBlockKind     a resource kind that cannot be blocked      limits/errors.py
+    │   ├── InvalidTenantCaps    tenant caps are malformed                   limits/errors.py
+    │   └── TemplatesDirMissing  no templates directory (also a TemplateNotFound)  templates/errors.py
     ├── TemplateError            a template cannot be used
     │   ├── TemplateNotFound     no such name / version in the registry
     │   ├── TemplateInvalid      YAML or schema problem (carries file and line)
@@ -9,9 +13,11 @@
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
     ├── StoreError               the run store (database) failed
+    ├── LimitsUnavailable        the limits Redis is unreachable: WAIT       limits/errors.py
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
-        └── InfrastructureError  the browser crashed or disconnected: recycle it
+        ├── InfrastructureError  the browser crashed or disconnected: recycle it
+        └── RateLimitTimeout     the next request slot is past the run's budget (RUN_TIMEOUT)  limits/errors.py
 
 A *step* failure (selector missing, JS exception, timeout, assertion) is a ``StepFailed``: the
 runner records it and retries in place when the code says so. Only ``InfrastructureError`` makes a

@@ -10,6 +10,7 @@ this package import from the module that defines a name, never from this ``__ini
 registry with :meth:`TemplateRegistry.from_settings`, which applies every settings-derived limit.
 """
 
+from browserq.templates.errors import TemplatesDirMissing
 from browserq.templates.fields import version_tuple
 from browserq.templates.interpolate import (
     NOT_INTERPOLATED,
@@ -30,7 +31,7 @@ from browserq.templates.loader import (
 )
 from browserq.templates.model import ParamSpec, SessionSpec, Template
 from browserq.templates.params import PARAM_TYPES, coerce_value, secret_names, validate_params
-from browserq.templates.registry import TemplateRegistry, TemplatesDirMissing, parse_ref
+from browserq.templates.registry import TemplateRegistry, parse_ref
 from browserq.templates.settings_model import TemplateSettings
 from browserq.templates.steps import (
     ACTION_CLASSES,

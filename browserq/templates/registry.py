@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from browserq.errors import ConfigError, TemplateInvalid, TemplateNotFound
+from browserq.errors import TemplateInvalid, TemplateNotFound
+from browserq.templates.errors import TemplatesDirMissing
 from browserq.templates.fields import version_tuple
 from browserq.templates.loader import (
     DEFAULT_MAX_REPEAT,
@@ -40,10 +41,6 @@ MAX_REF_LENGTH = 200
 _REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*?)(?:@(?P<version>\d+(?:\.\d+){0,2}))?$")
 
 Version = tuple[int, ...]
-
-
-class TemplatesDirMissing(ConfigError, TemplateNotFound):
-    """The configured templates directory does not exist (both a config and a lookup failure)."""
 
 
 def parse_ref(ref: str) -> tuple[str, Version]:
@@ -290,3 +287,15 @@ def _broken_entry(stamp: tuple[int, int], path: Path, error: TemplateInvalid) ->
     if error.name is None:  # say which template the problems belong to
         error = TemplateInvalid(error.source, error.problems, name=name)
     return _Entry(stamp, None, error, name, version)
+
+
+#: ``TemplatesDirMissing`` is re-exported for its old import path (it is defined in templates/errors.py).
+__all__ = [
+    "MAX_REF_LENGTH",
+    "TEMPLATE_SUFFIXES",
+    "TemplateRegistry",
+    "TemplatesDirMissing",
+    "duplicate_errors",
+    "parse_ref",
+    "validate_files",
+]

@@ -10,8 +10,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from browserq.errors import StepFailed, TemplateInvalid
-from browserq.templates import ClickStep, render_step
-from browserq.templates import fields, model, settings_model, steps
+from browserq.templates import ClickStep, fields, model, render_step, settings_model, steps
 from tests.conftest import template
 
 #: The modules the schema is split into.
