@@ -2,8 +2,7 @@
 
 Rules that only involve one step (``exactly one of pixels/selector/to``) live here; rules that
 need the whole template (references, duplicate ids, domains, limits) live in
-:mod:`browserq.templates.checks`, which the loader runs on the raw YAML so that every problem is
-reported at once.
+:mod:`browserq.templates.checks`, run by the loader on the raw YAML to report every problem at once.
 """
 
 from __future__ import annotations
