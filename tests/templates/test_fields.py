@@ -1,4 +1,4 @@
-"""The schema's building blocks, checked on their own (YAML-level messages: test_loading)."""
+"""The schema's building blocks, checked on their own (YAML-level messages: test_loader)."""
 
 from __future__ import annotations
 
