@@ -1,15 +1,21 @@
 """browserq's errors: one tree, and one table of error codes whose entries carry the retry policy.
 
-    BrowserqError
+    BrowserqError                                                   [policy] (code)  where
     ├── ConfigError              settings are wrong (missing key, bad path, unknown setting)
-    │   └── BrowserLaunchFailed  (browsers/errors.py; also a BrowserUnusable, below)
+    │   ├── InvalidRate          a rate or rate map cannot be parsed               limits/errors.py
+    │   ├── InvalidBlockKind     a resource kind that cannot be blocked            limits/errors.py
+    │   ├── InvalidTenantCaps    tenant caps are malformed                         limits/errors.py
+    │   ├── TemplatesDirMissing  no templates directory (also a TemplateNotFound) templates/errors.py
+    │   └── BrowserLaunchFailed  Chromium or its driver would not start; says what to fix
+    │                            (also a BrowserUnusable, below)                 browsers/errors.py
     ├── TemplateError            a template cannot be used
     │   ├── TemplateNotFound     no such name / version in the registry
     │   ├── TemplateInvalid      YAML or schema problem (carries file and line)
     │   └── TemplateChanged      a used name@version now has another body (bump the version)
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
-    ├── StoreError               the run store (database) failed          (branch: store/errors.py)
+    ├── LimitsUnavailable        the limits Redis is unreachable              [WAIT] limits/errors.py
+    ├── StoreError               the run store (database) failed                  store/errors.py
     │   ├── StoreUnavailable     the database stayed unreachable for the retry window  [WAIT]
     │   ├── DuplicateRun         the idempotency key is another run's
     │   ├── IllegalTransition    a status change the state machine forbids (a caller's bug)
@@ -23,12 +29,13 @@
     │       └── IdentityLeaseLost  a fenced identity write whose token is no longer current
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
-        ├── InfrastructureError  the browser crashed or disconnected: recycle it
-        │   └── BrowserUnusable  (browsers/errors.py) no working browser even after a relaunch
-        │       └── BrowserLaunchFailed  Chromium or its driver would not start; says what to fix
-        └── ArtifactPathDenied   an artifact path would leave the artifacts dir    (store/errors.py)
+        ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]
+        │   └── BrowserUnusable  no working browser even after a relaunch     browsers/errors.py
+        ├── ArtifactPathDenied   an artifact path would leave the artifacts dir    store/errors.py
+        └── RateLimitTimeout     the next request slot is past the run's budget (RUN_TIMEOUT)
+                                                                                  limits/errors.py
 
-Every class carries its ``policy`` (PERMANENT unless marked ``[WAIT]``, which also gives
+Every class carries its ``policy`` (PERMANENT unless marked, ``[WAIT]`` also gives
 ``retry_in_s``; a ``StepFailed``'s is its code's); ``(CODE)`` is the error code it records.
 
 A *step* failure (selector missing, JS exception, timeout, assertion) is a ``StepFailed``: the

@@ -20,8 +20,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from browserq.errors import ConfigError
-from browserq.limits.rate import parse_rate_map
-from browserq.limits.tenants import parse_caps
+from browserq.limits.specs import parse_caps, parse_rate_map
 
 #: Flags Chromium needs on locked-down hosts (root in a container) and on closed networks.
 CHROMIUM_BASE_ARGS: tuple[str, ...] = (

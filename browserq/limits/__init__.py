@@ -5,47 +5,29 @@
 * :func:`install_blocking` — abort images/fonts/media/stylesheets in a run's context;
 * :func:`install_navigation_gate` — apply the rate limits to every navigation of a context.
 
+How a limit is written (rates, caps, blockable kinds) is parsed in :mod:`browserq.limits.specs`,
+a leaf the settings and the template schema import; the errors are in :mod:`browserq.limits.errors`.
+Modules inside this package import from those defining modules, never from this ``__init__``.
+
 The Redis holding the limits is ``BROWSERQ_LIMITS_REDIS_URL``; by default the broker when the broker
 is Redis, else ``redis://127.0.0.1:6379/0``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from browserq.limits._redis import LimitsUnavailable
-from browserq.limits.blocking import (
-    BLOCKABLE,
-    BlockStats,
+from browserq.limits._redis import DEFAULT_LIMITS_REDIS_URL, limits_redis_url
+from browserq.limits.blocking import BlockStats, install_blocking
+from browserq.limits.errors import (
     InvalidBlockKind,
-    install_blocking,
-    validate_block_kinds,
+    InvalidRate,
+    InvalidTenantCaps,
+    LimitsUnavailable,
+    RateLimitTimeout,
 )
 from browserq.limits.gate import NavigationGate, install_navigation_gate
-from browserq.limits.rate import (
-    InvalidRate,
-    Rate,
-    RateLimiter,
-    RateLimitTimeout,
-    host_of,
-    parse_rate_map,
-)
-from browserq.limits.tenants import InvalidTenantCaps, Slot, TenantBusy, TenantLimiter, parse_caps
-
-if TYPE_CHECKING:  # pragma: no cover
-    from browserq.settings import Settings
-
-DEFAULT_LIMITS_REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-def limits_redis_url(settings: Settings) -> str:
-    """``BROWSERQ_LIMITS_REDIS_URL``, else the broker if it is Redis, else the local default."""
-    if settings.limits_redis_url:
-        return settings.limits_redis_url
-    if settings.broker_url.startswith(("redis://", "rediss://", "unix://")):
-        return settings.broker_url
-    return DEFAULT_LIMITS_REDIS_URL
-
+from browserq.limits.rate import RateLimiter, host_of
+from browserq.limits.specs import BLOCKABLE, Rate, parse_caps, parse_rate_map, validate_block_kinds
+from browserq.limits.tenants import Slot, TenantBusy, TenantLimiter
 
 __all__ = [
     "BLOCKABLE",

@@ -12,7 +12,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -21,16 +21,26 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from browserq.errors import BrowserqError
+from browserq.limits.errors import LimitsUnavailable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from browserq.settings import Settings
 
 T = TypeVar("T")
+
+DEFAULT_LIMITS_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 #: Errors worth one retry: the server restarted, the connection dropped or timed out.
 TRANSIENT = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, OSError)
 
 
-class LimitsUnavailable(BrowserqError):
-    """The Redis that holds the fleet-wide limits could not be reached (even after a retry)."""
+def limits_redis_url(settings: Settings) -> str:
+    """``BROWSERQ_LIMITS_REDIS_URL``, else the broker if it is Redis, else the local default."""
+    if settings.limits_redis_url:
+        return settings.limits_redis_url
+    if settings.broker_url.startswith(("redis://", "rediss://", "unix://")):
+        return settings.broker_url
+    return DEFAULT_LIMITS_REDIS_URL
 
 
 def redact_url(url: str) -> str:

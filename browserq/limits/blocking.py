@@ -9,61 +9,23 @@ fresh per-run context).
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from browserq.errors import ConfigError
+from browserq.limits.errors import InvalidBlockKind
+from browserq.limits.specs import BLOCKABLE, validate_block_kinds
 
 if TYPE_CHECKING:  # pragma: no cover
     from playwright.async_api import BrowserContext, Route
 
-#: Playwright ``resource_type`` values a template may block.
-BLOCKABLE: frozenset[str] = frozenset({"image", "font", "media", "stylesheet"})
 _PLURAL = {
     "image": "images",
     "font": "fonts",
     "media": "media requests",
     "stylesheet": "stylesheets",
 }
-
-
-class InvalidBlockKind(ConfigError, ValueError):
-    """A resource kind that cannot be blocked (also a ``ValueError`` for pydantic validators)."""
-
-
-def validate_block_kinds(kinds: Iterable[str] | str | None) -> frozenset[str]:
-    """Check a template's ``block_resources`` list; return it as a set.
-
-    ``["image", "font"]`` → ``{"image", "font"}``; an unknown kind raises :class:`InvalidBlockKind`
-    naming every valid kind (and the closest one, for ``images`` or ``css``-style slips).
-    """
-    if kinds is None:
-        return frozenset()
-    if isinstance(kinds, str):
-        kinds = [kinds]
-    out: set[str] = set()
-    problems: list[str] = []
-    for kind in kinds:
-        name = kind.strip().lower() if isinstance(kind, str) else kind
-        if name in BLOCKABLE:
-            out.add(name)
-            continue
-        hint = ""
-        if isinstance(name, str):
-            close = difflib.get_close_matches(name.rstrip("s"), sorted(BLOCKABLE), n=1, cutoff=0.5)
-            if name in ("css", "styles", "style"):
-                close = ["stylesheet"]
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-        problems.append(f"{kind!r}{hint}")
-    if problems:
-        raise InvalidBlockKind(
-            f"cannot block resource kind(s) {', '.join(problems)}; "
-            f"valid kinds: {', '.join(sorted(BLOCKABLE))}"
-        )
-    return frozenset(out)
 
 
 @dataclass
@@ -118,3 +80,8 @@ async def install_blocking(context: BrowserContext, kinds: Iterable[str]) -> Blo
     await context.route("**/*", handler)
     stats.installed = True
     return stats
+
+
+#: ``BLOCKABLE``, ``InvalidBlockKind`` and ``validate_block_kinds`` are re-exported for their old
+#: import path (they are defined in :mod:`browserq.limits.specs` and :mod:`browserq.limits.errors`).
+__all__ = ["BLOCKABLE", "BlockStats", "InvalidBlockKind", "install_blocking", "validate_block_kinds"]

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from browserq.limits._redis import LimitsUnavailable
-from browserq.limits.rate import RateLimiter, RateLimitTimeout
+from browserq.limits.errors import LimitsUnavailable, RateLimitTimeout
+from browserq.limits.rate import RateLimiter
 
 if TYPE_CHECKING:  # pragma: no cover
     from playwright.async_api import BrowserContext, Route

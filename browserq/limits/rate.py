@@ -24,7 +24,6 @@ refilling the global one at a different speed.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -32,163 +31,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from browserq.errors import Codes, ConfigError, StepFailed
 from browserq.guards import normalize_host
-from browserq.limits._mapping import read_mapping
-from browserq.limits._redis import RedisHandle, Script
+from browserq.limits._redis import RedisHandle, Script, limits_redis_url
+from browserq.limits.errors import InvalidRate, RateLimitTimeout
+from browserq.limits.specs import (
+    DEFAULT_KEY,
+    Rate,
+    RateSpec,
+    domain_key,
+    parse_rate_map,
+    parse_rate_or_unlimited,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
-
-DEFAULT_KEY = "*"
-UNLIMITED_WORDS = frozenset({"unlimited", "off", "none"})
-
-_UNITS: dict[str, float] = {
-    "s": 1.0, "sec": 1.0, "second": 1.0,
-    "m": 60.0, "min": 60.0, "minute": 60.0,
-    "h": 3600.0, "hr": 3600.0, "hour": 3600.0,
-    "d": 86400.0, "day": 86400.0,
-}  # fmt: skip
-_RATE = re.compile(
-    r"^\s*(?P<n>\d+(?:\.\d+)?|\.\d+)\s*/\s*(?P<unit>[a-z]+)\s*"
-    r"(?:,?\s*burst\s*[=:]?\s*(?P<burst>\d+))?\s*$",
-    re.IGNORECASE,
-)
-RATE_FORMAT = (
-    'N/s, N/min or N/h, optionally followed by "burst B" (e.g. "2/s", "30/min", "2/s burst 5")'
-)
-
-
-class InvalidRate(ConfigError, ValueError):
-    """A rate string (or a map of them) could not be parsed; the message shows the valid form.
-
-    Also a ``ValueError``, so pydantic validators can raise it unchanged.
-    """
-
-
-class RateLimitTimeout(StepFailed):
-    """Waiting for the domain's rate limit would exceed the run's remaining time budget.
-
-    A ``StepFailed`` with code ``RUN_TIMEOUT`` (retry the run later), so the runner records it
-    like any step failure.
-    """
-
-    def __init__(self, host: str, domain: str, rate: Rate, wait_s: float, budget_s: float) -> None:
-        self.host = host
-        self.domain = domain
-        self.rate = rate
-        self.wait_s = wait_s
-        self.budget_s = budget_s
-        where = host if host == domain else f"{host} (limit of {domain})"
-        super().__init__(
-            Codes.RUN_TIMEOUT,
-            f"rate limit {rate} for {where} needs a {wait_s:.1f}s wait for the next request slot, "
-            f"more than the {max(budget_s, 0.0):.1f}s left of the run's time budget",
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Rate:
-    """``per_s`` tokens per second, at most ``burst`` saved up."""
-
-    per_s: float
-    burst: int = 1
-
-    def __post_init__(self) -> None:
-        if not (self.per_s > 0 and math.isfinite(self.per_s)):
-            raise InvalidRate(f"a rate must be a positive number per second, got {self.per_s!r}")
-        if isinstance(self.burst, bool) or not isinstance(self.burst, int) or self.burst < 1:
-            raise InvalidRate(f"burst must be a whole number >= 1, got {self.burst!r}")
-
-    @classmethod
-    def parse(cls, text: str | int | float | Rate) -> Rate:
-        """``"2/s"``, ``"30/min"``, ``"100/h"``, ``"2/s burst 5"``; a bare number is per second.
-
-        Without ``burst`` the bucket holds one token: requests are evenly spaced.
-        """
-        if isinstance(text, Rate):
-            return text
-        if isinstance(text, int | float) and not isinstance(text, bool):
-            return cls(float(text))
-        if not isinstance(text, str):
-            raise InvalidRate(f"invalid rate {text!r}: expected {RATE_FORMAT}")
-        match = _RATE.match(text)
-        unit = None
-        if (
-            match and match["unit"].lower() != "ms"
-        ):  # not "per minute"; milliseconds are no unit here
-            name = match["unit"].lower()
-            unit = _UNITS.get(name, _UNITS.get(name.removesuffix("s")))
-        if not match or unit is None:
-            raise InvalidRate(f"invalid rate {text!r}: expected {RATE_FORMAT}")
-        count = float(match["n"])
-        if count <= 0:
-            raise InvalidRate(
-                f"invalid rate {text!r}: the count must be above 0 (use 'unlimited' for no limit)"
-            )
-        burst = int(match["burst"]) if match["burst"] else 1
-        if burst < 1:
-            raise InvalidRate(f"invalid rate {text!r}: burst must be at least 1")
-        return cls(count / unit, burst)
-
-    def __str__(self) -> str:
-        for name, seconds in (("s", 1.0), ("min", 60.0), ("h", 3600.0)):
-            count = self.per_s * seconds
-            if count >= 1 and abs(count - round(count)) < 1e-9:
-                base = f"{round(count)}/{name}"
-                break
-        else:
-            base = f"{self.per_s:g}/s"
-        return base if self.burst == 1 else f"{base} burst {self.burst}"
-
-    def key(self) -> str:
-        return f"{self.per_s!r}:{self.burst}"
-
-
-RateSpec = str | int | float | Rate | None
-
-
-def parse_rate_or_unlimited(value: RateSpec) -> Rate | None:
-    if value is None or (isinstance(value, str) and value.strip().lower() in UNLIMITED_WORDS):
-        return None
-    return Rate.parse(value)
-
-
-def _domain_key(host: str) -> str:
-    host = host.strip()
-    if host == DEFAULT_KEY:
-        return DEFAULT_KEY
-    domain = normalize_host(host)
-    if not domain or re.search(r"[/:@\s?#\\*]", domain):
-        raise InvalidRate(
-            f"rate limit key {host!r} must be a bare host name such as example.com "
-            "(no scheme, port or path), or '*' for the default"
-        )
-    return domain
-
-
-def parse_rate_map(value: Mapping[str, RateSpec] | str | None) -> dict[str, str]:
-    """Validate ``{"example.com": "2/s", "*": "10/s"}`` or ``"example.com=2/s; *=10/s"``.
-
-    Returns the same map with normalized keys (lower-case hosts) and canonical rate strings,
-    every problem reported at once. Used by the settings and by template validation.
-    """
-    value = read_mapping(
-        value, what="rate limits", pair="host=rate", example="example.com=2/s; *=10/s", error=InvalidRate
-    )
-    out: dict[str, str] = {}
-    problems: list[str] = []
-    for host, spec in value.items():
-        try:
-            key = _domain_key(str(host))
-            rate = parse_rate_or_unlimited(spec)
-        except InvalidRate as exc:
-            problems.append(str(exc))
-            continue
-        out[key] = "unlimited" if rate is None else str(rate)
-    if problems:
-        raise InvalidRate("; ".join(problems))
-    return out
 
 
 _SCHEME_ONLY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?!\d+(?:/|$))")
@@ -278,7 +134,7 @@ class RateLimiter:
         rules: dict[str, Rate | None] = {}
         default_rate = parse_rate_or_unlimited(default)
         for host, spec in (per_domain or {}).items():
-            key = _domain_key(host)
+            key = domain_key(host)
             if key == DEFAULT_KEY:
                 default_rate = parse_rate_or_unlimited(spec)
             else:
@@ -289,8 +145,6 @@ class RateLimiter:
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> RateLimiter:
         """The limiter for ``BROWSERQ_RATE_LIMITS`` on ``BROWSERQ_LIMITS_REDIS_URL``."""
-        from browserq.limits import limits_redis_url
-
         return cls(limits_redis_url(settings), per_domain=settings.rate_limits, **kwargs)
 
     def for_template(self, overrides: Mapping[str, RateSpec] | None) -> RateLimiter:
@@ -300,7 +154,7 @@ class RateLimiter:
             return self
         merged: dict[str, RateSpec] = {DEFAULT_KEY: self.default, **self.per_domain}
         for host, spec in overrides.items():
-            merged[_domain_key(host)] = spec
+            merged[domain_key(host)] = spec
         return RateLimiter(
             self.redis_url, per_domain=merged, prefix=self.prefix, _handle=self._handle
         )
@@ -370,7 +224,7 @@ class RateLimiter:
 
         def go(client: Any) -> int:
             patterns = (
-                [f"{self.prefix}{_domain_key(d)}|*" for d in domains]
+                [f"{self.prefix}{domain_key(d)}|*" for d in domains]
                 if domains
                 else [f"{self.prefix}*"]
             )
@@ -388,3 +242,17 @@ class RateLimiter:
     def __repr__(self) -> str:
         rules = ", ".join(f"{d}={r or 'unlimited'}" for d, r in self.per_domain.items())
         return f"RateLimiter(default={self.default or 'unlimited'}, {rules})"
+
+
+#: Re-exported for ``from browserq.limits.rate import ...`` (they are defined in specs/errors).
+__all__ = [
+    "InvalidRate",
+    "Match",
+    "Rate",
+    "RateLimitTimeout",
+    "RateLimiter",
+    "RateSpec",
+    "host_of",
+    "parse_rate_map",
+    "parse_rate_or_unlimited",
+]

@@ -13,27 +13,23 @@ import asyncio
 import contextlib
 import logging
 import random
-import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from browserq.errors import BrowserqError, ConfigError
-from browserq.limits._mapping import read_mapping
-from browserq.limits._redis import LimitsUnavailable, RedisHandle, Script
+from browserq.limits._redis import RedisHandle, Script, limits_redis_url
+from browserq.limits.errors import InvalidTenantCaps, LimitsUnavailable
+from browserq.limits.specs import DEFAULT_KEY, TENANT_NAME, parse_caps
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KEY = "*"
-_TENANT = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
-
-
-class InvalidTenantCaps(ConfigError, ValueError):
-    """``BROWSERQ_TENANT_CAPS`` (or a caps mapping) is malformed."""
+#: The old private name of :data:`browserq.limits.specs.TENANT_NAME` (``browserq.runs`` reads it).
+_TENANT = TENANT_NAME
 
 
 class TenantBusy(BrowserqError):
@@ -53,36 +49,6 @@ class TenantBusy(BrowserqError):
                 f"no slot freed up within {waited_s:.1f}s"
             )
         super().__init__(msg)
-
-
-def parse_caps(value: Mapping[str, Any] | str | None) -> dict[str, int]:
-    """Validate ``{"acme": 2, "*": 5}`` or ``"acme=2; *=5"`` (``*`` = every other tenant)."""
-    value = read_mapping(
-        value, what="tenant caps", pair="tenant=cap", example="acme=2; *=5",
-        error=InvalidTenantCaps, separators=";,\n",
-    )
-    out: dict[str, int] = {}
-    problems: list[str] = []
-    for name, cap in value.items():
-        name = str(name).strip()
-        if name != DEFAULT_KEY and not _TENANT.match(name):
-            problems.append(f"tenant name {name!r} must be letters, digits and _ . : @ - (or '*')")
-            continue
-        try:
-            number = (
-                int(cap)
-                if not isinstance(cap, bool) and str(cap).strip().lstrip("-").isdigit()
-                else None
-            )
-        except (TypeError, ValueError):
-            number = None
-        if number is None or number < 0:
-            problems.append(f"tenant {name!r}: cap must be a whole number >= 0, got {cap!r}")
-            continue
-        out[name] = number
-    if problems:
-        raise InvalidTenantCaps("tenant caps: " + "; ".join(problems))
-    return out
 
 
 # KEYS[1] tenant's set; ARGV: run id, cap, ttl ms. Returns {1, 0} when held, else
@@ -152,8 +118,6 @@ class TenantLimiter:
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> TenantLimiter:
-        from browserq.limits import limits_redis_url
-
         kwargs.setdefault("ttl_s", settings.tenant_slot_ttl_s)
         return cls(limits_redis_url(settings), settings.tenant_caps, **kwargs)
 
@@ -265,3 +229,7 @@ class TenantLimiter:
 
     async def aclose(self) -> None:
         await self._handle.aclose()
+
+
+#: ``InvalidTenantCaps`` and ``parse_caps`` are re-exported for their old import path.
+__all__ = ["InvalidTenantCaps", "Slot", "TenantBusy", "TenantLimiter", "parse_caps"]

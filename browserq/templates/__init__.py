@@ -3,9 +3,17 @@
 ``load_template_text``/``load_template_file`` parse and check one template (every problem at once,
 with YAML lines); ``TemplateRegistry`` finds templates by ``name[@version]``; ``validate_params``
 turns run parameters into typed values; ``render`` fills ``${...}`` references at run time.
+
+The schema is :mod:`~browserq.templates.model` (the template), :mod:`~browserq.templates.steps`,
+:mod:`~browserq.templates.settings_model` and :mod:`~browserq.templates.fields`. Modules inside
+this package import from the module that defines a name, never from this ``__init__``; build a
+registry with :meth:`TemplateRegistry.from_settings`, which applies every settings-derived limit.
 """
 
+from browserq.templates.errors import TemplatesDirMissing
+from browserq.templates.fields import version_tuple
 from browserq.templates.interpolate import (
+    NOT_INTERPOLATED,
     MalformedReference,
     format_value,
     has_references,
@@ -21,10 +29,13 @@ from browserq.templates.loader import (
     load_template_file,
     load_template_text,
 )
-from browserq.templates.model import (
+from browserq.templates.model import ParamSpec, SessionSpec, Template
+from browserq.templates.params import PARAM_TYPES, coerce_value, secret_names, validate_params
+from browserq.templates.registry import TemplateRegistry, parse_ref
+from browserq.templates.settings_model import TemplateSettings
+from browserq.templates.steps import (
     ACTION_CLASSES,
     ACTIONS,
-    NOT_INTERPOLATED,
     ActionStep,
     AssertStep,
     CheckStep,
@@ -36,7 +47,6 @@ from browserq.templates.model import (
     GetStep,
     HoverStep,
     NavigateStep,
-    ParamSpec,
     Postcondition,
     PressStep,
     RepeatSpec,
@@ -44,18 +54,12 @@ from browserq.templates.model import (
     ScreenshotStep,
     ScrollStep,
     SelectStep,
-    SessionSpec,
     Step,
-    Template,
-    TemplateSettings,
     TypeStep,
     UncheckStep,
     WaitStep,
     iter_steps,
-    version_tuple,
 )
-from browserq.templates.params import PARAM_TYPES, coerce_value, secret_names, validate_params
-from browserq.templates.registry import TemplateRegistry, TemplatesDirMissing, parse_ref
 
 __all__ = [
     "ACTIONS",

@@ -14,9 +14,8 @@ from typing import Any
 
 from browserq.errors import Codes, StepFailed
 from browserq.guards import artifact_name_problem, check_url
-from browserq.templates.interpolate import MalformedReference, Ref, parse
+from browserq.templates.interpolate import NOT_INTERPOLATED, MalformedReference, Ref, parse
 from browserq.templates.messages import did_you_mean
-from browserq.templates.model import NOT_INTERPOLATED
 from browserq.templates.regex import describe_url_pattern, url_pattern_problem
 from browserq.templates.source import Location, NodeIndex, Problem, format_location
 

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from browserq.errors import Codes, StepFailed
-from browserq.templates.model import NOT_INTERPOLATED
 
 #: A dotted reference: a name, then keys or list indexes.
 REF_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*$")
 _TOKEN = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
+#: Step fields that are names, never rendered with ``${...}``.
+NOT_INTERPOLATED = frozenset({"id", "action", "into"})
 
 
 StepT = TypeVar("StepT", bound=BaseModel)

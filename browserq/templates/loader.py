@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from browserq.errors import TemplateInvalid, TemplateNotFound
 from browserq.templates.checks import check_template
+from browserq.templates.fields import MAX_NAME_LENGTH, SEMVER, SLUG
 from browserq.templates.messages import describe, pydantic_problems
-from browserq.templates.model import MAX_NAME_LENGTH, SEMVER, SLUG, Template
+from browserq.templates.model import Template
 from browserq.templates.source import (
     NodeIndex,
     Problem,

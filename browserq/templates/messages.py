@@ -14,21 +14,20 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from browserq.templates.model import (
+from browserq.templates.model import ParamSpec, Template
+from browserq.templates.params import PARAM_TYPES, show
+from browserq.templates.settings_model import TemplateSettings
+from browserq.templates.source import Location, NodeIndex, Problem, format_location
+from browserq.templates.steps import (
     ACTION_REPEAT,
     ACTIONS,
     STEP_TAGS,
     ActionStep,
     FieldSpec,
-    ParamSpec,
     RepeatSpec,
     RepeatStep,
-    Template,
-    TemplateSettings,
     step_tag,
 )
-from browserq.templates.params import PARAM_TYPES, show
-from browserq.templates.source import Location, NodeIndex, Problem, format_location
 
 VALID_ACTIONS = ", ".join(sorted(ACTIONS))
 

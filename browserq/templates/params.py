@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from browserq.errors import ParamError, StepFailed
 from browserq.guards import check_url
-from browserq.templates import regex
+from browserq.templates.regex import fullmatch
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
     from browserq.templates.model import ParamSpec, Template
 
 PARAM_TYPES = ("bool", "email", "enum", "float", "int", "list", "secret", "string", "url")
@@ -186,7 +186,7 @@ def coerce_value(spec: ParamSpec, value: Any, allowed_domains: Sequence[str] = (
             raise ParamValueError(exc.message) from None
     elif kind == "email" and not _EMAIL.match(text):
         raise ParamValueError(f"{show(text)} is not an email address")
-    if spec.pattern is not None and not regex.fullmatch(spec.pattern, text):  # RE2: linear time
+    if spec.pattern is not None and not fullmatch(spec.pattern, text):  # RE2: linear time
         if secret:
             raise ParamValueError("value does not match pattern " + spec.pattern)
         raise ParamValueError(f"{show(text)} does not match pattern {spec.pattern}")

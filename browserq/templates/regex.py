@@ -16,6 +16,9 @@ from typing import Any
 
 import re2
 
+from browserq.errors import StepFailed
+from browserq.templates.interpolate import references, render
+
 #: Prefix that makes a URL pattern a regular expression instead of a glob.
 REGEX_PREFIX = "re:"
 #: What template regexes cannot use, said in every error about them.
@@ -122,9 +125,6 @@ def interpolated_pattern_problems(template: Any, params: Mapping[str, Any]) -> l
     Patterns that also read ``${outputs…}``, ``${loop…}`` or ``${run…}`` can only be checked
     when the step runs (and are, by the same engine).
     """
-    from browserq.errors import StepFailed
-    from browserq.templates.interpolate import references, render
-
     secret = {name for name, spec in template.params.items() if spec.type == "secret"}
     problems: list[str] = []
     for index, step in enumerate(template.iter_steps()):

@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from browserq.errors import ConfigError, TemplateInvalid, TemplateNotFound
+from browserq.errors import TemplateInvalid, TemplateNotFound
+from browserq.templates.errors import TemplatesDirMissing
+from browserq.templates.fields import version_tuple
 from browserq.templates.loader import (
     DEFAULT_MAX_REPEAT,
     DEFAULT_MAX_SELECTOR_LENGTH,
     LoadedTemplate,
     load_template_file,
+    load_template_text,
 )
 from browserq.templates.messages import did_you_mean
-from browserq.templates.model import version_tuple
 from browserq.templates.params import show
 
 if TYPE_CHECKING:
@@ -39,10 +41,6 @@ MAX_REF_LENGTH = 200
 _REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*?)(?:@(?P<version>\d+(?:\.\d+){0,2}))?$")
 
 Version = tuple[int, ...]
-
-
-class TemplatesDirMissing(ConfigError, TemplateNotFound):
-    """The configured templates directory does not exist (both a config and a lookup failure)."""
 
 
 def parse_ref(ref: str) -> tuple[str, Version]:
@@ -99,10 +97,27 @@ class TemplateRegistry:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TemplateRegistry:
+        """The registry of ``BROWSERQ_TEMPLATES_DIR`` with every settings-derived limit applied.
+
+        The one way the service builds a registry (producer, worker, CLI), so ``browserq
+        templates list/validate`` refuse exactly what the producer refuses.
+        """
         return cls(
             settings.templates_dir,
             max_selector_length=settings.max_selector_length,
             max_repeat=settings.max_repeat,
+        )
+
+    def load_text(self, text: str, source: str = "<string>") -> LoadedTemplate:
+        """Check a template body held elsewhere (a run's stored body) with this registry's limits."""
+        return load_template_text(
+            text, source, max_selector_length=self.max_selector_length, max_repeat=self.max_repeat
+        )
+
+    def validate_files(self, paths: Iterable[Path]) -> dict[Path, LoadedTemplate | TemplateInvalid]:
+        """:func:`validate_files` with this registry's limits (files inside its directory or not)."""
+        return validate_files(
+            paths, max_selector_length=self.max_selector_length, max_repeat=self.max_repeat
         )
 
     # --- public --------------------------------------------------------------------------
@@ -272,3 +287,15 @@ def _broken_entry(stamp: tuple[int, int], path: Path, error: TemplateInvalid) ->
     if error.name is None:  # say which template the problems belong to
         error = TemplateInvalid(error.source, error.problems, name=name)
     return _Entry(stamp, None, error, name, version)
+
+
+#: ``TemplatesDirMissing`` is re-exported for its old import path (it is defined in templates/errors.py).
+__all__ = [
+    "MAX_REF_LENGTH",
+    "TEMPLATE_SUFFIXES",
+    "TemplateRegistry",
+    "TemplatesDirMissing",
+    "duplicate_errors",
+    "parse_ref",
+    "validate_files",
+]

@@ -13,13 +13,9 @@ from typing import Any
 import pytest
 from playwright.async_api import async_playwright
 
-from browserq.errors import ConfigError
 from browserq.limits import (
-    BLOCKABLE,
     BlockStats,
-    InvalidBlockKind,
     install_blocking,
-    validate_block_kinds,
 )
 
 CHROMIUM = "/usr/bin/chromium"
@@ -200,16 +196,3 @@ def test_blocking_stylesheets_only(server: CountingServer) -> None:
     assert stats.blocked == Counter({"stylesheet": 1}) and stats.summary() == "blocked 1 stylesheet"
 
 
-def test_validate_block_kinds() -> None:
-    assert validate_block_kinds(["image", "Font", "media"]) == {"image", "font", "media"}
-    assert validate_block_kinds(None) == frozenset() == validate_block_kinds([])
-    assert validate_block_kinds("stylesheet") == {"stylesheet"}
-    assert {"image", "font", "media", "stylesheet"} == BLOCKABLE
-    with pytest.raises(InvalidBlockKind) as info:
-        validate_block_kinds(["images", "css", "script"])
-    message = str(info.value)
-    assert "'images' (did you mean 'image'?)" in message
-    assert "'css' (did you mean 'stylesheet'?)" in message
-    assert "'script'" in message
-    assert "valid kinds: font, image, media, stylesheet" in message
-    assert isinstance(info.value, ConfigError) and isinstance(info.value, ValueError)

@@ -12,23 +12,11 @@ from pathlib import Path
 import pytest
 
 from browserq.errors import BrowserqError, ConfigError
-from browserq.limits import InvalidTenantCaps, TenantBusy, TenantLimiter, parse_caps
+from browserq.limits import TenantBusy, TenantLimiter
 from browserq.settings import load_settings
 
 WORKERS = Path(__file__).with_name("_workers.py")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def test_parse_caps() -> None:
-    assert parse_caps('{"acme": 2, "*": 5}') == {"acme": 2, "*": 5}
-    assert parse_caps("acme=2; globex = 0; *=5") == {"acme": 2, "globex": 0, "*": 5}
-    assert parse_caps("") == {} == parse_caps(None)
-    with pytest.raises(InvalidTenantCaps) as info:
-        parse_caps({"acme": -1, "bad name": 2, "ok": "two"})
-    message = str(info.value)
-    assert "'acme'" in message and "'bad name'" in message and "'ok'" in message
-    with pytest.raises(InvalidTenantCaps, match="tenant=cap"):
-        parse_caps("acme 2")
 
 
 def test_settings_tenant_caps(monkeypatch: pytest.MonkeyPatch) -> None:

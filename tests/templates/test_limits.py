@@ -10,10 +10,11 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from browserq.errors import StepFailed, TemplateInvalid
-from browserq.templates import ClickStep, render_step
-from browserq.templates import model as schema
+from browserq.templates import ClickStep, fields, model, render_step, settings_model, steps
 from tests.conftest import template
 
+#: The modules the schema is split into.
+SCHEMA = (fields, steps, settings_model, model)
 #: Numbers that bound params (not resources) and repeat.max (checked against max_repeat).
 NOT_RESOURCES = {("ParamSpec", "min"), ("ParamSpec", "max"), ("RepeatSpec", "max")}
 
@@ -60,9 +61,11 @@ def _upper_bound(field: typing.Any) -> bool:
 
 def test_every_numeric_field_of_the_schema_has_an_upper_bound() -> None:
     models = [
-        value for value in vars(schema).values()
+        value for schema in SCHEMA for value in vars(schema).values()
         if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == schema.__name__
     ]
+    names = {m.__name__ for m in models}
+    assert {"Template", "ParamSpec", "TemplateSettings", "ClickStep", "RepeatSpec"} <= names, names
     unbounded = [
         f"{model.__name__}.{name}"
         for model in models

@@ -170,3 +170,36 @@ def test_missing_directory_names_the_setting(tmp_path) -> None:
     assert "BROWSERQ_TEMPLATES_DIR" in str(info.value) and "nope" in str(info.value)
     with pytest.raises(ConfigError):
         registry.list()
+
+
+def test_from_settings_applies_every_settings_derived_limit(tmp_path) -> None:
+    """One constructor path: the producer, the worker and ``browserq templates`` refuse alike."""
+    from browserq.settings import Settings
+
+    write(tmp_path, "long.yaml", "long", "1.0.0", selector="x" * 50)
+    (tmp_path / "loop.yaml").write_text(
+        "name: loop\nversion: 1.0.0\nsteps:\n  - repeat: {max: 20, steps: [{action: click, selector: a}]}\n"
+    )
+    settings = Settings(templates_dir=tmp_path, max_selector_length=20, max_repeat=10)
+    registry = TemplateRegistry.from_settings(settings)
+    assert registry.directory == tmp_path
+    assert (registry.max_selector_length, registry.max_repeat) == (20, 10)
+    with pytest.raises(TemplateInvalid, match="the limit is 20"):
+        registry.resolve("long")
+    with pytest.raises(TemplateInvalid, match=r"above the limit 10 \(max_repeat\)"):
+        registry.resolve("loop")
+    # a stored body and files outside the directory are checked with the same limits
+    with pytest.raises(TemplateInvalid, match="the limit is 20"):
+        registry.load_text((tmp_path / "long.yaml").read_text(), "long@1.0.0 (stored)")
+    outcome = registry.validate_files([tmp_path / "long.yaml", tmp_path / "loop.yaml"])
+    assert all(isinstance(v, TemplateInvalid) for v in outcome.values()), outcome
+
+
+def test_validate_files_reports_duplicates_across_files(tmp_path) -> None:
+    first = write(tmp_path, "a.yaml", "same", "1.0.0")
+    second = write(tmp_path, "b.yaml", "same", "1.0.0")
+    other = write(tmp_path, "c.yaml", "other", "1.0.0")
+    outcome = TemplateRegistry(tmp_path).validate_files([first, second, other])
+    assert isinstance(outcome[first], TemplateInvalid) and "more than one file" in str(outcome[first])
+    assert isinstance(outcome[second], TemplateInvalid)
+    assert outcome[other].ref == "other@1.0.0"

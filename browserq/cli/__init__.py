@@ -1,0 +1,155 @@
+"""The ``browserq`` command: run templates in-process, start workers, inspect runs.
+
+The commands live by theme — :mod:`~browserq.cli.run_commands` (run, demo, runs, show, cancel, batch),
+:mod:`~browserq.cli.operations` (worker, beat, sweep, db, settings, proxies, identities, keygen),
+:mod:`~browserq.cli.templates` (templates list/validate) — printed through
+:mod:`~browserq.cli.render`. This module builds the typer ``app`` from them, in the order
+``--help`` lists them, and holds :func:`main`, the console script's entry point.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+from rich.text import Text
+
+from browserq.cli.operations import (
+    PASSTHROUGH,
+    beat,
+    db_upgrade,
+    identities_add,
+    identities_disable,
+    identities_list,
+    keygen,
+    proxies,
+    show_settings,
+    sweep,
+    worker,
+    worker_argv,
+)
+from browserq.cli.params import parse_params, undecodable_argument
+from browserq.cli.render import STATUS_MARK, STATUS_STYLE, console, err_console, friendly_errors
+from browserq.cli.run_commands import (
+    MAX_LISTED_RUNS,
+    RunStatusChoice,
+    batch,
+    bundled_templates_dir,
+    cancel,
+    demo,
+    run,
+    runs,
+    show,
+)
+from browserq.cli.templates import templates_list, templates_validate
+from browserq.errors import BrowserqError
+from browserq.settings import Settings, load_settings
+
+
+def _settings_epilog() -> str:
+    """Every setting with its default, unwrapped (click's \\b marker keeps the lines as they are)."""
+    lines = ["Settings (environment variables; also BROWSERQ_SETTINGS_FILE, YAML or TOML):"]
+    for name, field in Settings.model_fields.items():
+        default = field.default if field.default_factory is None else field.default_factory()
+        lines.append(f"  BROWSERQ_{name.upper()} = {default!s}  — {field.description or ''}")
+    return "\b\n" + "\n".join(lines)
+
+
+app = typer.Typer(
+    name="browserq",
+    help="Durable browser automation: YAML templates of Playwright steps, run by Celery workers.",
+    epilog=_settings_epilog(),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,  # a traceback's locals could hold secrets
+)
+templates_app = typer.Typer(help="List and validate templates.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+
+# The order of registration is the order ``browserq --help`` lists the commands.
+app.command()(run)
+app.command()(demo)
+app.command(context_settings=PASSTHROUGH)(worker)
+app.command(context_settings=PASSTHROUGH)(beat)
+app.command()(runs)
+app.command()(show)
+app.command()(cancel)
+app.command()(sweep)
+app.command()(batch)
+app.command()(proxies)
+app.command("settings")(show_settings)
+app.command()(keygen)
+
+app.add_typer(templates_app, name="templates")
+templates_app.command("list")(templates_list)
+templates_app.command("validate")(templates_validate)
+
+app.add_typer(db_app, name="db")
+db_app.command("upgrade")(db_upgrade)
+
+identities_app = typer.Typer(help="Named identities: one visitor each (proxy, fingerprint, storage).")
+app.add_typer(identities_app, name="identities")
+identities_app.command("list")(identities_list)
+identities_app.command("add")(identities_add)
+identities_app.command("disable")(identities_disable)
+
+
+def main() -> None:
+    """The console script: refuse undecodable arguments and bad settings in one line, quiet
+    the logs to warnings (the CLI shows progress itself), then run the app."""
+    bad = undecodable_argument(sys.argv[1:])
+    if bad is not None:
+        err_console.print(Text.assemble(("error:", "bold red"), f" argument '{bad}' is not valid UTF-8 text"),
+                          highlight=False)
+        raise SystemExit(2)
+    try:
+        settings = load_settings()
+    except BrowserqError as exc:
+        err_console.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False)
+        raise SystemExit(2) from None
+    from browserq.logs import configure_logging
+
+    # The CLI shows progress itself; its logs only speak up for warnings unless asked to.
+    if "BROWSERQ_LOG_LEVEL" not in os.environ:
+        settings = settings.model_copy(update={"log_level": "WARNING"})
+    configure_logging(settings)
+    app()
+
+
+__all__ = [
+    "MAX_LISTED_RUNS",
+    "STATUS_MARK",
+    "STATUS_STYLE",
+    "RunStatusChoice",
+    "app",
+    "batch",
+    "beat",
+    "bundled_templates_dir",
+    "cancel",
+    "console",
+    "db_app",
+    "db_upgrade",
+    "demo",
+    "err_console",
+    "friendly_errors",
+    "identities_add",
+    "identities_app",
+    "identities_disable",
+    "identities_list",
+    "keygen",
+    "main",
+    "parse_params",
+    "proxies",
+    "run",
+    "runs",
+    "show",
+    "show_settings",
+    "sweep",
+    "templates_app",
+    "templates_list",
+    "templates_validate",
+    "worker",
+    "worker_argv",
+]

@@ -1,0 +1,39 @@
+"""What the inspecting commands open: the run store, and how its address is shown.
+
+The store is migrated on open when ``BROWSERQ_AUTO_MIGRATE`` says so, like a worker's; the
+database URL is always shown masked (it may hold a password).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserq.cli.render import fail
+from browserq.settings import Settings, get_settings
+
+
+def open_store() -> Any:
+    """The run store of the current settings, upgraded first when auto_migrate is on."""
+    from browserq.store import Store
+
+    store = Store.from_settings(get_settings())
+    if get_settings().auto_migrate:
+        store.upgrade()
+    return store
+
+
+def masked_db(settings: Settings) -> str:
+    """The database URL with its password masked, for printing."""
+    from browserq.store import mask_url
+
+    return mask_url(settings.database_url)
+
+
+def resolve_run_id(store: Any, run_id: str) -> str:
+    """The full id of the one run ``run_id`` is a prefix of; exits 2 naming the problem otherwise."""
+    matches = store.run_ids_starting_with(run_id)
+    if len(matches) > 1:
+        fail(f"{run_id!r} matches several runs ({', '.join(m[:12] for m in matches)}…); give more of the id")
+    if not matches:
+        fail(f"no run {run_id!r}; list recent ones with `browserq runs`")
+    return matches[0]

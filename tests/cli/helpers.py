@@ -1,0 +1,32 @@
+"""Running the `browserq` command as a user would: a subprocess, SQLite, no servers."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+#: Terminal colour and cursor codes, stripped to compare text.
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def browserq(tmp: Path, *args: str, timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m browserq.cli ARGS`` in ``tmp`` with its own database and artifacts, the
+    repository's templates, and ``env`` on top of an environment without BROWSERQ_* variables."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ.update({"BROWSERQ_DATABASE_URL": f"sqlite:///{tmp / 'cli.db'}",
+                    "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
+                    "BROWSERQ_TEMPLATES_DIR": str(REPO / "templates"),
+                    "COLUMNS": "200", "PYTHONPATH": str(REPO), **env})
+    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], cwd=tmp, env=environ,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    """Neither Python's traceback nor Rich's boxed one reached the user."""
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text and "╭─" not in text, text[-2000:]
