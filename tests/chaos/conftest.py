@@ -43,7 +43,14 @@ from tests.support.processes import (
     tagged_pids,
 )
 from tests.support.redis import BROKER_DB, redis_url
-from tests.support.workers import CELERY, browserq_env, read_log, spawn_logged, wait_for_log
+from tests.support.workers import (
+    CELERY,
+    browserq_env,
+    read_log,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
 
 REDIS_URL = redis_url(BROKER_DB)
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -174,14 +181,10 @@ def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
         queue = f"bq_chaos_{uuid.uuid4().hex[:8]}"
         tag = uuid.uuid4().hex
         env = browserq_env({
-            "BROWSERQ_BROKER_URL": broker_url,
-            "BROWSERQ_RESULT_BACKEND": f"db+{db}",
-            "BROWSERQ_DATABASE_URL": db,
-            "BROWSERQ_TEMPLATES_DIR": str(TEMPLATES),
-            "BROWSERQ_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
-            "BROWSERQ_QUEUE": queue,
-            "BROWSERQ_SECRET_KEY": TEST_SECRET_KEY,
-            "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
+            **worker_settings(
+                broker_url=broker_url, database_url=db, templates_dir=TEMPLATES, artifacts_dir=tmp_path / "artifacts",
+                queue=queue, secret_key=TEST_SECRET_KEY,
+            ),
             "BROWSERQ_LEASE_TTL_S": "4",
             "BROWSERQ_SWEEP_INTERVAL_S": "2",
             "BROWSERQ_REQUEUE_AFTER_S": "8",

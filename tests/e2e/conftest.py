@@ -17,7 +17,7 @@ from tests.support.polling import wait_until
 from tests.support.processes import alive, browserq_pids, stop
 from tests.support.redis import BROKER_DB, redis_url
 from tests.support.templates import write_templates
-from tests.support.workers import CELERY, browserq_env, spawn_logged, wait_for_log
+from tests.support.workers import CELERY, browserq_env, spawn_logged, wait_for_log, worker_settings
 
 REDIS_URL = redis_url(BROKER_DB)
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -96,16 +96,10 @@ def e2e_templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def worker_env(tmp: Path, pg_url: str, broker_url: str, templates: Path) -> WorkerEnv:
     queue = f"bq_test_{uuid.uuid4().hex[:8]}"
-    env = browserq_env({
-        "BROWSERQ_BROKER_URL": broker_url,
-        "BROWSERQ_RESULT_BACKEND": f"db+{pg_url}",
-        "BROWSERQ_DATABASE_URL": pg_url,
-        "BROWSERQ_TEMPLATES_DIR": str(templates),
-        "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
-        "BROWSERQ_QUEUE": queue,
-        "BROWSERQ_SECRET_KEY": TEST_SECRET_KEY,
-        "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
-    })
+    env = browserq_env(worker_settings(
+        broker_url=broker_url, database_url=pg_url, templates_dir=templates, artifacts_dir=tmp / "artifacts",
+        queue=queue, secret_key=TEST_SECRET_KEY,
+    ))
     return WorkerEnv(env=env, queue=queue, log=tmp / f"worker-{queue}.log")
 
 

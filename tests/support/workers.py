@@ -31,6 +31,23 @@ def browserq_env(variables: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def worker_settings(
+    *, broker_url: str, database_url: str, templates_dir: Path, artifacts_dir: Path, queue: str, secret_key: str
+) -> dict[str, str]:
+    """The ``BROWSERQ_*`` settings every test worker runs with: its broker, its database (also the
+    result backend), its templates and artifacts, a queue of its own, and quick step retries."""
+    return {
+        "BROWSERQ_BROKER_URL": broker_url,
+        "BROWSERQ_RESULT_BACKEND": f"db+{database_url}",
+        "BROWSERQ_DATABASE_URL": database_url,
+        "BROWSERQ_TEMPLATES_DIR": str(templates_dir),
+        "BROWSERQ_ARTIFACTS_DIR": str(artifacts_dir),
+        "BROWSERQ_QUEUE": queue,
+        "BROWSERQ_SECRET_KEY": secret_key,
+        "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
+    }
+
+
 def spawn_logged(argv: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen:
     """Start ``argv`` in the repository, in a session of its own, stdout and stderr appended to
     ``log`` (the child keeps the file open; this process does not need to)."""
