@@ -17,7 +17,7 @@ import inspect
 import pkgutil
 import re
 import typing
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -502,10 +502,11 @@ def _all_error_classes() -> tuple[type[BrowserqError], ...]:
     return tuple(found[name] for name in sorted(found))
 
 
-def _drawn_tree() -> dict[str, str | None]:
-    """The tree at the top of ``browserq/errors.py``'s docstring: ``{class name: drawn parent}``."""
+def _drawn_tree() -> dict[str, set[str | None]]:
+    """The tree at the top of ``browserq/errors.py``'s docstring: ``{class name: drawn parents}``
+    (a class with two browserq bases may be drawn under each)."""
     doc = inspect.getdoc(importlib.import_module("browserq.errors")) or ""
-    drawn: dict[str, str | None] = {}
+    drawn: dict[str, set[str | None]] = defaultdict(set)
     stack: list[tuple[int, str]] = []
     for line in doc.splitlines():
         match = re.match(r"^(\s*(?:[│ ]*[├└]──\s*)?)([A-Z]\w*)\b", line)
@@ -514,9 +515,9 @@ def _drawn_tree() -> dict[str, str | None]:
         column = len(match.group(1))
         while stack and stack[-1][0] >= column:
             stack.pop()
-        drawn[match.group(2)] = stack[-1][1] if stack else None
+        drawn[match.group(2)].add(stack[-1][1] if stack else None)
         stack.append((column, match.group(2)))
-    return drawn
+    return dict(drawn)
 
 
 def _key(cls: type) -> str:
@@ -525,8 +526,8 @@ def _key(cls: type) -> str:
 
 def test_error_tree_is_drawn_and_parsed() -> None:
     drawn = _drawn_tree()
-    assert drawn.get("BrowserqError", "missing") is None, "the tree must start at BrowserqError"
-    assert drawn.get("TemplateNotFound") == "TemplateError" and drawn.get("ConfigError") == "BrowserqError"
+    assert drawn.get("BrowserqError") == {None}, "the tree must start at BrowserqError"
+    assert drawn.get("TemplateNotFound") == {"TemplateError"} and drawn.get("ConfigError") == {"BrowserqError"}
 
 
 def test_every_error_lives_in_an_errors_module() -> None:
@@ -541,12 +542,12 @@ def test_every_error_is_drawn_in_the_tree_under_its_base() -> None:
     drawn = _drawn_tree()
     found, wrong_parent = {}, {}
     for cls in _all_error_classes():
-        base = next((b for b in cls.__bases__ if issubclass(b, BrowserqError)), None)
+        bases = {b.__name__ for b in cls.__bases__ if issubclass(b, BrowserqError)} or {None}
         if cls.__name__ not in drawn:
-            found[f"error-tree: {_key(cls)}"] = f"not drawn in browserq/errors.py (it derives from {base.__name__})"
-        elif base is not None and drawn[cls.__name__] != base.__name__:
+            found[f"error-tree: {_key(cls)}"] = f"not drawn in browserq/errors.py (it derives from {sorted(bases)})"
+        elif not drawn[cls.__name__] <= bases:
             wrong_parent[f"error-parent: {_key(cls)}"] = (
-                f"drawn under {drawn[cls.__name__]}, but derives from {base.__name__}"
+                f"drawn under {sorted(map(str, drawn[cls.__name__]))}, but derives from {sorted(map(str, bases))}"
             )
     _check("error-tree", found)
     _check("error-parent", wrong_parent)
