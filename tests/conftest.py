@@ -1,7 +1,8 @@
 """Shared fixtures: the demo site as fixture server, a throwaway PostgreSQL database, runtimes.
 
 Everything here is real: Chromium, PostgreSQL, Redis, RabbitMQ. Only remote things that cannot
-exist offline are replaced by small local servers.
+exist offline are replaced by small local servers. The plumbing these fixtures stand on (scratch
+databases, polling, /proc, worker subprocesses) is in :mod:`tests.support`.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from browserq.demo.site import DemoSite
 from browserq.runtime import Runtime
 from browserq.settings import Settings, load_settings
 from browserq.templates import LoadedTemplate, load_template_text
+from tests.support import REPO
+from tests.support.postgres import ADMIN_URL as PG_ADMIN_URL  # noqa: F401 (imported from here)
+from tests.support.postgres import create_database, drop_database, scratch_name
 
-REPO = Path(__file__).resolve().parent.parent
-PG_ADMIN_URL = os.environ.get("BROWSERQ_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+# Older spellings other test modules import from here (the plumbing lives in tests/support/).
+_create_database, _drop_database = create_database, drop_database
+
 #: A fixed Fernet key for tests (never used outside them).
 TEST_SECRET_KEY = "fDjCt0XlBxDNrVPs6M3Xv7p2YbNwqS1mJ0rFqkU5bBk="
 
@@ -40,24 +44,12 @@ def demo(site: DemoSite) -> DemoSite:
     return site
 
 
-def _create_database(name: str) -> None:
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def _drop_database(name: str) -> None:
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session."""
-    name = f"browserq_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    _create_database(name)
-    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    _drop_database(name)
+    name = scratch_name("browserq_test")
+    yield create_database(name)
+    drop_database(name)
 
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:

@@ -78,6 +78,13 @@ def _then_wait() -> str:
     return '  - {action: wait, ms: 400}\n  - {action: get, what: title, into: title}\n'
 
 
+def _assert_click_denied(runtime: Runtime, web: DomainSites, page: str, to: str, target: str) -> None:
+    """Open ``page?to=<to>`` on the allowed host and click its link ``#l``: ``target`` is denied."""
+    steps = _navigate(web.url("allowed.test", f"{page}?to={to}"))
+    steps += '  - {action: click, selector: "#l"}\n' + _then_wait()
+    _assert_denied(runtime, web, _run(runtime, steps), target)
+
+
 # --- documents -------------------------------------------------------------------------------------
 def test_302_redirect_to_a_foreign_host_is_never_followed(runtime, web) -> None:
     target = web.url("foreign.test", "/redirected")
@@ -100,31 +107,23 @@ def test_js_location_assignment(runtime, web) -> None:
 
 def test_clicked_link(runtime, web) -> None:
     target = web.url("foreign.test", "/clicked")
-    steps = _navigate(web.url("allowed.test", f"/link?to={target}"))
-    steps += '  - {action: click, selector: "#l"}\n' + _then_wait()
-    _assert_denied(runtime, web, _run(runtime, steps), target)
+    _assert_click_denied(runtime, web, "/link", target, target)
 
 
 def test_target_blank_link_popup(runtime, web) -> None:
     target = web.url("foreign.test", "/blank-popup")
-    steps = _navigate(web.url("allowed.test", f"/blank?to={target}"))
-    steps += '  - {action: click, selector: "#l"}\n' + _then_wait()
-    _assert_denied(runtime, web, _run(runtime, steps), target)
+    _assert_click_denied(runtime, web, "/blank", target, target)
 
 
 def test_window_open_popup(runtime, web) -> None:
     target = web.url("foreign.test", "/opened")
-    steps = _navigate(web.url("allowed.test", f"/open?to={target}"))
-    steps += '  - {action: click, selector: "#l"}\n' + _then_wait()
-    _assert_denied(runtime, web, _run(runtime, steps), target)
+    _assert_click_denied(runtime, web, "/open", target, target)
 
 
 def test_popup_whose_allowed_first_url_redirects_away(runtime, web) -> None:
     target = web.url("foreign.test", "/popup-hop")
     first = web.url("allowed.test", f"/r302?to={target}")
-    steps = _navigate(web.url("allowed.test", f"/open?to={first}"))
-    steps += '  - {action: click, selector: "#l"}\n' + _then_wait()
-    _assert_denied(runtime, web, _run(runtime, steps), target)
+    _assert_click_denied(runtime, web, "/open", first, target)
 
 
 def test_cross_site_iframe(runtime, web) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,30 +15,16 @@ from browserq.browsers.launcher import chromium_pids_with_marker
 from browserq.runs import prepare_loaded, record_run
 from browserq.runtime import Runtime, WorkerUnusable
 from tests.conftest import make_settings, template
-
-
-def _driver_pids() -> set[int]:
-    """Playwright driver (node) processes started by this test process."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == os.getpid() and b"playwright/driver" in cmdline:
-            found.add(int(entry.name))
-    return found
+from tests.support.polling import wait_until
+from tests.support.processes import driver_pids, is_alive
 
 
 @pytest.fixture
 def own_runtime(tmp_path: Path) -> Iterator[tuple[Runtime, int]]:
     """A runtime with its own driver, and that driver's PID."""
-    before = _driver_pids()
+    before = driver_pids(os.getpid())
     runtime = Runtime(make_settings(tmp_path)).start()
-    (driver,) = _driver_pids() - before
+    (driver,) = driver_pids(os.getpid()) - before
     yield runtime, driver
     runtime.stop()
 
@@ -52,14 +37,6 @@ def _quotes(url: str, wait_ms: int = 0):
     )
 
 
-def _dead(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state == "Z"
-
-
 def test_a_killed_driver_is_restarted_and_the_next_run_completes(own_runtime, demo) -> None:
     runtime, driver = own_runtime
     marker = runtime.pool.marker
@@ -69,10 +46,8 @@ def test_a_killed_driver_is_restarted_and_the_next_run_completes(own_runtime, de
     assert outcome.status == "completed" and outcome.outputs["n"] == 10, outcome
     assert runtime.pool.driver_restarts == 1 and runtime.pool.marker != marker
     # The old driver's Chromium does not linger.
-    deadline = time.monotonic() + 10
-    while any(not _dead(p) for p in chromium_pids_with_marker(marker)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert all(_dead(p) for p in chromium_pids_with_marker(marker))
+    wait_until(lambda: not any(is_alive(p) for p in chromium_pids_with_marker(marker)), 10,
+               "the old driver's Chromium to exit", interval_s=0.2)
     assert runtime.run_loaded(_quotes(demo.url)).status == "completed"
 
 

@@ -17,7 +17,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -33,9 +32,27 @@ import sqlalchemy as sa
 from browserq.demo.site import DEMO_PASSWORD, DemoSite
 from browserq.runner.checkpoint import parse_path
 from browserq.store import Store
-from tests.conftest import REPO, TEST_SECRET_KEY, producer_env
+from tests.conftest import TEST_SECRET_KEY, producer_env
+from tests.support.polling import poll, wait_until
+from tests.support.processes import (
+    cmdline,
+    is_browser_root,
+    kill_group,
+    parent_of,
+    signal_pid,
+    tagged_pids,
+)
+from tests.support.redis import BROKER_DB, redis_url
+from tests.support.workers import (
+    CELERY,
+    browserq_env,
+    read_log,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL = redis_url(BROKER_DB)
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 ORDER_REF = "chaos_order@1"
@@ -62,55 +79,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # --- processes -----------------------------------------------------------------------------------
-def _stat(pid: int) -> list[str] | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def ppid_of(pid: int) -> int | None:
-    stat = _stat(pid)
-    return int(stat[1]) if stat else None
-
-
-def is_alive(pid: int) -> bool:
-    stat = _stat(pid)
-    return stat is not None and stat[0] != "Z"
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def tagged_pids(tag: str) -> set[int]:
-    """Live processes whose environment carries ``CHAOS_TAG=tag`` (everything a cluster started)."""
-    needle = f"CHAOS_TAG={tag}".encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and is_alive(int(entry.name)):
-            found.add(int(entry.name))
-    return found
-
-
 def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+    """:func:`tests.support.polling.wait_until` with the chaos tests' argument names."""
+    return wait_until(predicate, timeout, what, interval_s=interval)
 
 
 @dataclass
@@ -123,17 +94,11 @@ class Cluster:
     tag: str
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
-    _files: list[Any] = field(default_factory=list)
 
     # --- start ---------------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = self.tmp / f"{name}.log"
-        handle = log.open("ab")
-        self._files.append(handle)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", *argv],
-            env=self.env, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
-        )
+        proc = spawn_logged([*CELERY, *argv], self.env, log)
         self.procs[name], self.logs[name] = proc, log
         return proc
 
@@ -145,85 +110,65 @@ class Cluster:
             "--without-heartbeat",
         ])
 
-        def ready() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"worker {name} exited at start:\n{self.log(name)[-4000:]}")
-            text = self.log(name)
+        def ready(text: str) -> bool:
             return "ready." in text and text.count("runtime started") >= concurrency
 
-        wait_for(ready, timeout, f"worker {name} to start")
+        wait_for_log(proc, self.logs[name], ready, timeout, f"worker {name} to start")
         return proc
 
     def start_beat(self) -> subprocess.Popen:
         proc = self._spawn("beat", ["beat", "-s", str(self.tmp / "beat-schedule"), "--loglevel", "INFO"])
-        wait_for(lambda: "beat: Starting" in self.log("beat") or proc.poll() is not None, 30, "beat to start")
-        assert proc.poll() is None, self.log("beat")[-3000:]
+        wait_for_log(proc, self.logs["beat"], lambda text: "beat: Starting" in text, 30, "beat to start")
         return proc
 
     # --- look ----------------------------------------------------------------------------------
     def log(self, name: str | None = None) -> str:
         names = [name] if name else list(self.logs)
-        return "".join(self.logs[n].read_text(errors="replace") for n in names if self.logs[n].exists())
+        return "".join(read_log(self.logs[n]) for n in names)
 
     def children(self, name: str = "w1") -> set[int]:
         """The worker's live prefork children."""
         parent = self.procs[name].pid
-        return {pid for pid in tagged_pids(self.tag) if ppid_of(pid) == parent and b"celery" in _cmdline(pid)}
+        return {pid for pid in tagged_pids(self.tag) if parent_of(pid) == parent and b"celery" in cmdline(pid)}
 
     def browser_roots(self) -> dict[int, int]:
         """Chromium browser processes (not its helpers) of this cluster → the worker child above it."""
         children = set().union(*(self.children(n) for n in self.procs if n != "beat"))
         roots = {}
         for pid in tagged_pids(self.tag):
-            cmd = _cmdline(pid)
-            if b"--browserq-instance=" not in cmd or b"--type=" in cmd:
+            if not is_browser_root(cmdline(pid)):
                 continue
-            up = ppid_of(pid)
+            up = parent_of(pid)
             while up and up > 1 and up not in children:
-                up = ppid_of(up)
+                up = parent_of(up)
             roots[pid] = up if up in children else 0
         return roots
 
     # --- stop ----------------------------------------------------------------------------------
     def kill_worker(self, name: str) -> None:
         """SIGKILL the whole worker: its parent and its children (the process group)."""
-        proc = self.procs[name]
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
+        kill_group(self.procs[name].pid)
+        self.procs[name].wait(10)
 
     def close(self) -> None:
         for name, proc in self.procs.items():
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM if name != "beat" else signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                kill_group(proc.pid, signal.SIGTERM if name != "beat" else signal.SIGKILL)
         deadline = time.monotonic() + 15
         for proc in self.procs.values():
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group, even after a clean exit
-            except ProcessLookupError:
-                pass
+            kill_group(proc.pid)  # stragglers of the group, even after a clean exit
             proc.wait(10)
         for _ in range(50):  # orphaned drivers/browsers still carrying our tag
             left = tagged_pids(self.tag)
             if not left:
                 break
             for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                signal_pid(pid)
             time.sleep(0.1)
-        for handle in self._files:
-            handle.close()
 
 
 @pytest.fixture
@@ -235,23 +180,17 @@ def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
         db = database_url or pg_url
         queue = f"bq_chaos_{uuid.uuid4().hex[:8]}"
         tag = uuid.uuid4().hex
-        env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
-        env.update({
-            "BROWSERQ_BROKER_URL": broker_url,
-            "BROWSERQ_RESULT_BACKEND": f"db+{db}",
-            "BROWSERQ_DATABASE_URL": db,
-            "BROWSERQ_TEMPLATES_DIR": str(TEMPLATES),
-            "BROWSERQ_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
-            "BROWSERQ_QUEUE": queue,
-            "BROWSERQ_SECRET_KEY": TEST_SECRET_KEY,
-            "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
+        env = browserq_env({
+            **worker_settings(
+                broker_url=broker_url, database_url=db, templates_dir=TEMPLATES, artifacts_dir=tmp_path / "artifacts",
+                queue=queue, secret_key=TEST_SECRET_KEY,
+            ),
             "BROWSERQ_LEASE_TTL_S": "4",
             "BROWSERQ_SWEEP_INTERVAL_S": "2",
             "BROWSERQ_REQUEUE_AFTER_S": "8",
             "BROWSERQ_RUN_RETRY_BACKOFF_S": "1",
             "BROWSERQ_RUN_RETRY_BACKOFF_MAX_S": "5",
             "BROWSERQ_LOG_LEVEL": "INFO",
-            "PYTHONPATH": str(REPO),
             "PYTHONUNBUFFERED": "1",
             "CHAOS_TAG": tag,
         })
@@ -302,12 +241,7 @@ def statuses(store: Store, run_ids: list[str]) -> dict[str, str]:
 
 def wait_finished(store: Store, run_ids: list[str], timeout: float) -> dict[str, str]:
     """Poll until every run is in a final status or the deadline passes; returns the statuses."""
-    deadline = time.monotonic() + timeout
-    while True:
-        now = statuses(store, run_ids)
-        if all(now.get(r) in FINAL for r in run_ids) or time.monotonic() > deadline:
-            return now
-        time.sleep(0.5)
+    return poll(lambda: statuses(store, run_ids), lambda now: all(now.get(r) in FINAL for r in run_ids), timeout)
 
 
 def running_runs(store: Store, run_ids: list[str], *, mid_run: bool = True) -> list[dict[str, Any]]:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -33,22 +31,20 @@ from tests.chaos.conftest import (
     running_runs,
     wait_for,
 )
+from tests.support.http import free_port
+from tests.support.templates import write_templates
 
 pytestmark = [pytest.mark.slow, pytest.mark.chaos, pytest.mark.timeout(420)]
 
 STATE_TEMPLATES = {
-    "state_ok.yaml": """
-name: state_ok
-version: 1.0.0
+    "state_ok": """
 params: {base_url: {type: url, required: true}}
 settings: {trace: off, step_timeout_s: 15}
 steps:
   - {action: navigate, url: "${base_url}/quotes/"}
   - {action: get, what: title, into: title}
 """,
-    "state_bad.yaml": """
-name: state_bad
-version: 1.0.0
+    "state_bad": """
 params: {base_url: {type: url, required: true}}
 settings: {trace: off, step_timeout_s: 15}
 steps:
@@ -56,17 +52,13 @@ steps:
   - {action: get, what: title, into: title}
   - {id: check, action: assert, selector: "#no-such-element", message: "the page has no #no-such-element"}
 """,
-    "state_slow.yaml": """
-name: state_slow
-version: 1.0.0
+    "state_slow": """
 params: {base_url: {type: url, required: true}}
 settings: {trace: off, timeout_s: 100, step_timeout_s: 90, run_retries: 0}
 steps:
   - {action: navigate, url: "${base_url}/slow?ms=55000"}
 """,
-    "state_order.yaml": """
-name: state_order
-version: 1.0.0
+    "state_order": """
 params:
   base_url: {type: url, required: true}
   password: {type: secret, required: true}
@@ -83,12 +75,6 @@ steps:
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
@@ -96,7 +82,7 @@ def _get_json(url: str) -> Any:
 
 class Flower:
     def __init__(self, cluster: Cluster) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cluster.env["FLOWER_UNAUTHENTICATED_API"] = "true"
         cluster._spawn("flower", ["flower", f"--port={self.port}", "--address=127.0.0.1"])
@@ -120,12 +106,7 @@ class Flower:
 
 @pytest.fixture
 def state_cluster(make_cluster, tmp_path: Path) -> Cluster:
-    templates = tmp_path / "templates"
-    templates.mkdir()
-    for path in TEMPLATES.glob("*.yaml"):
-        shutil.copy(path, templates / path.name)
-    for name, body in STATE_TEMPLATES.items():
-        (templates / name).write_text(body.lstrip())
+    templates = write_templates(tmp_path / "templates", STATE_TEMPLATES, copy_from=TEMPLATES)
     return make_cluster(
         BROWSERQ_RESULT_BACKEND=REDIS_URL, BROWSERQ_TEMPLATES_DIR=str(templates),
         BROWSERQ_REQUEUE_AFTER_S="600",  # no sweeper re-sends of queued runs in these tests
@@ -133,10 +114,15 @@ def state_cluster(make_cluster, tmp_path: Path) -> Cluster:
     )
 
 
-def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: Cluster, demo, pg_url: str,
-                                                                 store: Store) -> None:
+@pytest.fixture
+def flower(state_cluster: Cluster) -> Flower:
+    """Flower on the state cluster, started before its workers so that it sees every task."""
+    return Flower(state_cluster)
+
+
+def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: Cluster, flower: Flower, demo,
+                                                                 pg_url: str, store: Store) -> None:
     cluster = state_cluster
-    flower = Flower(cluster)
     cluster.start_worker("w1", concurrency=1)
     from browserq import run_template
 
@@ -193,10 +179,9 @@ def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: 
     assert not any("retry" in line.lower() for line in bad_lines), bad_lines
 
 
-def test_cancelled_and_terminated_runs_end_revoked_and_cancelled(state_cluster: Cluster, demo, pg_url: str,
-                                                                 store: Store) -> None:
+def test_cancelled_and_terminated_runs_end_revoked_and_cancelled(state_cluster: Cluster, flower: Flower, demo,
+                                                                 pg_url: str, store: Store) -> None:
     cluster = state_cluster
-    flower = Flower(cluster)
     cluster.start_worker("w1", concurrency=2)
     from browserq import cancel_run, run_template
 

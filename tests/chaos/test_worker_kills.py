@@ -109,12 +109,7 @@ def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
             and current_step(store, r["id"], r["attempt"]) != LAST_STEP
         ]
 
-    deadline = time.monotonic() + 60
-    victims: list[dict] = []
-    while not victims and time.monotonic() < deadline:
-        victims = w1_past_a_checkpoint()
-        time.sleep(0.05)
-    assert victims, "worker w1 never got past a checkpoint"
+    victims = wait_for(w1_past_a_checkpoint, 60, "worker w1 to get past a checkpoint", interval=0.05)
     cluster.kill_worker("w1")  # parent and child at once, like an OOM kill of the container
     killed_at = time.time()
     final = wait_finished(store, run_ids, timeout=120)

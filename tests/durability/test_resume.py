@@ -22,7 +22,10 @@ from browserq.runner.checkpoint import parse_path
 from browserq.runs import prepare_loaded, record_run
 from browserq.runtime import RunBusy, Runtime
 from browserq.store import Store
-from tests.conftest import REPO, template
+from tests.conftest import template
+from tests.support.polling import wait_until
+from tests.support.processes import kill_group
+from tests.support.workers import browserq_env
 
 pytestmark = pytest.mark.slow
 
@@ -73,13 +76,11 @@ def crashing_worker(pg_runtime: Runtime) -> Iterator[Callable[[str, Callable[[],
     """Start a worker process on a run and SIGKILL it as soon as ``when()`` is true."""
     procs: list[subprocess.Popen] = []
     settings = pg_runtime.settings
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
-    env.update({
+    env = browserq_env({
         "BROWSERQ_DATABASE_URL": settings.database_url,
         "BROWSERQ_ARTIFACTS_DIR": str(settings.artifacts_dir),
         "BROWSERQ_SECRET_KEY": settings.secret_key or "",
         "BROWSERQ_LEASE_TTL_S": "30",
-        "PYTHONPATH": str(REPO),
     })
 
     def run_and_kill(run_id: str, when: Callable[[], bool]) -> None:
@@ -88,20 +89,22 @@ def crashing_worker(pg_runtime: Runtime) -> Iterator[Callable[[str, Callable[[],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )
         procs.append(proc)
-        deadline = time.monotonic() + 60
-        while not when():
+
+        def crash_point() -> bool:
+            if when():
+                return True
             if proc.poll() is not None:
                 raise AssertionError(f"worker ended before the crash point: {proc.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError("crash point never reached")
-            time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker and its Chromium, like an OOM kill
+            return False
+
+        wait_until(crash_point, 60, "the crash point", interval_s=0.02)
+        kill_group(proc.pid)  # the worker and its Chromium, like an OOM kill
         proc.wait(10)
 
     yield run_and_kill
     for proc in procs:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid)
 
 
 def succeeded(store: Store, run_id: str, path: str) -> bool:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,23 +13,27 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, TEST_SECRET_KEY, producer_env
+from tests.support.polling import wait_until
+from tests.support.processes import alive, browserq_pids, stop
+from tests.support.redis import BROKER_DB, redis_url
+from tests.support.templates import write_templates
+from tests.support.workers import CELERY, browserq_env, spawn_logged, wait_for_log, worker_settings
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL = redis_url(BROKER_DB)
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
+# What the e2e tests import from here (the plumbing lives in tests/support/).
+__all__ = ["WorkerEnv", "alive", "browserq_pids", "celery_worker", "run_producer", "wait_until", "worker_env"]
 
+#: Templates the e2e workers serve besides the bundled ones (name → body; see tests.support.templates).
 EXTRA_TEMPLATES = {
-    "slow.yaml": """
-name: slow
-version: 1.0.0
+    "slow": """
 params:
   url: {type: url, required: true}
 settings: {timeout_s: 60, step_timeout_s: 60, trace: off}
 steps:
   - {action: navigate, url: "${url}"}
 """,
-    "order.yaml": """
-name: order
-version: 1.0.0
+    "order": """
 params:
   base_url: {type: url, required: true}
   password: {type: secret, required: true}
@@ -50,9 +50,7 @@ steps:
   - {id: send, action: click, selector: "#send", side_effect: true}
   - {action: assert, selector: "#confirmation"}
 """,
-    "storage_write.yaml": """
-name: storage_write
-version: 1.0.0
+    "storage_write": """
 params:
   url: {type: url, required: true}
 settings: {allow_eval: true}
@@ -69,9 +67,7 @@ steps:
       })()
     into: written
 """,
-    "storage_read.yaml": """
-name: storage_read
-version: 1.0.0
+    "storage_read": """
 params:
   url: {type: url, required: true}
 settings: {allow_eval: true}
@@ -93,95 +89,34 @@ class WorkerEnv:
     log: Path
 
 
-def browserq_pids() -> set[int]:
-    """Chromium processes launched by any browserq runtime, plus Playwright driver processes."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"--browserq-instance=" in cmdline or b"playwright/driver" in cmdline:
-            pids.add(int(entry.name))
-    return pids
-
-
-def alive(pids: set[int]) -> set[int]:
-    still = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            still.add(pid)
-    return still
-
-
 @pytest.fixture(scope="session")
 def e2e_templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("e2e-templates")
-    for path in (REPO / "templates").glob("*.yaml"):
-        shutil.copy(path, directory / path.name)
-    for name, body in EXTRA_TEMPLATES.items():
-        (directory / name).write_text(body.lstrip())
-    return directory
+    return write_templates(tmp_path_factory.mktemp("e2e-templates"), EXTRA_TEMPLATES, copy_from=REPO / "templates")
 
 
 def worker_env(tmp: Path, pg_url: str, broker_url: str, templates: Path) -> WorkerEnv:
     queue = f"bq_test_{uuid.uuid4().hex[:8]}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
-    env.update(
-        {
-            "BROWSERQ_BROKER_URL": broker_url,
-            "BROWSERQ_RESULT_BACKEND": f"db+{pg_url}",
-            "BROWSERQ_DATABASE_URL": pg_url,
-            "BROWSERQ_TEMPLATES_DIR": str(templates),
-            "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
-            "BROWSERQ_QUEUE": queue,
-            "BROWSERQ_SECRET_KEY": TEST_SECRET_KEY,
-            "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
-            "PYTHONPATH": str(REPO),
-        }
-    )
+    env = browserq_env(worker_settings(
+        broker_url=broker_url, database_url=pg_url, templates_dir=templates, artifacts_dir=tmp / "artifacts",
+        queue=queue, secret_key=TEST_SECRET_KEY,
+    ))
     return WorkerEnv(env=env, queue=queue, log=tmp / f"worker-{queue}.log")
 
 
 @contextmanager
 def celery_worker(config: WorkerEnv, concurrency: int = 1, timeout_s: float = 60) -> Iterator[subprocess.Popen]:
-    """Start ``celery worker`` (prefork) and wait until it says it is ready."""
-    log = config.log.open("ab")
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
-            "--pool", "prefork", "--concurrency", str(concurrency), "-Q", f"{config.queue},{config.queue}.sweep",
-            "-n", f"{config.queue}@%h", "--loglevel", "INFO", "-E",
-            "--without-gossip", "--without-mingle",
-        ],
-        env=config.env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=REPO,
-        start_new_session=True,
-    )
+    """Start ``celery worker`` (prefork) and wait until it says it is ready; on exit a warm
+    shutdown (SIGTERM: finish, close browsers, exit), SIGKILL to its group after 60 s."""
+    proc = spawn_logged([
+        *CELERY, "worker", "--pool", "prefork", "--concurrency", str(concurrency),
+        "-Q", f"{config.queue},{config.queue}.sweep", "-n", f"{config.queue}@%h", "--loglevel", "INFO", "-E",
+        "--without-gossip", "--without-mingle",
+    ], config.env, config.log)
     try:
-        deadline = time.monotonic() + timeout_s
-        while "ready." not in config.log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"worker did not start:\n{config.log.read_text(errors='replace')[-4000:]}")
-            time.sleep(0.2)
+        wait_for_log(proc, config.log, lambda text: "ready." in text, timeout_s, "the worker to start")
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # warm shutdown: finish, close browsers, exit
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        log.close()
+        stop(proc, 60)
 
 
 def run_producer(config: WorkerEnv, code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -203,15 +138,3 @@ def redis_config(tmp_path_factory: pytest.TempPathFactory, pg_url: str, e2e_temp
 def redis_worker(redis_config: WorkerEnv) -> Iterator[None]:
     with celery_worker(redis_config, concurrency=1):
         yield
-
-
-def wait_until(predicate, timeout_s: float = 60, interval_s: float = 0.1):
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout_s} s")
-        time.sleep(interval_s)

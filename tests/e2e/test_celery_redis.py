@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -11,14 +10,15 @@ import redis
 import sqlalchemy as sa
 
 from browserq.errors import ParamError, RunFailed, TemplateInvalid, TemplateNotFound
-from tests.e2e.conftest import (
-    REDIS_URL,
-    WorkerEnv,
+from tests.e2e.conftest import REDIS_URL, WorkerEnv, celery_worker, run_producer, worker_env
+from tests.support.polling import wait_until
+from tests.support.processes import (
     alive,
+    browser_roots,
     browserq_pids,
-    celery_worker,
-    run_producer,
-    worker_env,
+    cmdline,
+    descends_from,
+    parent_of,
 )
 
 pytestmark = pytest.mark.slow
@@ -152,38 +152,16 @@ def test_clean_shutdown_leaves_no_browser_processes(tmp_path, pg_url, e2e_templa
     before = browserq_pids()
     with celery_worker(config, concurrency=2) as proc:
         # Two children, each with its own driver and Chromium (launched after the fork).
-        deadline = time.monotonic() + 60
-        mine = lambda: {p for p in browserq_pids() - before if _descends_from(p, proc.pid)}  # noqa: E731
-        while len(browser_roots(mine())) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        mine = lambda: {p for p in browserq_pids() - before if descends_from(p, proc.pid)}  # noqa: E731
+        wait_until(lambda: len(browser_roots(mine())) >= 2, 60, "both children's browsers")
         started = mine()
         assert len(browser_roots(started)) == 2
-        parent_cmd = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
-        assert b"celery" in parent_cmd
-        drivers = [p for p in started if b"playwright/driver" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert b"celery" in cmdline(proc.pid)
+        drivers = [p for p in started if b"playwright/driver" in cmdline(p)]
         assert len(drivers) == 2
-        assert all(_parent(p) not in (proc.pid, None) for p in drivers)  # started in children only
+        assert all(parent_of(p) not in (proc.pid, None) for p in drivers)  # started in children only
     assert proc.returncode == 0
     assert alive(started) == set(), "orphan Chromium/driver processes after a clean shutdown"
-
-
-def browser_roots(pids: set[int]) -> list[int]:
-    roots = []
-    for pid in pids:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"--browserq-instance=" in cmdline and b"--type=" not in cmdline:
-            roots.append(pid)
-    return roots
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return None
 
 
 def test_message_sent_without_the_producer_is_validated_by_the_worker(redis_config, redis_worker, demo) -> None:
@@ -222,13 +200,3 @@ def test_soft_time_limit_records_the_run_and_frees_the_worker(redis_worker, demo
         store.dispose()
     after = run_template.delay("quotes", params={"start_url": f"{demo.url}/quotes/", "max_pages": 1})
     assert after.get(timeout=60)["status"] == "completed"
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    seen = 0
-    while pid and pid != 1 and seen < 64:
-        if pid == ancestor:
-            return True
-        pid = _parent(pid) or 0
-        seen += 1
-    return False

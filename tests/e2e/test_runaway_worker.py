@@ -6,20 +6,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import REDIS_URL, celery_worker, run_producer, wait_until, worker_env
+from tests.support.processes import descendants, is_browser_root
+from tests.support.templates import write_templates
 
 pytestmark = pytest.mark.slow
 
 TEMPLATES = {
-    "spin.yaml": """
-        name: spin
-        version: 1.0.0
+    "spin": """
         params:
           url: {type: url, required: true}
         settings: {allow_eval: true, timeout_s: 60, run_retries: 0}
@@ -27,9 +26,7 @@ TEMPLATES = {
           - {action: navigate, url: "${url}"}
           - {action: eval, expression: "(() => { while(true){} })()", timeout_s: 4, retries: 0}
         """,
-    "count.yaml": """
-        name: count
-        version: 1.0.0
+    "count": """
         params:
           url: {type: url, required: true}
         settings: {trace: off}
@@ -49,11 +46,7 @@ print(json.dumps(value.result if isinstance(value, RunFailed) else value))
 
 
 def _templates(tmp: Path) -> Path:
-    directory = tmp / "templates"
-    directory.mkdir()
-    for name, body in TEMPLATES.items():
-        (directory / name).write_text(textwrap.dedent(body).lstrip())
-    return directory
+    return write_templates(tmp / "templates", TEMPLATES)
 
 
 def _produce(config, template: str, url: str, timeout_s: float = 120) -> dict:
@@ -63,44 +56,19 @@ def _produce(config, template: str, url: str, timeout_s: float = 120) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _descendants(root: int) -> dict[int, bytes]:
-    """pid → cmdline of every process under ``root``."""
-    parents: dict[int, int] = {}
-    cmdlines: dict[int, bytes] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdlines[int(entry.name)] = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            continue
-        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found: dict[int, bytes] = {}
-    for pid in parents:
-        ancestor = pid
-        while ancestor in parents and ancestor != root:
-            ancestor = parents[ancestor]
-        if ancestor == root and pid != root:
-            found[pid] = cmdlines.get(pid, b"")
-    return found
-
-
 def _browsers(worker: int) -> set[int]:
     return {
-        pid for pid, cmd in _descendants(worker).items()
-        if b"--browserq-instance=" in cmd and b"--type=" not in cmd
+        pid for pid, cmd in descendants(worker).items()
+        if is_browser_root(cmd)
     }
 
 
 def _drivers(worker: int) -> set[int]:
-    return {pid for pid, cmd in _descendants(worker).items() if b"playwright/driver" in cmd and b"node" in cmd}
+    return {pid for pid, cmd in descendants(worker).items() if b"playwright/driver" in cmd and b"node" in cmd}
 
 
 def _children(worker: int) -> set[int]:
-    return {pid for pid, cmd in _descendants(worker).items() if b"celery" in cmd}
+    return {pid for pid, cmd in descendants(worker).items() if b"celery" in cmd}
 
 
 def test_runaway_eval_and_a_killed_driver_through_a_celery_worker(tmp_path: Path, pg_url: str, site) -> None:

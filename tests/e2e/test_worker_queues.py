@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from browserq.errors import BrowserqError
-from tests.conftest import REPO, make_settings
+from tests.conftest import make_settings
 from tests.e2e.conftest import REDIS_URL, run_producer, worker_env
+from tests.support.processes import stop
+from tests.support.workers import spawn_logged, wait_for_log
 
 pytestmark = pytest.mark.slow
 
@@ -39,17 +37,13 @@ def test_worker_with_extra_queue_serves_it_the_runs_queue_and_the_sweeper(tmp_pa
     config.env["BROWSERQ_RESULT_BACKEND"] = REDIS_URL
     config.env["BROWSERQ_SWEEP_IN_WORKERS"] = "false"  # this test is about the sweeper's queue
     other = f"other_{uuid.uuid4().hex[:8]}"
-    log = config.log.open("ab")
-    proc = subprocess.Popen(
+    proc = spawn_logged(
         [sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-Q", other,
          "-n", f"{config.queue}@%h", "--without-gossip", "--without-mingle"],
-        env=config.env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+        config.env, config.log,
     )
     try:
-        deadline = time.monotonic() + 90
-        while "ready." not in config.log.read_text(errors="replace"):
-            assert proc.poll() is None and time.monotonic() < deadline, config.log.read_text()[-3000:]
-            time.sleep(0.2)
+        wait_for_log(proc, config.log, lambda text: "ready." in text, 90, "the worker to start")
         code = (
             "import json\n"
             "from browserq import run_template\n"
@@ -67,11 +61,4 @@ def test_worker_with_extra_queue_serves_it_the_runs_queue_and_the_sweeper(tmp_pa
         assert (extra, default) == ("completed", "completed")
         assert set(swept) == {"requeued"}
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        log.close()
+        stop(proc, 60, group=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,14 +13,16 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from browserq.proxies import Proxy, ProxyHealth, ProxyRotator, parse_proxy
+from tests.support.redis import PROXIES_DB, redis_url, wait_for_redis
 
-REDIS_URL = os.environ.get("BROWSERQ_TEST_PROXY_REDIS", "redis://127.0.0.1:6379/7")
+REDIS_URL = os.environ.get("BROWSERQ_TEST_PROXY_REDIS", redis_url(PROXIES_DB))
 PASSWORD = "hunter2-S3cret"  # the credential every test checks never leaks
 
 
 def connect_redis() -> redis.Redis:
     """A client on DB 7 whose commands ride out a Redis restart of a few seconds."""
-    client = redis.Redis.from_url(
+    wait_for_redis(REDIS_URL)  # another suite may be restarting the shared Redis right now
+    return redis.Redis.from_url(
         REDIS_URL,
         decode_responses=True,
         socket_timeout=5,
@@ -29,12 +30,6 @@ def connect_redis() -> redis.Redis:
         retry=Retry(ExponentialBackoff(cap=1.0, base=0.1), 10),
         retry_on_error=[redis.ConnectionError, redis.TimeoutError],
     )
-    try:
-        client.ping()
-    except redis.ConnectionError:
-        time.sleep(3)  # another suite may be restarting the shared Redis: retry once
-        client.ping()
-    return client
 
 
 @pytest.fixture(scope="session")

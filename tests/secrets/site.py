@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import html
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote
+
+from tests.support.http import serve_http
 
 BASIC_USER = "user"
 # ``/``, ``@``, ``?`` and ``#`` would end a URL's userinfo (the Basic auth path needs it whole);
@@ -96,14 +97,8 @@ class _Site(BaseHTTPRequestHandler):
 @contextmanager
 def serve() -> Iterator[str]:
     """``host:port`` of the site, served in a thread."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
+    with serve_http(_Site) as address:
+        yield address
 
 
 def params(site: str) -> dict[str, str]:

@@ -14,7 +14,6 @@ worker's log, the CLI's output, and every Redis key and value.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,15 +28,18 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from tests.conftest import PG_ADMIN_URL, REPO, _create_database, _drop_database, producer_env
+from tests.conftest import PG_ADMIN_URL, REPO, producer_env
 from tests.e2e.conftest import WorkerEnv, celery_worker, wait_until, worker_env
 from tests.secrets.forms import files_under, find_leaks, keystrokes, secret_forms
 from tests.secrets.site import BASIC_USER, SECRET, TEMPLATE, params
+from tests.support.postgres import create_database, database_url, drop_database, scratch_name
+from tests.support.redis import SECRETS_DB, empty_database, redis_url
+from tests.support.workers import browserq_env
 
 pytestmark = pytest.mark.slow
 
 #: A Redis database of its own, so "every key" means this test's keys.
-REDIS_DB_URL = "redis://127.0.0.1:6379/14"
+REDIS_DB_URL = redis_url(SECRETS_DB)
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("secret-templates")
@@ -48,26 +50,24 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def database() -> Iterator[str]:
-    name = f"browserq_secrets_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    _create_database(name)
+    name = scratch_name("browserq_secrets")
+    create_database(name)
     yield name
-    _drop_database(name)
+    drop_database(name)
 
 
 @pytest.fixture(scope="module")
 def redis_db() -> Iterator[redis.Redis]:
     client = redis.Redis.from_url(REDIS_DB_URL)
-    for key in client.scan_iter(count=500):  # leftovers of an earlier run of this test
-        client.delete(key)
+    empty_database(client)  # leftovers of an earlier run of this test
     yield client
-    for key in client.scan_iter(count=500):
-        client.delete(key)
+    empty_database(client)
     client.close()
 
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory, database: str, templates: Path, redis_db) -> Iterator[WorkerEnv]:
-    pg_url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
+    pg_url = database_url(database)
     config = worker_env(tmp_path_factory.mktemp("secret-worker"), pg_url, REDIS_DB_URL, templates)
     config.env["BROWSERQ_RESULT_BACKEND"] = REDIS_DB_URL
     with producer_env(config.env), celery_worker(config, concurrency=1, timeout_s=120):
@@ -173,13 +173,11 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
     cli_dir.mkdir()
     secret_file = cli_dir / "password.txt"
     secret_file.write_text(SECRET + "\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
-    env.update({
+    env = browserq_env({
         "BROWSERQ_DATABASE_URL": f"sqlite:///{cli_dir / 'browserq.db'}",
         "BROWSERQ_TEMPLATES_DIR": str(templates),
         "BROWSERQ_ARTIFACTS_DIR": str(cli_dir / "artifacts"),
         "BROWSERQ_BROKER_URL": REDIS_DB_URL,
-        "PYTHONPATH": str(REPO),
     })
     p = params(secret_site)
     for template, source, stdin in (("secret_human", f"@{secret_file}", None), ("secret_plain", "@-", SECRET + "\n")):

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
 from sqlalchemy import text
 
 from browserq.store import Store
+from tests.support.postgres import ADMIN_URL as PG_ADMIN_URL
+from tests.support.postgres import admin_connection, create_database, drop_database
 
-PG_ADMIN_URL = os.environ.get(
-    "BROWSERQ_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 BACKENDS = ("sqlite", "postgresql")
 TABLES = (
     "artifacts",
@@ -35,11 +33,6 @@ TABLES = (
 )
 
 
-def _pg_url(dbname: str) -> str:
-    base = PG_ADMIN_URL.rsplit("/", 1)[0]
-    return f"{base}/{dbname}".replace("postgresql://", "postgresql+psycopg://", 1)
-
-
 class PgDatabases:
     """Creates throwaway PostgreSQL databases and drops them all at the end of the session."""
 
@@ -51,29 +44,20 @@ class PgDatabases:
 
     def _connection(self) -> psycopg.Connection:
         if self._admin is None:
-            try:
-                self._admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
-            except psycopg.OperationalError as e:
-                pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {e}", pytrace=False)
+            self._admin = admin_connection(PG_ADMIN_URL)
         return self._admin
 
     def create(self, name: str | None = None) -> str:
         dbname = name or f"{self.prefix}_{next(self._counter)}"
-        conn = self._connection()
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
-        )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+        url = create_database(dbname, self._connection())
         self._created.append(dbname)
-        return _pg_url(dbname)
+        return url
 
     def drop_all(self) -> None:
         if self._admin is None:
             return
         for dbname in self._created:
-            self._admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
-            )
+            drop_database(dbname, self._admin)
         self._admin.close()
 
 

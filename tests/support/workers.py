@@ -1,0 +1,80 @@
+"""Real workers in subprocesses: their environment, starting them with a log file, waiting until
+their log says they are ready.
+
+Why subprocesses: Celery's prefork pool, worker signals and process deaths are what these tests
+are about; an in-process worker would share this process's browser, settings and signal handlers.
+Every process starts in a session of its own, so :func:`tests.support.processes.stop` and
+``kill_group`` reach the worker, its pool children and their browsers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from tests.support import REPO
+from tests.support.polling import wait_until
+
+#: ``celery -A browserq.celery_app:app`` with this interpreter (the venv's Celery).
+CELERY = (sys.executable, "-m", "celery", "-A", "browserq.celery_app:app")
+
+
+def browserq_env(variables: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without its own ``BROWSERQ_*`` settings, plus ``variables`` and
+    ``PYTHONPATH`` set to the repository (so that the worker imports this checkout's browserq)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    env.update(variables)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def worker_settings(
+    *, broker_url: str, database_url: str, templates_dir: Path, artifacts_dir: Path, queue: str, secret_key: str
+) -> dict[str, str]:
+    """The ``BROWSERQ_*`` settings every test worker runs with: its broker, its database (also the
+    result backend), its templates and artifacts, a queue of its own, and quick step retries."""
+    return {
+        "BROWSERQ_BROKER_URL": broker_url,
+        "BROWSERQ_RESULT_BACKEND": f"db+{database_url}",
+        "BROWSERQ_DATABASE_URL": database_url,
+        "BROWSERQ_TEMPLATES_DIR": str(templates_dir),
+        "BROWSERQ_ARTIFACTS_DIR": str(artifacts_dir),
+        "BROWSERQ_QUEUE": queue,
+        "BROWSERQ_SECRET_KEY": secret_key,
+        "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
+    }
+
+
+def spawn_logged(argv: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen:
+    """Start ``argv`` in the repository, in a session of its own, stdout and stderr appended to
+    ``log`` (the child keeps the file open; this process does not need to)."""
+    with log.open("ab") as handle:
+        return subprocess.Popen(
+            argv, env=dict(env), stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
+        )
+
+
+def read_log(log: Path) -> str:
+    return log.read_text(errors="replace") if log.exists() else ""
+
+
+def wait_for_log(
+    proc: subprocess.Popen, log: Path, ready: Callable[[str], bool], timeout_s: float, what: str
+) -> None:
+    """Wait until ``ready(log text)``; fail at once if the process exits first, and with the log's
+    tail either way (a worker that does not start says why in its log)."""
+
+    def state() -> str:
+        if proc.poll() is not None:
+            return f"exited with {proc.returncode}"
+        return "ready" if ready(read_log(log)) else ""
+
+    try:
+        outcome = wait_until(state, timeout_s, what, interval_s=0.2)
+    except AssertionError as timed_out:
+        outcome = str(timed_out)
+    if outcome != "ready":
+        raise AssertionError(f"{what}: {outcome}:\n{read_log(log)[-4000:]}")

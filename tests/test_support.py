@@ -1,0 +1,211 @@
+"""The shared test plumbing (tests/support/) against the real things it wraps: PostgreSQL, Redis,
+``/proc`` and subprocesses. Every suite leans on it, so a broken helper must fail here, by name,
+and not as a mystery in a chaos test."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from urllib.request import urlopen
+
+import psycopg
+import pytest
+import redis
+
+from tests.support import REPO
+from tests.support.http import free_port, serve_http
+from tests.support.polling import poll, wait_until
+from tests.support.postgres import (
+    admin_connection,
+    create_database,
+    database_url,
+    drop_database,
+    scratch_database,
+    scratch_name,
+)
+from tests.support.processes import (
+    alive,
+    cmdline,
+    descendants,
+    descends_from,
+    is_alive,
+    parent_of,
+    stop,
+    tagged_pids,
+)
+from tests.support.redis import LIMITS_DB, delete_prefix, redis_url, wait_for_redis
+from tests.support.templates import template_file, write_templates
+from tests.support.workers import browserq_env, read_log, spawn_logged, wait_for_log
+
+#: A process that starts a child and both sleep: a tiny process tree.
+TREE = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
+       "print('ready', flush=True); time.sleep(60)"
+
+
+# --- polling ---------------------------------------------------------------------------------------
+def test_wait_until_returns_the_first_truthy_value() -> None:
+    calls = iter([0, "", None, "found"])
+    assert wait_until(lambda: next(calls), 5, interval_s=0) == "found"
+
+
+def test_wait_until_names_what_it_waited_for() -> None:
+    with pytest.raises(AssertionError, match=r"timed out after 0\.05 s waiting for the moon"):
+        wait_until(lambda: False, 0.05, "the moon", interval_s=0.01)
+
+
+def test_poll_returns_the_last_value_at_the_deadline() -> None:
+    seen = []
+    assert poll(lambda: seen.append(1) or len(seen), lambda n: n >= 3, 5, interval_s=0) == 3
+    assert poll(lambda: "not yet", lambda v: False, 0.05, interval_s=0.01) == "not yet"
+
+
+# --- postgres --------------------------------------------------------------------------------------
+def _databases() -> set[str]:
+    with admin_connection() as conn:
+        return {row[0] for row in conn.execute("select datname from pg_database")}
+
+
+def test_scratch_database_is_created_usable_and_dropped() -> None:
+    with scratch_database("browserq_support") as url:
+        name = url.rsplit("/", 1)[1]
+        assert name.startswith("browserq_support_") and name in _databases()
+        assert url == database_url(name) and url.startswith("postgresql+psycopg://")
+        with psycopg.connect(url.replace("+psycopg", "")) as conn:
+            assert conn.execute("select 1").fetchone() == (1,)
+    assert name not in _databases()
+
+
+def test_create_database_replaces_a_leftover_and_drop_ignores_connections() -> None:
+    name = scratch_name("browserq_support")
+    url = create_database(name)
+    with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("create table leftover (x int)")
+    create_database(name)  # a crashed earlier session's database: replaced by an empty one
+    held = psycopg.connect(url.replace("+psycopg", ""))
+    try:
+        assert held.execute("select count(*) from pg_tables where tablename = 'leftover'").fetchone() == (0,)
+        drop_database(name)  # even while `held` is connected (a killed worker's connection)
+        assert name not in _databases()
+    finally:
+        held.close()
+    drop_database(name)  # dropping a database that is gone is not an error
+
+
+def test_admin_connection_to_a_dead_server_fails_the_test_with_the_url() -> None:
+    dead = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
+    with pytest.raises(pytest.fail.Exception, match=r"PostgreSQL is not reachable at .*127\.0\.0\.1"):
+        admin_connection(dead)
+
+
+# --- redis -----------------------------------------------------------------------------------------
+def test_delete_prefix_deletes_only_that_prefix() -> None:
+    url = redis_url(LIMITS_DB)
+    wait_for_redis(url)
+    client = redis.Redis.from_url(url)
+    mine, other = f"test:support:{uuid.uuid4().hex}:", f"test:support:{uuid.uuid4().hex}:"
+    try:
+        client.set(mine + "a", 1)
+        client.set(mine + "b", 2)
+        client.set(other + "a", 3)
+        delete_prefix(url, mine)
+        assert client.get(mine + "a") is None and client.get(mine + "b") is None
+        assert client.get(other + "a") == b"3"
+    finally:
+        client.delete(other + "a")
+        client.close()
+
+
+def test_wait_for_redis_fails_with_the_url_when_nothing_answers() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    with pytest.raises(pytest.fail.Exception, match="not reachable"):
+        wait_for_redis(url, timeout_s=0.3, interval_s=0.1)
+
+
+# --- processes and workers -------------------------------------------------------------------------
+def test_process_tree_is_read_from_proc_and_stopped_as_a_group(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex
+    log = tmp_path / "tree.log"
+    proc = spawn_logged([sys.executable, "-c", TREE], browserq_env({"CHAOS_TAG": tag}), log)
+    try:
+        wait_for_log(proc, log, lambda text: "ready" in text, 30, "the tree to start")
+        (child,) = wait_until(lambda: set(descendants(proc.pid)), 10, "the child")
+        assert parent_of(child) == proc.pid and descends_from(child, proc.pid)
+        assert not descends_from(proc.pid, child)
+        assert b"time.sleep(60)" in cmdline(child) and is_alive(child)
+        assert tagged_pids(tag) == {proc.pid, child}  # both inherited the environment
+        stop(proc, 5, group=True)
+        wait_until(lambda: not alive({proc.pid, child}), 10, "the group to exit")
+        assert not is_alive(child)  # gone, or a zombie nobody reaped yet: dead either way
+    finally:
+        stop(proc, 1, group=True, sig=signal.SIGKILL)
+
+
+def test_stop_kills_a_process_that_ignores_sigterm(tmp_path: Path) -> None:
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); " \
+           "time.sleep(60)"
+    log = tmp_path / "stubborn.log"
+    proc = spawn_logged([sys.executable, "-c", code], browserq_env({}), log)
+    wait_for_log(proc, log, lambda text: "ready" in text, 30, "the process to start")
+    began = time.monotonic()
+    stop(proc, 0.5)
+    assert proc.returncode == -signal.SIGKILL and time.monotonic() - began < 30
+
+
+def test_wait_for_log_fails_at_once_when_the_process_exits(tmp_path: Path) -> None:
+    log = tmp_path / "dies.log"
+    proc = spawn_logged([sys.executable, "-c", "print('cannot start: no broker')"], browserq_env({}), log)
+    with pytest.raises(AssertionError, match=r"(?s)the worker to start: exited with 0:.*no broker"):
+        wait_for_log(proc, log, lambda text: "ready." in text, 60, "the worker to start")
+    assert read_log(tmp_path / "missing.log") == ""
+
+
+def test_browserq_env_replaces_this_processes_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROWSERQ_QUEUE", "mine")
+    env = browserq_env({"BROWSERQ_BROKER_URL": "redis://x/0"})
+    assert "BROWSERQ_QUEUE" not in env and env["BROWSERQ_BROKER_URL"] == "redis://x/0"
+    assert env["PYTHONPATH"] == str(REPO) and env["PATH"]
+    done = subprocess.run([sys.executable, "-c", "import tests.support, browserq"], env=env, cwd="/",
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr  # the subprocess imports this checkout from anywhere
+
+
+# --- http and templates ----------------------------------------------------------------------------
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_serve_http_serves_on_localhost_until_the_block_ends() -> None:
+    with serve_http(_Hello) as address:
+        assert address.startswith("127.0.0.1:")
+        with urlopen(f"http://{address}/", timeout=10) as response:
+            assert response.read() == b"hello"
+    with pytest.raises(OSError):
+        urlopen(f"http://{address}/", timeout=2)
+
+
+def test_written_templates_load(tmp_path: Path) -> None:
+    from browserq.templates import load_template_text
+
+    bundled = REPO / "templates"
+    directory = write_templates(tmp_path / "t", {"probe": """
+        params:
+          url: {type: url, required: true}
+        steps:
+          - {action: navigate, url: "${url}"}
+        """}, copy_from=bundled)
+    assert {p.name for p in bundled.glob("*.yaml")} | {"probe.yaml"} == {p.name for p in directory.glob("*.yaml")}
+    loaded = load_template_text((directory / "probe.yaml").read_text(), source="probe.yaml")
+    assert (loaded.name, loaded.version) == ("probe", "1.0.0")
+    assert template_file("x", "  steps: []\n").startswith("name: x\nversion: 1.0.0\nsteps: []")
