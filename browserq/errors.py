@@ -10,6 +10,8 @@
     ├── BrokerUnavailable        the producer could not hand the run to the broker
     ├── StoreError               the run store (database) failed
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
+    ├── RunBusy                  WAIT: another live worker holds the run's lease (browserq/execute/errors.py)
+    ├── WorkerUnusable           INFRASTRUCTURE: no browser in this process; it exits (browserq/execute/errors.py)
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         └── InfrastructureError  the browser crashed or disconnected: recycle it
 
