@@ -28,6 +28,8 @@
     │       ├── IdentityBusy       leased to another live run, or the whole pool is    [WAIT]
     │       └── IdentityLeaseLost  a fenced identity write whose token is no longer current
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
+    ├── RunBusy                  WAIT: another live worker holds the run's lease (browserq/execute/errors.py)
+    ├── WorkerUnusable           INFRASTRUCTURE: no browser in this process; it exits (browserq/execute/errors.py)
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]
         │   └── BrowserUnusable  no working browser even after a relaunch     browsers/errors.py

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from browserq.errors import BrowserqError, ConfigError
+from browserq.errors import BrowserqError, ConfigError, ErrorClass
 from browserq.limits._redis import RedisHandle, Script, limits_redis_url
 from browserq.limits.errors import InvalidTenantCaps, LimitsUnavailable
 from browserq.limits.specs import DEFAULT_KEY, TENANT_NAME, parse_caps
@@ -35,8 +35,19 @@ _TENANT = TENANT_NAME
 class TenantBusy(BrowserqError):
     """Every slot of the tenant stayed taken for the whole wait. Retry the run later."""
 
-    def __init__(self, tenant: str, cap: int, waited_s: float, retry_after_s: float | None) -> None:
+    policy = ErrorClass.WAIT
+
+    @property  # type: ignore[override]
+    def retry_in_s(self) -> float | None:
+        """When a slot may free up (the earliest claim's expiry), else after another wait as long."""
+        return self.retry_after_s or (self.wait_s if self.wait_s is not None else self.waited_s)
+
+    def __init__(
+        self, tenant: str, cap: int, waited_s: float, retry_after_s: float | None, *, wait_s: float | None = None
+    ) -> None:
         self.tenant = tenant
+        #: how long the run was allowed to wait for a slot (BROWSERQ_TENANT_WAIT_S)
+        self.wait_s = wait_s
         self.cap = cap
         self.waited_s = waited_s
         #: when the earliest current claim would expire if not renewed (a hint, not a promise)
@@ -179,7 +190,7 @@ class TenantLimiter:
             left = wait_s - waited
             retry_after = int(expires_ms) / 1000 if int(expires_ms) >= 0 else None
             if cap == 0 or left <= 0:
-                raise TenantBusy(tenant, cap, waited, retry_after)
+                raise TenantBusy(tenant, cap, waited, retry_after, wait_s=wait_s)
             pause = self.poll_s * random.uniform(0.6, 1.4)
             await asyncio.sleep(min(pause, left))
         slot = Slot(tenant, run_id, cap, time.monotonic() - started)

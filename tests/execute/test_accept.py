@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from browserq.runs import prepare_loaded
-from browserq.runtime import Runtime
+from browserq.execute import Runtime, prepare_loaded
 from tests.conftest import template
 
 OPTIONAL_SECRET = """

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from browserq.settings import Settings
 from browserq.store import Store
-from browserq.sweeper import FileLock, FleetSweeper, PgAdvisoryLock
+from browserq.execute.sweeper import FileLock, FleetSweeper, PgAdvisoryLock
 from tests.conftest import REPO, _create_database, _drop_database, make_settings
 from tests.store.tcp_proxy import TcpProxy
 
@@ -85,7 +85,7 @@ def test_a_killed_holder_frees_the_lock(backend, tmp_path: Path, pg_url: str, sw
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from browserq.sweeper import sweep_lock_for
+            from browserq.execute.sweeper import sweep_lock_for
             lock = sweep_lock_for({url!r})
             assert lock.acquire()
             print("held", flush=True)
@@ -153,32 +153,3 @@ def test_sweeper_thread_keeps_running_while_the_database_is_unreachable(tmp_path
     for _ in range(3):
         assert sweeper.tick() is None
     assert sweeper.alive and log == []
-
-
-def test_a_sweeper_requeue_counts_as_a_worker_loss(tmp_path: Path) -> None:
-    """Whether Celery's redelivery (a takeover) or the sweeper (a requeue) gets to a dead worker's
-    run first, the poison limit (max_worker_losses) counts the loss, and the re-sent message
-    carries the run's own task id."""
-    import redis
-
-    from browserq.celery_app import sweep_stuck_runs
-    from browserq.runs import prepare_loaded, record_run
-    from tests.conftest import template
-
-    settings = _migrated(make_settings(tmp_path))
-    store = Store(settings.database_url)
-    queue = f"bq_sweep_test_{uuid.uuid4().hex[:8]}"
-    client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
-    try:
-        prepared = prepare_loaded(template("steps:\n  - {action: navigate, url: 'http://127.0.0.1:9/'}\n"), {})
-        record_run(store, prepared, secret_box=None, task_id="task-of-the-run", queue=queue)
-        store.acquire_lease(prepared.run_id, owner="elsewhere:1:1", ttl_s=0.01)
-        time.sleep(0.05)  # the lease has expired: its worker is presumed dead
-        assert sweep_stuck_runs(store, settings) == 1
-        run = store.get_run(prepared.run_id)
-        assert (run.status, run.takeovers) == ("queued", 1)
-        (message,) = client.lrange(queue, 0, -1)
-        assert b'"id": "task-of-the-run"' in message
-    finally:
-        client.delete(queue)
-        store.dispose()

@@ -1,0 +1,129 @@
+"""What one attempt of a recorded run needs: its stored template and params, and a RunRequest.
+
+The template is the body stored with the run (never the file as it is now), the params are the
+stored ones with secrets decrypted into memory, and the request carries where to resume (the last
+checkpoint) and which side effects a dead worker left with an unknown outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from browserq.errors import ConfigError, StoreError
+from browserq.redact import mask
+from browserq.runner import RunOutcome, RunRequest
+from browserq.runner.checkpoint import Checkpoint, parse_path
+from browserq.secrets import SecretBox
+from browserq.settings import Settings
+from browserq.store import Lease, RunView, Store
+from browserq.templates import LoadedTemplate, RepeatStep, load_template_text, secret_names
+
+log = structlog.get_logger(__name__)
+
+
+def materialize(
+    store: Store, run: RunView, secrets: dict[str, Any] | None, secret_box: SecretBox, settings: Settings
+) -> tuple[LoadedTemplate, dict[str, Any], frozenset[str]]:
+    """The run's stored template body and params, secrets decrypted into memory."""
+    record = store.get_template_body(run.template_id)
+    loaded = load_template_text(
+        record.body,
+        source=f"{record.name}@{record.version} (stored)",
+        max_selector_length=settings.max_selector_length,
+        max_repeat=settings.max_repeat,
+    )
+    names = frozenset(secret_names(loaded.template))
+    params = dict(run.params or {})
+    wanted = {n for n in names if params.get(n) == mask(n)}
+    if wanted and secrets is None:
+        if not run.secrets:
+            raise ConfigError(f"secret params {sorted(wanted)} of this run were not stored")
+        secrets = secret_box.decrypt(run.secrets, why="this run has secret params")
+    params.update(secrets or {})
+    missing = {n for n in wanted if params.get(n) == mask(n)}
+    if missing:
+        raise ConfigError(f"secret params {sorted(missing)} of this run are not available to the worker")
+    return loaded, params, names
+
+
+def build_request(
+    store: Store,
+    lease: Lease,
+    loaded: LoadedTemplate,
+    params: dict[str, Any],
+    names: frozenset[str],
+    *,
+    checkpoint_box: SecretBox,
+    lease_ttl_s: float,
+) -> tuple[RunView, RunRequest]:
+    """The run as it is now that this attempt holds its lease, and the request to run it.
+
+    Marks the steps an earlier attempt left ``started`` as ``unknown`` first; the run is read
+    after the lease was granted, so its checkpoint is the last one any earlier holder stored.
+    """
+    run_id = lease.run_id
+    store.mark_interrupted_steps(run_id, before_attempt=lease.attempt)
+    latest: dict[str, str] = {}
+    for record in store.steps(run_id):  # ordered: the last record of a path wins
+        latest[record.step_path] = record.status
+    unknown = frozenset(
+        path for path, status in latest.items() if status == "unknown" and is_side_effect(loaded, path)
+    )
+    run = store.get_run(run_id)
+    if run is None:
+        raise StoreError(f"run {run_id!r} vanished from the store while it was leased")
+    checkpoint = Checkpoint.from_record(run.checkpoint, checkpoint_box) if run.checkpoint else None
+    if lease.takeover or checkpoint is not None:
+        log.info(
+            "resuming run", run_id=run_id, attempt=lease.attempt, takeover=lease.takeover,
+            checkpoint=checkpoint.path if checkpoint else None, unknown_side_effects=sorted(unknown),
+        )
+    request = RunRequest(
+        run_id=run_id,
+        run_attempt=lease.attempt,
+        loaded=loaded,
+        params=params,
+        secret_names=names,
+        token=lease.token,
+        lease_ttl_s=lease_ttl_s,
+        resume=checkpoint,
+        unknown_side_effects=unknown,
+    )
+    return run, request
+
+
+def is_side_effect(loaded: LoadedTemplate, path: str) -> bool:
+    """Whether the step at an execution path (``1[3].0``) is declared ``side_effect: true``."""
+    try:
+        segments = parse_path(path)
+    except ValueError:
+        return False
+    steps: list[Any] = loaded.template.steps
+    step: Any = None
+    for index, _pass in segments:
+        if step is not None:
+            if not isinstance(step, RepeatStep):
+                return False
+            steps = step.repeat.steps
+        if index >= len(steps):
+            return False
+        step = steps[index]
+    return bool(getattr(step, "side_effect", False))
+
+
+def outcome_of(run: RunView) -> RunOutcome:
+    """The outcome recorded for a run (what a delivery of a finished run reports)."""
+    return RunOutcome(
+        run_id=run.id,
+        status=run.status,
+        outputs=run.outputs or {},
+        error_code=run.error_code,
+        error_message=run.error_message,
+        error_step_path=run.error_step_path,
+        warnings=list(run.warnings or []),
+    )
+
+
+__all__ = ["build_request", "is_side_effect", "materialize", "outcome_of"]

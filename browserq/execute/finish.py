@@ -1,0 +1,164 @@
+"""How an execution ends: the final record, the lease given back, the batch's breaker checked.
+
+Also the two ends nobody planned: an execution interrupted from outside (Celery's time limit, a
+shutdown, a terminate) and one that crashed. A crash is retried once later and fails the second
+time (``EXECUTION_CRASHED``, or ``STORE_WRITE_FAILED`` when the database refused a write), so the
+sweeper never re-sends a run into the same crash forever.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import structlog
+
+from browserq.errors import Codes, StoreError
+from browserq.execute.attempt import outcome_of
+from browserq.execute.breaker import check_batch
+from browserq.execute.decide import RetryLater, backoff_s
+from browserq.recordable import clean_text, sized
+from browserq.runner import RunOutcome
+from browserq.runner.translate import first_line
+from browserq.settings import Settings
+from browserq.store import IllegalTransition, LeaseLost, Store, StoreUnavailable
+from browserq.store.states import FINISHED
+
+log = structlog.get_logger(__name__)
+
+#: Executions of one run that may crash (an exception, not a step failure) before it fails
+#: EXECUTION_CRASHED: the first crash is retried later, the second ends the run.
+MAX_EXECUTION_CRASHES = 2
+#: The reason that marks a crashed execution in run_transitions (counted there: no extra column).
+CRASH_REASON = "execution crashed"
+
+
+class RunEnds:
+    """Records the end of runs executed by one process (``owner``)."""
+
+    def __init__(self, store: Store, settings: Settings, owner: str) -> None:
+        self.store, self.settings, self.owner = store, settings, owner
+
+    def finish(self, run_id: str, token: int, outcome: RunOutcome, batch_id: str | None) -> RunOutcome:
+        """Record the run's end (outputs bounded), give the lease back, check its batch."""
+        outcome = self.bounded(outcome)
+        try:
+            self._record(run_id, token, outcome)
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except StoreError as exc:
+            # The database refused the run's end (not an outage): record that, minimally, rather
+            # than leave the run running for the sweeper to re-send into the same refusal.
+            log.error("run record refused", run_id=run_id, error=first_line(exc))
+            ended = f"{outcome.status}{' with ' + outcome.error_code if outcome.error_code else ''}"
+            outcome = RunOutcome(
+                run_id, "failed", {}, Codes.STORE_WRITE_FAILED.code,
+                f"the database refused the run's result ({first_line(exc)}); the run had ended {ended}",
+                outcome.error_step_path,
+            )
+            self.store.finish_run(
+                run_id, status="failed", outputs=None, error_code=outcome.error_code,
+                error_message=outcome.error_message, error_step_path=outcome.error_step_path,
+                token=token, worker=self.owner,
+            )
+        self.store.release_lease(run_id, token=token)
+        log.info("run finished", run_id=run_id, status=outcome.status, error_code=outcome.error_code)
+        if batch_id:
+            check_batch(self.store, batch_id)
+        return outcome
+
+    def _record(self, run_id: str, token: int, outcome: RunOutcome) -> None:
+        self.store.finish_run(
+            run_id,
+            status=outcome.status,
+            outputs=outcome.outputs,
+            error_code=outcome.error_code,
+            error_message=outcome.error_message,
+            error_step_path=outcome.error_step_path,
+            token=token,
+            worker=self.owner,
+            reason=outcome.error_message if outcome.status == "needs_review" else None,
+            warnings=outcome.warnings,
+        )
+
+    def bounded(self, outcome: RunOutcome) -> RunOutcome:
+        """The outcome with recordable outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES (the runner
+        keeps them there step by step; this guards every other way to an end, e.g. a resume)."""
+        outputs, size = sized(outcome.outputs or {})
+        limit = self.settings.max_run_output_bytes
+        message = clean_text(outcome.error_message) if outcome.error_message else outcome.error_message
+        if size <= limit:
+            return replace(outcome, outputs=outputs, error_message=message)
+        return replace(
+            outcome, status="failed", outputs={}, error_code=Codes.OUTPUT_TOO_LARGE.code,
+            error_message=f"the run's outputs are {size:,} bytes of JSON, over "
+            f"BROWSERQ_MAX_RUN_OUTPUT_BYTES={limit:,}; they were not stored",
+        )
+
+    def interrupted(self, run_id: str, token: int) -> None:
+        """Record a run whose execution was interrupted from outside (it cleaned up already): as
+        cancelled when a cancellation was asked for (Celery's terminate records one before it
+        signals the process), else as a timeout. Never raises."""
+        try:
+            run = self.store.get_run(run_id)  # fresh: was a cancellation asked for meanwhile?
+            if run is not None and run.cancel_requested_at is not None:
+                outcome = RunOutcome(run_id, "cancelled", {}, Codes.CANCELLED.code, run.cancel_reason or "cancelled")
+            else:
+                outcome = RunOutcome(
+                    run_id, "failed", {}, Codes.RUN_TIMEOUT.code,
+                    "the run was interrupted before it finished (Celery time limit or shutdown)",
+                )
+            self.finish(run_id, token, outcome, run.batch_id if run is not None else None)
+        except Exception as exc:
+            log.warning("could not record the interrupted run", run_id=run_id, error=str(exc))
+
+    def crashed(self, run_id: str, exc: Exception) -> RunOutcome | RetryLater:
+        """Record a crashed execution: retry it later the first time, fail it the second.
+
+        Raises ``exc`` again when the crash cannot be recorded (or the run is not ours); the
+        lease then expires and the sweeper's re-send counts as a lost worker (the poison cap).
+        """
+        refused = isinstance(exc, StoreError) and not isinstance(exc, IllegalTransition)
+        code = Codes.STORE_WRITE_FAILED if refused else Codes.EXECUTION_CRASHED
+        detail = clean_text(f"{type(exc).__name__}: {first_line(exc)}")
+        log.error("run execution crashed", run_id=run_id, error=detail, exc_info=exc)
+        try:
+            run = self.store.get_run(run_id)
+            if run is None:
+                raise exc
+            if run.status in FINISHED:
+                return outcome_of(run)
+            ours = run.status == "running" and run.lease_owner == self.owner
+            if run.status == "running" and not ours:
+                raise exc  # someone else holds it now: not ours to record
+            token = run.lease_token if ours else None
+            crashes = 1 + sum(
+                1 for t in self.store.transitions(run_id) if (t.reason or "").startswith(CRASH_REASON)
+            )
+            if crashes < MAX_EXECUTION_CRASHES and run.status == "running":
+                countdown = backoff_s(0, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s)
+                reason = f"{CRASH_REASON} ({crashes} of {MAX_EXECUTION_CRASHES}): {detail}"
+                self.store.transition(
+                    run_id, "retrying", reason=reason, worker=self.owner, token=token,
+                    fields={"error_code": code.code, "error_message": detail},
+                )
+                self.store.release_lease(run_id, token=run.lease_token)
+                return RetryLater(RunOutcome(run_id, "retrying", {}, code.code, detail), countdown)
+            message = (
+                f"executing the run crashed {crashes} time(s); it is failed so that it cannot crash "
+                f"forever. Last crash: {detail}"
+            )
+            self.store.finish_run(
+                run_id, status="failed", outputs=None, error_code=code.code, error_message=message,
+                token=token, worker=self.owner, reason=f"{CRASH_REASON} ({crashes}): {detail}",
+            )
+            if token is not None:
+                self.store.release_lease(run_id, token=token)
+            return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
+        except Exception as inner:
+            if inner is exc:
+                raise
+            log.error("could not record the crashed execution", run_id=run_id, error=first_line(inner))
+            raise exc from inner
+
+
+__all__ = ["CRASH_REASON", "MAX_EXECUTION_CRASHES", "RunEnds"]

@@ -1,0 +1,308 @@
+"""Everything one process needs to execute runs, behind a synchronous façade.
+
+A :class:`Runtime` owns the event-loop thread, the browser pool, the store and the artifact
+directory. Celery workers build one per prefork child (after the fork); the CLI builds one
+in-process. Both then call :meth:`Runtime.execute` with a recorded run's id.
+
+``execute`` is where durability is decided, one attempt at a time: take the run's lease (so a
+duplicate delivery cannot run it twice at once), build the request (unfinished steps marked,
+resume from the last checkpoint), lease its identity and tenant slot, run it, and act on the
+decision :mod:`browserq.execute.decide` takes by the policy of whatever ended the attempt:
+finish the run, resume at once (the browser died), or retry later.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+
+from browserq.browsers import BrowserPool, EventLoopThread
+from browserq.errors import Codes, ConfigError, StoreError, TemplateError
+from browserq.execute.accept import (
+    PreparedRun,
+    check_identity_request,
+    check_run_options,
+    prepare_loaded,
+    prepare_run,
+    record_run,
+)
+from browserq.execute.attempt import build_request, materialize, outcome_of
+from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
+from browserq.execute.errors import RunBusy, WorkerUnusable
+from browserq.execute.finish import RunEnds
+from browserq.execute.identity import IdentitySlots
+from browserq.execute.liveness import holder_dead, worker_name
+from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
+from browserq.proxies import ProxyManager
+from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
+from browserq.secrets import SecretBox
+from browserq.settings import Settings, get_settings
+from browserq.store import (
+    ArtifactDir,
+    IdentityError,
+    Lease,
+    LeaseBusy,
+    LeaseLost,
+    RunAlreadyFinished,
+    RunView,
+    Store,
+    StoreUnavailable,
+)
+from browserq.store.states import FINISHED
+from browserq.templates import LoadedTemplate, TemplateRegistry
+
+log = structlog.get_logger(__name__)
+
+BROWSER_START_TIMEOUT_S = 60.0
+#: What one attempt of ``execute`` yields when the run must be resumed at once in this process.
+_RESUME = None
+
+
+class Runtime:
+    """One process's means to execute runs: browser pool, store, limits, and the durable path."""
+
+    def __init__(self, settings: Settings | None = None, *, listener: StepListener | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.store = Store.from_settings(self.settings)
+        self.artifacts = ArtifactDir(self.settings.artifacts_dir)
+        self.registry = TemplateRegistry.from_settings(self.settings)
+        self.secret_box = SecretBox(self.settings.secret_key)
+        #: Encrypts checkpoints of runs with secrets: the real key, else one only this process has.
+        self.checkpoint_box = self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
+        self.loop = EventLoopThread()
+        self.proxies = ProxyManager.from_settings(self.settings)
+        pool_settings = self.settings
+        if self.proxies.enabled:  # every run picks its proxy: generic spares would go unused
+            pool_settings = self.settings.model_copy(update={"context_prewarm": 0})
+        self.pool = BrowserPool(pool_settings)
+        self.rate_limiter = RateLimiter.from_settings(self.settings)
+        self.tenants = TenantLimiter.from_settings(self.settings)
+        self.runner = TemplateRunner(
+            self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box,
+            rate_limiter=self.rate_limiter,
+            proxies=self.proxies,
+            checkpoint_box=self.checkpoint_box,
+        )
+        self.owner = worker_name()
+        self.identities = IdentitySlots(self.store, self.secret_box, self.settings, self.owner)
+        self.ends = RunEnds(self.store, self.settings, self.owner)
+        self._started = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> Runtime:
+        """Migrate (if enabled), start the loop thread and launch a warmed Chromium."""
+        if self._started:
+            return self
+        if self.settings.auto_migrate:
+            self.store.upgrade()
+        self.loop.start()
+        try:
+            self.loop.run(self.pool.start(), timeout=BROWSER_START_TIMEOUT_S)
+        except BaseException:
+            self.loop.stop()
+            raise
+        self._started = True
+        log.info("runtime started", worker=self.owner, browser_pid=self.pool.pid)
+        return self
+
+    def stop(self) -> None:
+        """Close the browser and driver; leaves no Chromium process behind."""
+        if self._started:
+            try:
+                self.loop.run(self.pool.stop(), timeout=30)
+                self.loop.run(self.rate_limiter.aclose(), timeout=5)
+            except Exception as exc:
+                log.warning("browser pool stop failed", error=str(exc))
+            self._started = False
+        self.loop.stop()
+        self.store.dispose()
+
+    def __enter__(self) -> Runtime:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- in-process runs (CLI, embedding, tests) ------------------------------------------------
+    def submit_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> PreparedRun:
+        """Validate and record a run for in-process execution (secrets stay in memory).
+        ``options``: ``identity``, ``identity_pool``, ``tenant``."""
+        prepared = prepare_run(self.registry, template_ref, params,
+                               max_params_bytes=self.settings.max_params_bytes)
+        self._record_local(prepared, options)
+        return prepared
+
+    def _record_local(self, prepared: PreparedRun, options: dict[str, Any]) -> None:
+        check_run_options(prepared.loaded.ref, **options)
+        check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
+        record_run(self.store, prepared, secret_box=None, **options)
+
+    def run_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
+        """Validate, record and execute a run in this process (the CLI's embedded mode)."""
+        prepared = self.submit_local(template_ref, params, **options)
+        return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
+
+    def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
+        """Like :meth:`run_local` for a template loaded from text rather than the registry."""
+        prepared = prepare_loaded(loaded, params, max_params_bytes=self.settings.max_params_bytes)
+        self._record_local(prepared, options)
+        return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
+
+    def run_to_end(self, run_id: str, *, secrets: dict[str, Any] | None = None) -> RunOutcome:
+        """Execute, sleeping through run-level retries in this process (there is no broker)."""
+        while True:
+            result = self.execute(run_id, secrets=secrets)
+            if isinstance(result, RunOutcome):
+                return result
+            time.sleep(result.countdown_s)
+
+    # --- the durable path -------------------------------------------------------------------------
+    def execute(
+        self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> RunOutcome | RetryLater:
+        """Execute or resume a recorded run under its lease.
+
+        Returns the final outcome (a run that already ended returns its recorded outcome), or
+        :class:`RetryLater` for a run-level failure with retries left. Raises :class:`RunBusy`
+        while another live worker holds the run.
+
+        An execution that crashes (an exception that is not a database outage, a lost lease, a
+        busy run or a process without a usable browser) never leaves the run ``running`` for the
+        sweeper to re-send into the same crash: see :meth:`RunEnds.crashed`.
+        """
+        try:
+            return self._execute(run_id, secrets=secrets, timeout=timeout)
+        except (RunBusy, LeaseLost, StoreUnavailable, WorkerUnusable):
+            raise
+        except Exception as exc:
+            if not self._started:
+                raise  # this worker cannot run anything (its browser did not start): not the run's fault
+            return self.ends.crashed(run_id, exc)
+
+    def _execute(
+        self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> RunOutcome | RetryLater:
+        run = self.store.get_run(run_id)  # the first of two reads per attempt (the second: after the lease)
+        if run is None:
+            raise StoreError(f"no run {run_id!r} in the store")
+        if run.status in FINISHED:
+            return outcome_of(run)
+        try:
+            loaded, params, names = materialize(self.store, run, secrets, self.secret_box, self.settings)
+        except (TemplateError, ConfigError) as exc:
+            code = exc.code if isinstance(exc, TemplateError) else Codes.PARAM_INVALID
+            self.store.finish_run(run_id, status="failed", outputs=None, error_code=code.code, error_message=str(exc))
+            return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
+        if not self._started:
+            self.start()
+        resumes = 0
+        while True:
+            result = self._attempt(run, loaded, params, names, timeout=timeout, resumes=resumes)
+            if result is not _RESUME:
+                return result
+            resumes += 1
+
+    def _lease(self, run_id: str) -> Lease | RunOutcome:
+        """The run's lease for this attempt, or the outcome of a run that already ended."""
+        try:
+            return self.store.acquire_lease(
+                run_id, owner=self.owner, ttl_s=self.settings.lease_ttl_s, holder_dead=holder_dead
+            )
+        except RunAlreadyFinished as finished:
+            return outcome_of(finished.run)
+        except LeaseBusy as busy:
+            wait = busy.retry_in_s or max(1.0, (busy.expires_at.timestamp() - time.time()) + 1.0)
+            raise RunBusy(run_id, busy.holder, wait) from None
+
+    def _attempt(
+        self, run: RunView, loaded: LoadedTemplate, params: dict[str, Any], names: frozenset[str],
+        *, timeout: float | None, resumes: int,
+    ) -> RunOutcome | RetryLater | None:
+        """One attempt under the lease: the outcome, a later retry, or ``_RESUME`` (now, here)."""
+        lease = self._lease(run.id)
+        if isinstance(lease, RunOutcome):
+            return lease
+        if lease.takeovers > self.settings.max_worker_losses:
+            return self.ends.finish(run.id, lease.token, RunOutcome(
+                run.id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
+                f"the run's worker died {lease.takeovers} times while running it; giving up so a "
+                "poison run cannot loop forever (raise BROWSERQ_MAX_WORKER_LOSSES to allow more)",
+            ), run.batch_id)
+        run, request = build_request(self.store, lease, loaded, params, names,
+                                     checkpoint_box=self.checkpoint_box, lease_ttl_s=self.settings.lease_ttl_s)
+        try:
+            request = self.identities.lease(request, run)
+        except IdentityError as exc:  # busy, unknown or disabled: its policy says which
+            failure = Failure.of_error(run.id, exc, default_code=Codes.IDENTITY_UNAVAILABLE)
+            return self._act(failure, run, lease, loaded, request, resumes)
+        try:
+            outcome = self.loop.run(self._run_in_slot(request, run), timeout=timeout or self._backstop_s(run))
+        except TenantBusy as busy:
+            return self._act(Failure.of_error(run.id, busy, default_code=Codes.RUN_TIMEOUT),
+                             run, lease, loaded, request, resumes)
+        except TimeoutError:
+            # The runner bounds every step and its own finish; this is the last resort that
+            # keeps an in-process run (``browserq run``) from waiting forever.
+            log.error("run exceeded its backstop; interrupted", run_id=run.id)
+            self.ends.interrupted(run.id, lease.token)
+            return outcome_of(self.store.get_run(run.id))  # type: ignore[arg-type]
+        except BaseException:  # Celery's soft time limit, or the process is stopping
+            self.ends.interrupted(run.id, lease.token)
+            raise
+        if outcome.lease_lost:
+            return outcome
+        self.identities.release(request)
+        if self.pool.unusable is not None:
+            self._hand_back(run.id, lease.token, self.pool.unusable)
+        return self._act(Failure.of_outcome(outcome), run, lease, loaded, request, resumes)
+
+    def _act(
+        self, failure: Failure, run: RunView, lease: Lease, loaded: LoadedTemplate, request: RunRequest,
+        resumes: int,
+    ) -> RunOutcome | RetryLater | None:
+        """Take the decision for how the attempt ended, and carry it out."""
+        allowed = loaded.template.settings.run_retries
+        budget = Budget(
+            used=max(0, lease.attempt - 1 - lease.takeovers),
+            allowed=self.settings.run_retries if allowed is None else allowed,
+            resumes=resumes,
+            identity=request.identity.name if request.identity is not None and run.identity_pool else None,
+            pool=run.identity_pool,
+        )
+        decision = decide(failure, budget, backoff_base_s=self.settings.run_retry_backoff_s,
+                          backoff_max_s=self.settings.run_retry_backoff_max_s)
+        if isinstance(decision, Finish):
+            return self.ends.finish(run.id, lease.token, decision.outcome, run.batch_id)
+        if isinstance(decision, ResumeNow):
+            self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner, token=lease.token)
+            return _RESUME
+        self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner,
+                              token=lease.token, fields=decision.fields)
+        self.store.release_lease(run.id, token=lease.token)
+        return RetryLater(decision.outcome, decision.countdown_s)
+
+    def _backstop_s(self, run: RunView) -> float:
+        """The longest one execution may take in this process: the tenant-slot wait, the run's
+        timeout_s and the margin for its snapshot, trace and context close."""
+        return self.settings.tenant_wait_s + run.timeout_s + self.settings.run_time_limit_margin_s
+
+    async def _run_in_slot(self, request: RunRequest, run: RunView) -> RunOutcome:
+        """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""
+        async with self.tenants.slot(run.tenant, run.id, wait_s=self.settings.tenant_wait_s):
+            return await self.runner.run(request)
+
+    def _hand_back(self, run_id: str, token: int, reason: str) -> None:
+        """Give the run back for another process, then say this one must go."""
+        self.store.transition(run_id, "retrying", reason=f"worker has no usable browser: {reason}",
+                              worker=self.owner, token=token)
+        self.store.release_lease(run_id, token=token)
+        log.error("worker has no usable browser; run handed back", run_id=run_id, reason=reason[:300])
+        raise WorkerUnusable(
+            f"this process could not get a working Chromium ({reason}); run {run_id} was handed "
+            "back to be resumed by another worker"
+        )
+
+
+__all__ = ["BROWSER_START_TIMEOUT_S", "RetryLater", "Runtime"]

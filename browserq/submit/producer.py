@@ -1,0 +1,99 @@
+"""The producer: how ``run_template.delay(template, params=…)`` accepts a run before it is sent.
+
+In the caller's process, once: resolve the template, validate the params and the run options,
+join an earlier run with the same idempotency key, check the identity asked for, record the run
+(secret params encrypted), and only then send a message carrying the template reference and the
+run id. Bad input raises here and nothing is enqueued; a broker that is down raises
+``BrokerUnavailable`` and the recorded run is deleted again.
+
+Importing this module installs :func:`admit` as the run task's admission
+(:func:`browserq.tasks.install_admission`); ``browserq.celery_app`` imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from celery import Task
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from browserq.errors import BrokerUnavailable
+from browserq.execute import PreparedRun, check_identity_request, check_run_options, prepare_run, record_run
+from browserq.settings import get_settings
+from browserq.store import DuplicateRun, mask_url
+from browserq.submit.services import producer_services
+from browserq.tasks import install_admission, time_limits
+from browserq.templates import render
+
+SIGNATURE = "run_template(template, params=None, idempotency_key=None, identity=None, identity_pool=None, tenant=None)"
+
+
+def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str, Any]) -> Any:
+    """Accept a ``run_template`` call with a template and params, then send it; returns its
+    ``AsyncResult`` (an earlier run's, when the idempotency key was used before)."""
+    template = args.pop(0) if args else kwargs.pop("template", None)
+    params = args.pop(0) if args else kwargs.pop("params", None)
+    run_options = {name: kwargs.pop(name, None) for name in ("identity", "identity_pool", "tenant")}
+    idempotency_key = kwargs.pop("idempotency_key", None)
+    if args or kwargs:
+        unexpected = ", ".join([*map(repr, args), *kwargs])
+        raise TypeError(f"{SIGNATURE} got unexpected arguments: {unexpected}")
+    registry, store, secret_box = producer_services()
+    settings = get_settings()
+    prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
+    check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
+    queue = options.get("queue") or settings.queue
+    key = idempotency_key_for(prepared, idempotency_key)
+    if key is not None:
+        existing = store.find_run_by_idempotency_key(key)
+        if existing is not None:
+            return task.AsyncResult(existing.id)  # joins the run already submitted
+    check_identity_request(store, secret_box, run_options["identity"], run_options["identity_pool"])
+    try:
+        record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue,
+                   idempotency_key=key, **run_options)
+    except DuplicateRun as duplicate:  # another producer won the race for this key
+        return task.AsyncResult(duplicate.existing_run_id)
+    for name, value in time_limits(prepared.loaded.template.settings.timeout_s, settings).items():
+        options.setdefault(name, value)
+    options.update(
+        task_id=prepared.run_id,
+        queue=queue,
+        argsrepr=repr([prepared.loaded.ref]),
+        kwargsrepr=repr({"params": prepared.redacted_params, "run_id": prepared.run_id}),
+    )
+    try:
+        result = task.apply_async([prepared.loaded.ref], {"run_id": prepared.run_id}, **options)
+    except KombuOperationalError as exc:
+        store.delete_run(prepared.run_id)
+        raise BrokerUnavailable(
+            f"could not send the run to the broker at {mask_url(settings.broker_url)}: {exc}. "
+            "Is the broker running? (set BROWSERQ_BROKER_URL)"
+        ) from exc
+    store.mark_enqueued(prepared.run_id)
+    return result
+
+
+def idempotency_key_for(prepared: PreparedRun, explicit: str | None) -> str | None:
+    """The caller's key (already checked by ``check_run_options``), else the template's
+    ``settings.idempotency_key`` rendered from the params."""
+    if explicit is not None:
+        return explicit
+    pattern = prepared.loaded.template.settings.idempotency_key
+    if not pattern:
+        return None
+    rendered = render(pattern, prepared.params)
+    return f"{prepared.loaded.name}:{hashlib.sha256(str(rendered).encode()).hexdigest()[:40]}"
+
+
+def cancel_run(run_id: str, reason: str = "cancelled by request") -> str:
+    """Cancel a queued or running run; returns the status it has now (``cancelled``, or
+    ``running`` until its worker notices within a lease renewal)."""
+    view = producer_services().store.request_cancel(run_id, reason=reason)
+    return view.status
+
+
+install_admission(admit)
+
+__all__ = ["admit", "cancel_run", "idempotency_key_for"]

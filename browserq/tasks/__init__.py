@@ -1,0 +1,47 @@
+"""How a run travels: the Celery app and its config, the run task, the sweep task, worker signals.
+
+    app.py       the Celery app, its configuration, the time limits a run message carries
+    run_task.py  ``browserq.run_template``: RunTemplateTask and the worker's side of a run
+    sweep.py     ``browserq.sweep``: re-send runs nobody is executing
+    states.py    the task's Celery state follows the run (and a revoke cancels the run)
+    worker.py    this worker process's runtime and sweeper thread
+    signals.py   migrate before the fork, a browser per child, secrets kept out of Celery
+
+Importing the package connects the signals: ``celery -A browserq.celery_app`` does.
+"""
+
+from browserq.tasks.app import (
+    HARD_LIMIT_GRACE_S,
+    SWEEP_TASK_NAME,
+    TASK_NAME,
+    app,
+    celery_config,
+    sweep_queue,
+    time_limits,
+)
+from browserq.tasks.run_task import RunTemplateTask, install_admission, run_template
+from browserq.tasks.signals import redacted_call  # importing it connects the worker signals
+from browserq.tasks.states import RunTemplateRequest, record_revoke, run_id_of, settle
+from browserq.tasks.sweep import sweep, sweep_stuck_runs
+from browserq.tasks.worker import worker_runtime
+
+__all__ = [
+    "HARD_LIMIT_GRACE_S",
+    "SWEEP_TASK_NAME",
+    "TASK_NAME",
+    "RunTemplateRequest",
+    "RunTemplateTask",
+    "app",
+    "celery_config",
+    "install_admission",
+    "record_revoke",
+    "redacted_call",
+    "run_id_of",
+    "run_template",
+    "settle",
+    "sweep",
+    "sweep_queue",
+    "sweep_stuck_runs",
+    "time_limits",
+    "worker_runtime",
+]

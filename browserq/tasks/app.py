@@ -1,0 +1,79 @@
+"""The Celery app, its configuration, and the time limits every run message carries.
+
+The configuration is derived from browserq's settings when Celery first reads it (never at import
+time); README.md § "Workers" lists each setting and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+
+from browserq.settings import Settings, get_settings
+
+TASK_NAME = "browserq.run_template"
+SWEEP_TASK_NAME = "browserq.sweep"
+#: Seconds between Celery's soft limit (the run is interrupted and recorded) and the hard kill.
+HARD_LIMIT_GRACE_S = 30
+
+
+def sweep_queue(settings: Settings) -> str:
+    """The queue of the sweeper task; ``browserq worker`` consumes it next to the runs' queue."""
+    return f"{settings.queue}.sweep"
+
+
+def time_limits(timeout_s: float, settings: Settings) -> dict[str, float]:
+    """Celery's ``soft_time_limit`` / ``time_limit`` for a run whose template allows ``timeout_s``:
+    the soft limit leaves the run time to record itself, the hard one kills a process that hangs."""
+    soft = timeout_s + settings.run_time_limit_margin_s
+    return {"soft_time_limit": soft, "time_limit": soft + HARD_LIMIT_GRACE_S}
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """Celery settings derived from browserq's; see docs in README ("Celery settings we rely on")."""
+    return {
+        "broker_url": settings.broker_url,
+        "result_backend": settings.effective_result_backend,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_default_queue": settings.queue,
+        # Durability: ack after the run, requeue when the worker process dies, one task per child.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        # Redis redelivers unacked messages after this, even while they still run (celery#5935):
+        # keep it far above the longest run.
+        "broker_transport_options": {"visibility_timeout": 6 * 3600},
+        # Flower: task events, started state, args of the (redacted) request.
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "task_track_started": True,
+        "result_extended": True,
+        "result_expires": 7 * 24 * 3600,
+        # The browser launch happens in worker_process_init: give it time.
+        "worker_proc_alive_timeout": 90,
+        "broker_connection_retry_on_startup": True,
+        # A producer facing a dead broker fails within seconds instead of hanging.
+        "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+        "broker_connection_timeout": 4,
+        "worker_hijack_root_logger": False,
+        # The sweeper: re-enqueues runs whose worker vanished or whose message was lost.
+        # On its own queue, so a sweep never waits behind a backlog of runs (the backlog may be
+        # what it has to rescue); a sweep not taken within one interval is dropped.
+        "task_routes": {SWEEP_TASK_NAME: {"queue": sweep_queue(settings)}},
+        "beat_schedule": {
+            "browserq-sweep": {
+                "task": SWEEP_TASK_NAME,
+                "schedule": settings.sweep_interval_s,
+                "options": {"expires": settings.sweep_interval_s},
+            },
+        },
+    }
+
+
+app = Celery("browserq", set_as_current=False)
+app.add_defaults(lambda: celery_config(get_settings()))
+
+__all__ = ["HARD_LIMIT_GRACE_S", "SWEEP_TASK_NAME", "TASK_NAME", "app", "celery_config", "sweep_queue", "time_limits"]

@@ -1,0 +1,118 @@
+"""Worker signals: migrate before the fork, a browser per child, and secrets kept out of Celery.
+
+* ``worker_init`` (the parent, once): upgrade the schema, so children don't race to do it.
+* ``worker_process_init`` / ``worker_process_shutdown`` (each child): start and stop its
+  Chromium and sweeper thread (:mod:`browserq.tasks.worker`).
+* ``task_received`` / ``task_prerun``: a ``run_template`` message sent without browserq's
+  producer carries params in clear; what Flower, events and the result backend see of it has its
+  secret params masked (every param when the template cannot be resolved).
+* ``after_setup_logger``: Celery's own log lines are scrubbed of the secrets of running runs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_prerun,
+    task_received,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+)
+
+from browserq.logs import configure_logging, scrub_handlers
+from browserq.redact import mask
+from browserq.settings import get_settings
+from browserq.store import Store
+from browserq.tasks.app import TASK_NAME
+from browserq.tasks.states import run_id_for
+from browserq.tasks.sweep import sweep_stuck_runs
+from browserq.tasks.worker import start_process, stop_process
+from browserq.templates import TemplateRegistry, secret_names
+
+
+@worker_init.connect
+def _migrate_before_fork(**_: Any) -> None:
+    """Upgrade the schema once in the parent, so children don't race to do it."""
+    settings = get_settings()
+    configure_logging(settings)
+    if settings.auto_migrate:
+        Store.from_settings(settings).upgrade()
+
+
+@worker_process_init.connect
+def _start_browser(**_: Any) -> None:
+    start_process(sweep_stuck_runs)
+
+
+@worker_process_shutdown.connect
+def _stop_browser(**_: Any) -> None:
+    stop_process()
+
+
+# --- params sent without the producer (send_task): never shown or stored in clear -------------
+@lru_cache(maxsize=1)
+def template_registry() -> TemplateRegistry:
+    """Template lookup only (no store, no browser): also used in the worker's parent process."""
+    return TemplateRegistry.from_settings(get_settings())
+
+
+def redacted_call(args: Any, kwargs: Any, task_id: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """What may be shown (Flower, events) or stored (the result backend, ``result_extended``) of a
+    ``run_template`` call made without browserq's producer: secret params masked — every param
+    when the template cannot be resolved — and ``run_id`` set, so a retry of the task (which
+    re-sends these arguments) continues the recorded run instead of validating masks as input."""
+    args, kwargs = list(args or ()), dict(kwargs or {})
+    if kwargs.get("run_id"):
+        return args, kwargs  # browserq's own messages: a run id, no params
+    params = args[1] if len(args) > 1 else kwargs.get("params")
+    if not isinstance(params, dict) or not params:
+        return args, kwargs
+    template = args[0] if args else kwargs.get("template")
+    try:
+        names: set[str] | None = secret_names(template_registry().resolve(str(template).strip()).template)
+    except Exception:
+        names = None  # unknown template: mask everything
+    redacted = {k: (mask(k) if names is None or k in names else v) for k, v in params.items()}
+    if len(args) > 1:
+        args[1] = redacted
+    else:
+        kwargs["params"] = redacted
+    kwargs["run_id"] = run_id_for(task_id)
+    return args, kwargs
+
+
+@task_received.connect
+def _redact_received(request: Any = None, **_: Any) -> None:
+    """Before the ``task-received`` event (Flower's args view) is sent from the worker's parent."""
+    if request is None or getattr(request, "name", None) != TASK_NAME or (request.kwargs or {}).get("run_id"):
+        return  # browserq's producer already sent a redacted kwargsrepr
+    args, kwargs = redacted_call(request.args, request.kwargs, request.id)
+    request._argsrepr, request._kwargsrepr = repr(args), repr(kwargs)
+
+
+@task_prerun.connect
+def _redact_request(task: Any = None, task_id: str | None = None, **_: Any) -> None:
+    """Before the STARTED state is stored: the task request that every state written to the result
+    backend (and ``self.retry``) reads holds masked params; the task itself still gets the real
+    ones (Celery calls it with its own reference to the original kwargs)."""
+    if task is None or getattr(task, "name", None) != TASK_NAME:
+        return
+    request = task.request
+    request.args, request.kwargs = redacted_call(request.args, request.kwargs, task_id)
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _scrub_celery_logs(logger: Any = None, **_: Any) -> None:
+    """Celery's own log lines (and the stdout/stderr it redirects) are scrubbed of running secrets."""
+    scrub_handlers()
+    if logger is not None:
+        scrub_handlers(logger)
+
+
+__all__ = ["redacted_call", "template_registry"]

@@ -1,0 +1,56 @@
+"""The ``browserq.sweep`` task: re-send runs nobody is executing (expired leases, lost messages).
+
+Beat sends it on a schedule, ``browserq sweep`` calls :func:`sweep_stuck_runs` at once, and the
+fleet's sweeper thread inside the workers (:mod:`browserq.execute.sweeper`) calls it every
+interval while it holds the sweep lock.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import structlog
+
+from browserq.settings import Settings, get_settings
+from browserq.store import Store
+from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
+from browserq.tasks.run_task import run_template
+
+log = structlog.get_logger(__name__)
+
+
+@lru_cache(maxsize=1)
+def sweep_store() -> Store:
+    """The store the sweep task reads (one per process, created on first use)."""
+    return Store.from_settings(get_settings())
+
+
+@app.task(name=SWEEP_TASK_NAME)
+def sweep() -> dict[str, int]:
+    """Re-enqueue runs that nobody is executing: expired leases, lost messages (run by beat)."""
+    return {"requeued": sweep_stuck_runs(sweep_store(), get_settings())}
+
+
+def sweep_stuck_runs(store: Store, settings: Settings) -> int:
+    """Send a fresh message for every stuck run, under the run's own task id (so the handle
+    ``.delay()`` returned resolves whichever message runs it); the lease makes duplicates harmless."""
+    count = 0
+    for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
+        if run.status == "running":
+            # Its worker died: the store counts this towards the poison cap like a takeover.
+            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
+        run_template.apply_async(
+            args=[f"{run.template_name}@{run.template_version}"],
+            kwargs={"run_id": run.id},
+            # The producer's handle waits on this id: the re-sent run must report under it.
+            task_id=run.task_id or run.id,
+            queue=run.queue or settings.queue,
+            **time_limits(run.timeout_s, settings),
+        )
+        store.mark_enqueued(run.id)
+        count += 1
+        log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
+    return count
+
+
+__all__ = ["sweep", "sweep_store", "sweep_stuck_runs"]

@@ -1,0 +1,54 @@
+"""What one attempt is built from: the stored body, the stored params, side effects by path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from browserq.errors import ConfigError
+from browserq.execute import prepare_loaded, record_run
+from browserq.execute.attempt import is_side_effect, materialize, outcome_of
+from browserq.secrets import SecretBox
+from browserq.store import Store
+from tests.conftest import TEST_SECRET_KEY, make_settings, template
+
+NESTED = """
+params:
+  token: {type: secret, required: true}
+steps:
+  - {action: navigate, url: "https://example.com/"}
+  - repeat:
+      max: 3
+      steps:
+        - {action: click, selector: "#a"}
+        - {action: click, selector: "#send", side_effect: true, postcondition: {selector: "#ok"}}
+"""
+
+
+def test_side_effects_are_found_inside_repeats() -> None:
+    loaded = template(NESTED)
+    assert is_side_effect(loaded, "1[2].1")
+    assert not is_side_effect(loaded, "1[2].0") and not is_side_effect(loaded, "0")
+    assert not is_side_effect(loaded, "0[1].0")  # a step that is no repeat has no inner steps
+    assert not is_side_effect(loaded, "7") and not is_side_effect(loaded, "not a path")
+
+
+def test_the_stored_run_is_what_an_attempt_executes(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    store = Store(settings.database_url)
+    store.upgrade()
+    box = SecretBox(TEST_SECRET_KEY)
+    try:
+        kept = prepare_loaded(template(NESTED), {"token": "t0ps3cret"})
+        record_run(store, kept, secret_box=box)
+        loaded, params, names = materialize(store, store.get_run(kept.run_id), None, box, settings)
+        assert params["token"] == "t0ps3cret" and names == {"token"} and loaded.body == kept.loaded.body
+        lost = prepare_loaded(template(NESTED), {"token": "t0ps3cret"})
+        record_run(store, lost, secret_box=None)  # an in-process run: the secret stayed in memory
+        with pytest.raises(ConfigError, match="were not stored"):
+            materialize(store, store.get_run(lost.run_id), None, box, settings)
+        outcome = outcome_of(store.get_run(kept.run_id))
+        assert (outcome.status, outcome.outputs, outcome.warnings) == ("queued", {}, [])
+    finally:
+        store.dispose()

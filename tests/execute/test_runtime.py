@@ -1,0 +1,163 @@
+"""The run path inside one process (Runtime.execute → runner), on real PostgreSQL, Redis and
+Chromium: decisions by policy, identity rotation through a real pool, reads of the run per attempt."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from browserq.errors import ErrorClass
+from browserq.execute import RetryLater, Runtime, prepare_loaded, record_run
+from browserq.execute.decide import ROTATION_MARK
+from browserq.execute.identity import IdentitySlots
+from browserq.limits import TenantLimiter
+from browserq.store import IdentityBusy, IdentityLease, Store
+from tests.conftest import template
+
+BLOCKED_PAGE = """
+params:
+  base_url: {type: url, required: true}
+settings: {trace: off, step_timeout_s: 10, run_retries: 1}
+steps:
+  - {action: navigate, url: "${base_url}/status/403"}
+"""
+QUICK = """
+params:
+  base_url: {type: url, required: true}
+settings: {trace: off, step_timeout_s: 10}
+steps:
+  - {action: navigate, url: "${base_url}/quotes/"}
+  - {action: get, what: title, into: title}
+"""
+
+
+class RecordingStore(Store):
+    """The real store, noting what each identity acquisition was asked to exclude (and excluding
+    it itself when the store underneath cannot yet)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.excludes: list[tuple[str, ...]] = []
+        self.raise_instead: BaseException | None = None
+
+    def acquire_identity(self, *, exclude: tuple[str, ...] | list[str] = (), **kwargs: Any) -> IdentityLease:  # type: ignore[override]
+        self.excludes.append(tuple(exclude))
+        if self.raise_instead is not None:
+            raise self.raise_instead
+        if "exclude" in Store.acquire_identity.__code__.co_varnames:  # the store branch landed
+            return super().acquire_identity(exclude=exclude, **kwargs)  # type: ignore[call-arg]
+        lease = super().acquire_identity(**kwargs)
+        if lease.name in exclude:  # LRU picked it again: only happens when no other one is free
+            raise AssertionError(f"{lease.name} was excluded")
+        return lease
+
+
+@pytest.fixture(scope="module")
+def runtime(pg_runtime: Runtime) -> Iterator[Runtime]:
+    """A runtime of its own on the session's database, with quick run-level retries."""
+    settings = pg_runtime.settings.model_copy(update={"run_retry_backoff_s": 0.05, "run_retry_backoff_max_s": 0.1})
+    own = Runtime(settings).start()
+    yield own
+    own.stop()
+
+
+@pytest.fixture
+def recording(runtime: Runtime) -> Iterator[RecordingStore]:
+    store = RecordingStore(runtime.settings.database_url)
+    saved = runtime.identities
+    runtime.identities = IdentitySlots(store, runtime.secret_box, runtime.settings, runtime.owner)
+    yield store
+    runtime.identities = saved
+    store.dispose()
+
+
+def test_a_blocked_run_rotates_to_another_identity_of_its_pool(runtime: Runtime, recording: RecordingStore,
+                                                               demo) -> None:
+    pool = f"pool-{uuid.uuid4().hex[:8]}"
+    for name in ("a", "b"):
+        runtime.store.upsert_identity(name=f"{pool}-{name}", pool=pool)
+    outcome = runtime.run_loaded(template(BLOCKED_PAGE), {"base_url": demo.url}, identity_pool=pool)
+    assert (outcome.status, outcome.error_code) == ("failed", "BLOCKED"), outcome
+    reasons = [t.reason for t in runtime.store.transitions(outcome.run_id) if t.to_status == "retrying"]
+    assert len(reasons) == 1 and ROTATION_MARK in reasons[0], reasons
+    first = reasons[0].rpartition(ROTATION_MARK)[2]
+    assert first in {f"{pool}-a", f"{pool}-b"}
+    assert recording.excludes == [(), (first,)]  # the second attempt excluded the first's identity
+    uses = {name: runtime.store.get_identity(f"{pool}-{name}").uses for name in ("a", "b")}
+    assert uses == {"a": 1, "b": 1}  # each identity served one attempt
+    # the exclusion is persisted: any other worker's slots read the same from the database
+    elsewhere = Store(runtime.settings.database_url)
+    try:
+        slots = IdentitySlots(elsewhere, runtime.secret_box, runtime.settings, "elsewhere:1:1")
+        assert slots.excluded(elsewhere.get_run(outcome.run_id), attempt=3) == [first]
+    finally:
+        elsewhere.dispose()
+
+
+class WaitingIdentityBusy(IdentityBusy):
+    """The store's busy identity as the store branch gives it: WAIT, with a delay."""
+
+    policy = ErrorClass.WAIT
+    retry_in_s = 7.0
+
+
+class ReviewedIdentity(IdentityBusy):
+    policy = ErrorClass.NEEDS_REVIEW
+
+
+def test_an_identity_error_is_decided_by_its_policy(runtime: Runtime, recording: RecordingStore, demo) -> None:
+    pool = f"pool-{uuid.uuid4().hex[:8]}"
+    runtime.store.upsert_identity(name=f"{pool}-a", pool=pool)
+    recording.raise_instead = WaitingIdentityBusy(None, None, None, pool=pool, pool_size=1, leased=1)
+    waiting = runtime.submit_local("quotes", {"start_url": f"{demo.url}/quotes/"}, identity_pool=pool)
+    result = runtime.execute(waiting.run_id)
+    assert isinstance(result, RetryLater) and result.countdown_s == 7.0
+    run = runtime.store.get_run(waiting.run_id)
+    assert run.status == "retrying" and run.lease_owner is None
+    assert run.status_reason.startswith("waiting 7 s: pool")
+
+    recording.raise_instead = ReviewedIdentity(f"{pool}-a", "someone", None)
+    reviewed = runtime.submit_local("quotes", {"start_url": f"{demo.url}/quotes/"}, identity_pool=pool)
+    outcome = runtime.execute(reviewed.run_id)
+    assert outcome.status == "needs_review" and runtime.store.get_run(reviewed.run_id).status == "needs_review"
+
+    recording.raise_instead = None
+    runtime.store.disable_identity(f"{pool}-a", "banned by the site")  # a pool with nothing usable
+    gone = runtime.run_local("quotes", {"start_url": f"{demo.url}/quotes/"}, identity_pool=pool)
+    assert (gone.status, gone.error_code) == ("failed", "IDENTITY_UNAVAILABLE")
+
+
+def test_a_tenant_without_slots_waits_as_long_as_its_policy_says(runtime: Runtime, demo) -> None:
+    tenant = f"paused-{uuid.uuid4().hex[:8]}"
+    saved, limiter = runtime.tenants, TenantLimiter.from_settings(
+        runtime.settings.model_copy(update={"tenant_caps": {tenant: 0}}))
+    runtime.tenants = limiter
+    try:
+        prepared = runtime.submit_local("quotes", {"start_url": f"{demo.url}/quotes/"}, tenant=tenant)
+        result = runtime.execute(prepared.run_id)
+    finally:
+        runtime.tenants = saved
+        runtime.loop.run(limiter.aclose(), timeout=5)
+    assert isinstance(result, RetryLater)
+    assert result.countdown_s == runtime.settings.tenant_wait_s  # no claim to expire: one more wait
+    run = runtime.store.get_run(prepared.run_id)
+    assert run.status == "retrying" and run.lease_owner is None and "paused" in run.status_reason
+
+
+def test_one_execution_reads_the_run_twice(runtime: Runtime, demo, monkeypatch: pytest.MonkeyPatch) -> None:
+    quick = prepare_loaded(template(QUICK), {"base_url": demo.url})
+    record_run(runtime.store, quick, secret_box=None)
+    reads: list[str] = []
+    real = runtime.store.get_run
+
+    def counting(run_id: str) -> Any:
+        reads.append(run_id)
+        return real(run_id)
+
+    monkeypatch.setattr(runtime.store, "get_run", counting)
+    outcome = runtime.execute(quick.run_id)
+    assert outcome.status == "completed", outcome
+    assert len(reads) <= 2, reads

@@ -1,0 +1,36 @@
+"""The Celery app's configuration and the run task's wiring (no worker needed)."""
+
+from __future__ import annotations
+
+from celery.utils.imports import symbol_by_name
+
+import browserq.celery_app as celery_app
+from browserq.settings import load_settings
+from browserq.submit.producer import admit
+from browserq.tasks import run_task
+from browserq.tasks.app import SWEEP_TASK_NAME, TASK_NAME, app, celery_config, sweep_queue, time_limits
+from browserq.tasks.states import RunTemplateRequest
+
+
+def test_durability_settings_are_what_the_readme_promises() -> None:
+    settings = load_settings(queue="runs", sweep_interval_s=45)
+    config = celery_config(settings)
+    assert config["task_acks_late"] and config["task_reject_on_worker_lost"]
+    assert config["worker_prefetch_multiplier"] == 1
+    assert config["broker_transport_options"] == {"visibility_timeout": 6 * 3600}
+    assert config["task_default_queue"] == "runs" and sweep_queue(settings) == "runs.sweep"
+    assert config["task_routes"] == {SWEEP_TASK_NAME: {"queue": "runs.sweep"}}
+    assert config["beat_schedule"]["browserq-sweep"]["schedule"] == 45
+    assert config["result_backend"] == f"db+{settings.database_url}"
+
+
+def test_time_limits_follow_the_template_timeout() -> None:
+    settings = load_settings(run_time_limit_margin_s=30)
+    assert time_limits(120, settings) == {"soft_time_limit": 150, "time_limit": 180}
+
+
+def test_the_tasks_keep_their_names_and_the_producer_is_installed() -> None:
+    assert {TASK_NAME, SWEEP_TASK_NAME} <= set(app.tasks)
+    assert isinstance(app.tasks[TASK_NAME], celery_app.RunTemplateTask) and celery_app.run_template.name == TASK_NAME
+    assert symbol_by_name(celery_app.RunTemplateTask.Request) is RunTemplateRequest
+    assert run_task._admission is admit  # importing browserq.celery_app wires the producer in
