@@ -28,7 +28,7 @@ from rich.table import Table
 from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.browsers.launcher import rss_bytes
 from browserq.demo.site import DemoSite
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from browserq.settings import load_settings
 from browserq.templates import load_template_text
 

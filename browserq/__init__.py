@@ -56,7 +56,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(celery_app, name)
     if name in {"run_batch", "batch_summary"}:
-        from browserq import batches
+        from browserq.submit import batches
 
         return getattr(batches, name)
     raise AttributeError(f"module 'browserq' has no attribute {name!r}")

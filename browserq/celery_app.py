@@ -27,10 +27,6 @@ from browserq.tasks import (
 )
 from browserq.tasks.worker import EXIT_NO_BROWSER, NO_BROWSER_PAUSE_S
 
-#: The producer's services under their old private name (the CLI still imports it; the lead
-#: repoints it to ``browserq.submit.producer_services`` after the merge).
-_producer_services = producer_services
-
 __all__ = [
     "EXIT_NO_BROWSER",
     "HARD_LIMIT_GRACE_S",

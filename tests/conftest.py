@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from browserq.demo.site import DemoSite
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from browserq.settings import Settings, load_settings
 from browserq.templates import LoadedTemplate, load_template_text
 from tests.support import REPO

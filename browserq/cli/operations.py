@@ -66,7 +66,7 @@ def _take_option(args: list[str], short: str, long: str) -> tuple[list[str], lis
 
 def worker_argv(settings: Settings, concurrency: int, loglevel: str, extra: list[str]) -> list[str]:
     """The `celery worker` command line: browserq's queues always, plus any given with -Q."""
-    from browserq.celery_app import sweep_queue
+    from browserq.tasks.app import sweep_queue
 
     asked, extra = _take_option(extra, "-Q", "--queues")
     excluded, _ = _take_option(extra, "-X", "--exclude-queues")
@@ -93,10 +93,10 @@ def beat(ctx: typer.Context) -> None:
 @friendly_errors
 def sweep() -> None:
     """Re-enqueue stuck runs now (expired leases, lost messages); beat does this periodically."""
-    from browserq.celery_app import _producer_services, sweep_stuck_runs
+    from browserq.submit.services import producer_services
+    from browserq.tasks.sweep import sweep_stuck_runs
 
-    _registry, store, _box = _producer_services()
-    count = sweep_stuck_runs(store, get_settings())
+    count = sweep_stuck_runs(producer_services().store, get_settings())
     console.print(f"re-enqueued {count} run(s)")
 
 

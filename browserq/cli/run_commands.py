@@ -58,7 +58,7 @@ def run(
     identity_pool: Annotated[str | None, typer.Option(help="Run as an identity from this pool.")] = None,
 ) -> None:
     """Run a template in this process (no broker), recording it like a worker would."""
-    from browserq.runtime import Runtime
+    from browserq.execute.runtime import Runtime
 
     settings = get_settings()
     runtime = Runtime(settings, listener=step_printer(not as_json))
@@ -89,7 +89,7 @@ def demo(
 ) -> None:
     """Run the bundled example templates against a bundled demo site on 127.0.0.1, offline."""
     from browserq.demo.site import DemoSite
-    from browserq.runtime import Runtime
+    from browserq.execute.runtime import Runtime
 
     templates_dir = bundled_templates_dir()
     settings = get_settings()
@@ -208,10 +208,12 @@ def cancel(
     reason: Annotated[str, typer.Option(help="Recorded with the run.")] = "cancelled by operator",
 ) -> None:
     """Cancel a queued or running run. A running run stops at its next lease renewal."""
+    from browserq.store.states import FINISHED
+
     store = open_store()
     full_id = resolve_run_id(store, run_id)
     before = store.get_run(full_id)
-    if before is not None and before.status in {"completed", "failed", "cancelled", "needs_review"}:
+    if before is not None and before.status in FINISHED:
         console.print(f"run {full_id} already ended: {before.status}")
         return
     view = store.request_cancel(full_id, reason=reason)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from browserq.errors import ConfigError, ParamError, TemplateChanged, TemplateNotFound
-from browserq.limits.tenants import _TENANT as TENANT_NAME
+from browserq.limits.specs import TENANT_NAME
 from browserq.redact import mask
 from browserq.secrets import SecretBox
 from browserq.store import Store

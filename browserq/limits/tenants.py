@@ -21,15 +21,13 @@ from typing import TYPE_CHECKING, Any
 from browserq.errors import BrowserqError, ConfigError, ErrorClass
 from browserq.limits._redis import RedisHandle, Script, limits_redis_url
 from browserq.limits.errors import InvalidTenantCaps, LimitsUnavailable
-from browserq.limits.specs import DEFAULT_KEY, TENANT_NAME, parse_caps
+from browserq.limits.specs import DEFAULT_KEY, parse_caps
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: The old private name of :data:`browserq.limits.specs.TENANT_NAME` (``browserq.runs`` reads it).
-_TENANT = TENANT_NAME
 
 
 class TenantBusy(BrowserqError):

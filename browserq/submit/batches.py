@@ -51,7 +51,8 @@ def run_batch(
         raise BrowserqError("run_batch needs at least one params mapping")
     if max_failure_rate is not None and not 0 <= max_failure_rate <= 1:
         raise BrowserqError("max_failure_rate is a fraction between 0 and 1, e.g. 0.5")
-    registry, store, secret_box = producer_services()
+    services = producer_services()
+    registry, store, secret_box = services.registry, services.store, services.secret_box
     settings = get_settings()
     prepared: list[PreparedRun] = []
     problems: list[str] = []

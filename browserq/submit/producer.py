@@ -39,7 +39,8 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     if args or kwargs:
         unexpected = ", ".join([*map(repr, args), *kwargs])
         raise TypeError(f"{SIGNATURE} got unexpected arguments: {unexpected}")
-    registry, store, secret_box = producer_services()
+    services = producer_services()
+    registry, store, secret_box = services.registry, services.store, services.secret_box
     settings = get_settings()
     prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
     check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)

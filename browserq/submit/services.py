@@ -7,10 +7,8 @@ checks), and forgotten by :func:`reset_producer_cache` when the settings change.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from browserq.secrets import SecretBox
 from browserq.settings import get_settings
@@ -27,10 +25,6 @@ class ProducerServices:
     registry: TemplateRegistry
     store: Store
     secret_box: SecretBox
-
-    def __iter__(self) -> Iterator[Any]:
-        """``registry, store, box = producer_services()``, as the old private tuple unpacked."""
-        return iter((self.registry, self.store, self.secret_box))
 
 
 @lru_cache(maxsize=1)

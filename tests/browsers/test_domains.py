@@ -19,7 +19,7 @@ import pytest
 
 from browserq.browsers.domains import foreign_url_regex
 from browserq.guards import url_host_allowed
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.browsers.domain_sites import DomainSites
 from tests.conftest import make_settings, template
 

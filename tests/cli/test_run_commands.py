@@ -42,7 +42,7 @@ def test_demo_runs_every_bundled_template(tmp_path: Path) -> None:
     assert (tmp_path / "cli.db").exists() and "Artifacts:" in done.stdout
 
 def test_cancel_a_queued_run_and_show_its_history(tmp_path: Path, site) -> None:
-    from browserq.runs import prepare_run, record_run
+    from browserq.execute.accept import prepare_run, record_run
     from browserq.store import Store
     from browserq.templates import TemplateRegistry
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from browserq.settings import load_settings
 
 if __name__ == "__main__":

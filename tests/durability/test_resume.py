@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from browserq.runner.checkpoint import parse_path
-from browserq.runs import prepare_loaded, record_run
-from browserq.runtime import RunBusy, Runtime
+from browserq.execute.accept import prepare_loaded, record_run
+from browserq.execute.errors import RunBusy
+from browserq.execute.runtime import Runtime
 from browserq.store import Store
 from tests.conftest import template
 from tests.support.polling import wait_until

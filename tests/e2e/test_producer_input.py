@@ -108,7 +108,7 @@ def producer(redis_config: WorkerEnv, e2e_templates: Path) -> Iterator[str]:
     written[1].write_text(PINNED)
     queue = f"{redis_config.queue}_parked"
     celery_app.reset_producer_cache()
-    celery_app._producer_services()  # migrates the database, as the first .delay() would
+    celery_app.producer_services()  # migrates the database, as the first .delay() would
     try:
         yield queue
     finally:

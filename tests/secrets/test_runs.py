@@ -12,7 +12,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import template
 from tests.secrets.forms import expand, find_leaks, keystrokes, secret_forms
 from tests.secrets.site import BASIC_USER, SECRET, TEMPLATE, params

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from browserq.demo.site import DEMO_PASSWORD
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import REPO, template
 from tests.secrets.forms import find_leaks, keystrokes, secret_forms
 

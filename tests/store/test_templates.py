@@ -14,7 +14,7 @@ from sqlalchemy import func, inspect, select, text
 
 from alembic import command
 from browserq.errors import StoreError, TemplateChanged
-from browserq.runs import prepare_loaded, record_run
+from browserq.execute.accept import prepare_loaded, record_run
 from browserq.store import Store, TemplateRecord
 from browserq.store.migrations import alembic_config
 from browserq.templates import load_template_text

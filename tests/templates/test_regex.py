@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from browserq.errors import ParamError
-from browserq.runs import prepare_loaded
+from browserq.execute.accept import prepare_loaded
 from browserq.templates import validate_params
 from browserq.templates.regex import url_predicate
 
