@@ -286,3 +286,29 @@ def scrub_active_data(value: Any) -> Any:
         value = redactor.data(value)
     return value
 
+
+def redact_url(text: str) -> str:
+    """``text`` with whatever could be a password replaced by ``***`` — also on malformed input.
+
+    ``scheme://user:pw@host`` keeps the user; an entry without a scheme may be the tail of a
+    password that contained an unencoded ``,`` so all of it before ``@`` (or all of it) is masked;
+    a non-numeric "port" (``http://user:pw`` with the ``@host`` part cut off) is masked too.
+    """
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return "***@" + text.rpartition("@")[2] if "@" in text else ("***" if text else "")
+    if "@" in rest:
+        creds, _, hostpart = rest.rpartition("@")
+        user, colon, _password = creds.partition(":")
+        return f"{scheme}://{user}{':***' if colon else ''}@{hostpart}"
+    if rest.startswith("["):
+        host = rest[: rest.find("]") + 1] or rest
+    else:
+        host = re.match(r"[^:/?#]*", rest).group(0)  # type: ignore[union-attr]
+    after = rest[len(host) :]
+    if after.startswith(":"):
+        digits = re.match(r":\d*", after).group(0)  # type: ignore[union-attr]
+        tail = after[len(digits) :]
+        if tail and tail[0] not in "/?#":
+            return f"{scheme}://{host}:***"
+    return text

@@ -20,7 +20,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from browserq.errors import ConfigError
-from browserq.limits.specs import parse_caps, parse_rate_map
+from browserq.limits.specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
 
 #: Flags Chromium needs on locked-down hosts (root in a container) and on closed networks.
 CHROMIUM_BASE_ARGS: tuple[str, ...] = (
@@ -209,6 +209,15 @@ class Settings(BaseSettings):
         return value
 
     # --- derived values ----------------------------------------------------------------------
+    def shared_redis_url(self, explicit: str | None) -> str:
+        """The Redis that fleet-wide state (limits, proxy health) lives in: ``explicit`` when set,
+        else the broker when it is Redis, else the local default. One rule for every such store."""
+        if explicit:
+            return explicit
+        if self.broker_url.startswith(("redis://", "rediss://", "unix://")):
+            return self.broker_url
+        return DEFAULT_REDIS_URL
+
     @property
     def effective_result_backend(self) -> str:
         """The result backend, defaulting to Celery's database backend on the run store."""

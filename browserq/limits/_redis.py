@@ -13,7 +13,6 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio as aredis
@@ -22,13 +21,15 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from browserq.limits.errors import LimitsUnavailable
+from browserq.limits.specs import DEFAULT_REDIS_URL
+from browserq.redact import redact_url
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
 
 T = TypeVar("T")
 
-DEFAULT_LIMITS_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_LIMITS_REDIS_URL = DEFAULT_REDIS_URL
 
 #: Errors worth one retry: the server restarted, the connection dropped or timed out.
 TRANSIENT = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, OSError)
@@ -36,24 +37,7 @@ TRANSIENT = (redis.ConnectionError, redis.TimeoutError, ConnectionError, Timeout
 
 def limits_redis_url(settings: Settings) -> str:
     """``BROWSERQ_LIMITS_REDIS_URL``, else the broker if it is Redis, else the local default."""
-    if settings.limits_redis_url:
-        return settings.limits_redis_url
-    if settings.broker_url.startswith(("redis://", "rediss://", "unix://")):
-        return settings.broker_url
-    return DEFAULT_LIMITS_REDIS_URL
-
-
-def redact_url(url: str) -> str:
-    """``redis://:secret@host/0`` → ``redis://:***@host/0``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid url>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[-1]}"))
+    return settings.shared_redis_url(settings.limits_redis_url)
 
 
 class RedisHandle:

@@ -19,6 +19,9 @@ from typing import Any
 from browserq.guards import normalize_host
 from browserq.limits.errors import InvalidBlockKind, InvalidRate, InvalidTenantCaps
 
+#: The Redis that fleet-wide state (limits, proxy health) falls back to when neither its own
+#: setting nor the broker names one (see ``Settings.shared_redis_url``).
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 #: The key of the default entry of a rate map or a caps map ("every other host / tenant").
 DEFAULT_KEY = "*"
 UNLIMITED_WORDS = frozenset({"unlimited", "off", "none"})

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from browserq.errors import ConfigError
+from browserq.redact import redact_url
 
 SCHEMES = ("http", "https", "socks5")
 DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080}
@@ -75,33 +76,6 @@ class Proxy:
 def proxy_id(scheme: str, host: str, port: int) -> str:
     """Stable short id of a proxy: the same in every process and across password changes."""
     return hashlib.sha256(f"{scheme}://{host.lower()}:{port}".encode()).hexdigest()[:12]
-
-
-def redact_url(text: str) -> str:
-    """``text`` with whatever could be a password replaced by ``***`` — also on malformed input.
-
-    ``scheme://user:pw@host`` keeps the user; an entry without a scheme may be the tail of a
-    password that contained an unencoded ``,`` so all of it before ``@`` (or all of it) is masked;
-    a non-numeric "port" (``http://user:pw`` with the ``@host`` part cut off) is masked too.
-    """
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        return "***@" + text.rpartition("@")[2] if "@" in text else ("***" if text else "")
-    if "@" in rest:
-        creds, _, hostpart = rest.rpartition("@")
-        user, colon, _password = creds.partition(":")
-        return f"{scheme}://{user}{':***' if colon else ''}@{hostpart}"
-    if rest.startswith("["):
-        host = rest[: rest.find("]") + 1] or rest
-    else:
-        host = re.match(r"[^:/?#]*", rest).group(0)  # type: ignore[union-attr]
-    after = rest[len(host) :]
-    if after.startswith(":"):
-        digits = re.match(r":\d*", after).group(0)  # type: ignore[union-attr]
-        tail = after[len(digits) :]
-        if tail and tail[0] not in "/?#":
-            return f"{scheme}://{host}:***"
-    return text
 
 
 def redact_proxy_setting(value: str | Sequence[str] | None) -> str:
@@ -296,8 +270,4 @@ def load_proxies(settings: Any) -> list[Proxy]:
 
 def proxy_redis_url(settings: Any) -> str:
     """``BROWSERQ_PROXY_REDIS_URL``, else the broker when it is Redis, else local Redis DB 0."""
-    if settings.proxy_redis_url:
-        return settings.proxy_redis_url
-    if settings.broker_url.startswith(("redis://", "rediss://", "unix://")):
-        return settings.broker_url
-    return "redis://127.0.0.1:6379/0"
+    return str(settings.shared_redis_url(settings.proxy_redis_url))

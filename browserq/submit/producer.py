@@ -19,7 +19,13 @@ from celery import Task
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from browserq.errors import BrokerUnavailable
-from browserq.execute import PreparedRun, check_identity_request, check_run_options, prepare_run, record_run
+from browserq.execute import (
+    PreparedRun,
+    check_identity_request,
+    check_run_options,
+    prepare_run,
+    record_run,
+)
 from browserq.settings import get_settings
 from browserq.store import DuplicateRun, mask_url
 from browserq.submit.services import producer_services
