@@ -15,6 +15,7 @@
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
     ├── LimitsUnavailable        the limits Redis is unreachable              [WAIT] limits/errors.py
+    ├── TenantBusy               every slot of the run's tenant stayed taken  [WAIT] limits/errors.py
     ├── StoreError               the run store (database) failed                  store/errors.py
     │   ├── StoreUnavailable     the database stayed unreachable for the retry window  [WAIT]
     │   ├── DuplicateRun         the idempotency key is another run's
@@ -28,8 +29,8 @@
     │       ├── IdentityBusy       leased to another live run, or the whole pool is    [WAIT]
     │       └── IdentityLeaseLost  a fenced identity write whose token is no longer current
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
-    ├── RunBusy                  WAIT: another live worker holds the run's lease (browserq/execute/errors.py)
-    ├── WorkerUnusable           INFRASTRUCTURE: no browser in this process; it exits (browserq/execute/errors.py)
+    ├── RunBusy                  another live worker holds the run's lease   [WAIT] execute/errors.py
+    ├── WorkerUnusable           no browser in this process; it exits [INFRASTRUCTURE] execute/errors.py
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]
         │   └── BrowserUnusable  no working browser even after a relaunch     browsers/errors.py

@@ -9,11 +9,10 @@ the limiters can all raise these without importing each other. The tree at the t
     ├── InvalidBlockKind     a resource kind that cannot be blocked         PERMANENT
     └── InvalidTenantCaps    tenant caps are malformed                      PERMANENT
     BrowserqError
-    └── LimitsUnavailable    the limits Redis is unreachable                WAIT
+    ├── LimitsUnavailable    the limits Redis is unreachable                WAIT
+    └── TenantBusy           every slot of the tenant stayed taken          WAIT (retry_in_s)
     StepFailed
     └── RateLimitTimeout     the next request slot is past the run's budget RETRY_RUN (RUN_TIMEOUT)
-
-``TenantBusy`` (WAIT) still lives in :mod:`browserq.limits.tenants`.
 """
 
 from __future__ import annotations
@@ -84,3 +83,33 @@ __all__ = [
     "LimitsUnavailable",
     "RateLimitTimeout",
 ]
+
+
+class TenantBusy(BrowserqError):
+    """Every slot of the tenant stayed taken for the whole wait. Retry the run later."""
+
+    policy = ErrorClass.WAIT
+
+    @property  # type: ignore[override]
+    def retry_in_s(self) -> float | None:
+        """When a slot may free up (the earliest claim's expiry), else after another wait as long."""
+        return self.retry_after_s or (self.wait_s if self.wait_s is not None else self.waited_s)
+
+    def __init__(
+        self, tenant: str, cap: int, waited_s: float, retry_after_s: float | None, *, wait_s: float | None = None
+    ) -> None:
+        self.tenant = tenant
+        #: how long the run was allowed to wait for a slot (BROWSERQ_TENANT_WAIT_S)
+        self.wait_s = wait_s
+        self.cap = cap
+        self.waited_s = waited_s
+        #: when the earliest current claim would expire if not renewed (a hint, not a promise)
+        self.retry_after_s = retry_after_s
+        if cap == 0:
+            msg = f"tenant {tenant!r} has a concurrency cap of 0: its runs are paused"
+        else:
+            msg = (
+                f"tenant {tenant!r} already has {cap} run(s) in progress (its cap is {cap}); "
+                f"no slot freed up within {waited_s:.1f}s"
+            )
+        super().__init__(msg)

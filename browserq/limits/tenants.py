@@ -18,9 +18,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from browserq.errors import BrowserqError, ConfigError, ErrorClass
+from browserq.errors import ConfigError
 from browserq.limits._redis import RedisHandle, Script, limits_redis_url
-from browserq.limits.errors import InvalidTenantCaps, LimitsUnavailable
+from browserq.limits.errors import InvalidTenantCaps, LimitsUnavailable, TenantBusy
 from browserq.limits.specs import DEFAULT_KEY, parse_caps
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,36 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-
-
-class TenantBusy(BrowserqError):
-    """Every slot of the tenant stayed taken for the whole wait. Retry the run later."""
-
-    policy = ErrorClass.WAIT
-
-    @property  # type: ignore[override]
-    def retry_in_s(self) -> float | None:
-        """When a slot may free up (the earliest claim's expiry), else after another wait as long."""
-        return self.retry_after_s or (self.wait_s if self.wait_s is not None else self.waited_s)
-
-    def __init__(
-        self, tenant: str, cap: int, waited_s: float, retry_after_s: float | None, *, wait_s: float | None = None
-    ) -> None:
-        self.tenant = tenant
-        #: how long the run was allowed to wait for a slot (BROWSERQ_TENANT_WAIT_S)
-        self.wait_s = wait_s
-        self.cap = cap
-        self.waited_s = waited_s
-        #: when the earliest current claim would expire if not renewed (a hint, not a promise)
-        self.retry_after_s = retry_after_s
-        if cap == 0:
-            msg = f"tenant {tenant!r} has a concurrency cap of 0: its runs are paused"
-        else:
-            msg = (
-                f"tenant {tenant!r} already has {cap} run(s) in progress (its cap is {cap}); "
-                f"no slot freed up within {waited_s:.1f}s"
-            )
-        super().__init__(msg)
 
 
 # KEYS[1] tenant's set; ARGV: run id, cap, ttl ms. Returns {1, 0} when held, else
