@@ -10,8 +10,8 @@ from pathlib import Path
 
 from playwright.async_api import Page
 
+from browserq.journal import StoredFile
 from browserq.redact import Redactor
-from browserq.store.artifacts import StoredFile
 from browserq.templates import TemplateSettings
 
 #: The shortest timeout handed to one Playwright call once a step's budget is nearly spent.
