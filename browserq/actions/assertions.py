@@ -42,6 +42,7 @@ async def assert_(ctx: StepContext, step: AssertStep) -> Any:
 
 
 def _describe_assert(step: AssertStep) -> str:
+    """What the assertion expected, in words, for its failure message."""
     if step.url is not None:
         return f"expected the URL to match {step.url!r}"
     if step.text is not None:

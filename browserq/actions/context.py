@@ -35,6 +35,8 @@ async def not_traced() -> AsyncIterator[None]:
 
 @dataclass
 class StepContext:
+    """What one step attempt gives its action: the page, its time budget, the artifact door."""
+
     page: Page
     settings: TemplateSettings
     timeout_s: float

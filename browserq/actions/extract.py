@@ -60,6 +60,7 @@ _EXTRACT_JS = """
 
 
 def _field_specs(step: ExtractStep) -> dict[str, dict[str, Any]] | None:
+    """The declared fields as plain dicts (a bare string is a selector)."""
     if step.fields is None:
         return None
     specs: dict[str, dict[str, Any]] = {}
@@ -108,6 +109,7 @@ async def _extract_one(element: Locator, fields: dict[str, dict[str, Any]]) -> d
 
 
 async def _read(element: Locator, spec: dict[str, Any]) -> Any:
+    """One field's value of one element (attribute, HTML or whitespace-collapsed text)."""
     if spec["attr"]:
         return await element.get_attribute(spec["attr"])
     if spec["html"]:
@@ -116,6 +118,7 @@ async def _read(element: Locator, spec: dict[str, Any]) -> Any:
 
 
 async def get(ctx: StepContext, step: GetStep) -> Any:
+    """One value of the page: its URL or title, or an element's count, text, attribute, HTML or value."""
     page = ctx.page
     if step.what == "url":
         return page.url

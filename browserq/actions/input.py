@@ -22,6 +22,7 @@ from browserq.templates import (
 
 
 async def click(ctx: StepContext, step: ClickStep) -> Any:
+    """Click the first match (like a person, with ``human_input``), then let a navigation settle."""
     locator = first(ctx, step.selector)
     if ctx.settings.human_input and step.button == "left" and step.click_count == 1:
         await locator.wait_for(state="visible", timeout=ctx.timeout_ms)
@@ -84,6 +85,7 @@ async def type_text(ctx: StepContext, step: TypeStep) -> Any:
 
 
 async def select(ctx: StepContext, step: SelectStep) -> Any:
+    """Choose options by value or label; the output is the values now selected."""
     values = [step.value] if isinstance(step.value, str) else list(step.value)
     locator = first(ctx, step.selector)
     if step.by == "label":
@@ -94,14 +96,17 @@ async def select(ctx: StepContext, step: SelectStep) -> Any:
 
 
 async def check(ctx: StepContext, step: CheckStep) -> Any:
+    """Tick the checkbox (or radio) matched."""
     await first(ctx, step.selector).check(timeout=ctx.timeout_ms)
 
 
 async def uncheck(ctx: StepContext, step: UncheckStep) -> Any:
+    """Clear the checkbox matched."""
     await first(ctx, step.selector).uncheck(timeout=ctx.timeout_ms)
 
 
 async def press(ctx: StepContext, step: PressStep) -> Any:
+    """Press a key on the element, or on the page; then let a navigation settle."""
     if step.selector:
         await first(ctx, step.selector).press(step.key, timeout=ctx.timeout_ms)
     else:
@@ -110,4 +115,5 @@ async def press(ctx: StepContext, step: PressStep) -> Any:
 
 
 async def hover(ctx: StepContext, step: HoverStep) -> Any:
+    """Move the mouse over the element (menus that open on hover)."""
     await first(ctx, step.selector).hover(timeout=ctx.timeout_ms)

@@ -39,6 +39,7 @@ def locate(page: Page, selector: str) -> Locator:
 
 
 def first(ctx: StepContext, selector: str) -> Locator:
+    """The first match of ``selector`` on the step's page (what a person means by "the button")."""
     return locate(ctx.page, selector).first
 
 

@@ -17,6 +17,7 @@ from browserq.templates import NavigateStep, ScrollStep, WaitStep
 
 
 async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
+    """Open the URL (inside allowed_domains); an HTTP error status is the step's failure."""
     check_url(step.url, ctx.settings.allowed_domains)
     response = await ctx.page.goto(step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms)
     status = response.status if response is not None else None
@@ -61,6 +62,7 @@ async def scroll(ctx: StepContext, step: ScrollStep) -> Any:
 
 
 async def wait(ctx: StepContext, step: WaitStep) -> Any:
+    """Wait for an element state, a URL, a load state, or a time (never longer than the step may take)."""
     page = ctx.page
     if step.selector:
         await first(ctx, step.selector).wait_for(state=step.state, timeout=ctx.timeout_ms)

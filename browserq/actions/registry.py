@@ -37,6 +37,7 @@ ACTION_HANDLERS: dict[str, Action] = {
 
 
 def handler_for(step: ActionStep) -> Action:
+    """The coroutine that runs ``step``'s action."""
     return ACTION_HANDLERS[step.action]
 
 

@@ -11,6 +11,7 @@ from browserq.templates import ScreenshotStep
 
 
 async def screenshot(ctx: StepContext, step: ScreenshotStep) -> Any:
+    """A PNG of the page or an element, kept as an artifact of the step (named safely)."""
     name = step.name or f"screenshot-{ctx.step_path}.png"
     safe_artifact_path(ctx.artifact_base, name)  # reject an escaping name before taking the picture
     if step.selector:

@@ -73,6 +73,7 @@ class AttemptMixin(RunnerBase):
     """Run one action step: try, record, decide (retry in place, probe, fail the run)."""
 
     def _max_retries(self, step: ActionStep, state: RunState) -> int:
+        """Retries in place for the step: its own, else the template's, else BROWSERQ_STEP_RETRIES."""
         for value in (step.retries, state.request.loaded.template.settings.step_retries):
             if value is not None:
                 return value
@@ -350,6 +351,7 @@ def _blame_proxy(failure: StepFailed, state: RunState) -> StepFailed:
 
 
 def _may_have_happened(failure: StepFailed) -> bool:
+    """Whether the action may have reached the page (then a side effect's outcome is unknown)."""
     return failure.code not in _BEFORE_DISPATCH
 
 

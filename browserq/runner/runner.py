@@ -87,6 +87,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             return await self._run(request, redactor)
 
     async def _run(self, request: RunRequest, redactor: Redactor) -> RunOutcome:
+        """Heartbeat on, the attempt, heartbeat off, then the finish."""
         state = self._new_state(request, redactor)
         main = asyncio.current_task()
         assert main is not None

@@ -62,6 +62,7 @@ class RunOutcome:
 
     @property
     def error_class(self) -> ErrorClass | None:
+        """The policy of the run's error code, if it failed."""
         return Codes.by_name(self.error_code).error_class if self.error_code else None
 
     def as_result(self) -> dict[str, Any]:

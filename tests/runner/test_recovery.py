@@ -6,7 +6,6 @@ from __future__ import annotations
 from browserq.runtime import Runtime
 from tests.conftest import template
 
-
 SESSION_TEMPLATE = """
 params:
   base_url: {type: url, required: true}
