@@ -12,9 +12,12 @@ The durability contract (what the runner may rely on):
   action is dispatched: a redelivered run finds a ``started`` attempt and probes instead of
   re-running it) and every step end that carries a checkpoint (a resumed run continues from it).
 * A record passed with ``durable=False`` (the default) may be held back until the next durable
-  record, :meth:`RunJournal.flush` or the end of the attempt; the order of records is kept. The
-  runner calls :meth:`RunJournal.flush` before anything that must see every earlier record (the
-  run's outcome, which the caller then records).
+  record or :meth:`RunJournal.flush`. Records reach the store in the order they happened, so a
+  durable record also makes every earlier one durable. The runner calls
+  :meth:`RunJournal.flush` before it returns the run's outcome (which the caller then records);
+  after ``LeaseLost`` it writes nothing more, and what is held back may be dropped.
+* A step end that carries a checkpoint is durable whatever the caller passes (the journal
+  enforces it): a checkpoint is only worth something once it is stored.
 * Calls that return an answer (:meth:`RunJournal.renew_lease`) always reach the store at once.
 * Errors of the store surface from the call that wrote the record — or, once records are
   buffered, from the durable call or flush that wrote it: ``LeaseLost`` (another worker owns the
