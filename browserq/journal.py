@@ -151,7 +151,6 @@ class RunJournal:
         A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
         one that says so, and ``StepFailed(STORE_WRITE_FAILED)`` is raised."""
         redactor = self.redactor
-        durable = durable or checkpoint is not None  # unused while every record is written at once
         try:
             await self._write(
                 self.store.finish_step,
