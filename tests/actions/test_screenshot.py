@@ -15,7 +15,7 @@ def test_screenshots_are_stored_as_artifacts(any_runtime: Runtime, demo) -> None
         steps:
           - action: navigate
             url: "%s/quotes/"
-          - {action: eval, expression: "[window.innerWidth, window.innerHeight]", into: viewport}
+          - {action: eval, expression: "[window.innerWidth, window.innerHeight, window.devicePixelRatio]", into: viewport}
           - {action: screenshot, name: page.png}
           - {action: screenshot, name: shots/full.png, full_page: true}
           - {action: screenshot, selector: ".quote"}
@@ -27,7 +27,8 @@ def test_screenshots_are_stored_as_artifacts(any_runtime: Runtime, demo) -> None
     artifacts = any_runtime.store.artifacts(outcome.run_id)
     steps = {s.id: s for s in any_runtime.store.steps(outcome.run_id)}
     assert [a.kind for a in artifacts] == ["screenshot"] * 3
-    width, height = outcome.outputs["viewport"]
+    css_width, css_height, scale = outcome.outputs["viewport"]  # the identity picks the scale
+    width, height = round(css_width * scale), round(css_height * scale)
     for artifact in artifacts:
         data = (any_runtime.settings.artifacts_dir / artifact.path).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
