@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from browserq.runner import notices
+from browserq.actions import notices
 from browserq.runner.checkpoint import Checkpoint
 from browserq.runtime import Runtime
 from browserq.secrets import SecretBox

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from playwright.async_api import Page
 
+from browserq.journal import StoredFile
 from browserq.redact import Redactor
-from browserq.store.artifacts import StoredFile
 from browserq.templates import TemplateSettings
 
 #: The shortest timeout handed to one Playwright call once a step's budget is nearly spent.
@@ -35,6 +35,8 @@ async def not_traced() -> AsyncIterator[None]:
 
 @dataclass
 class StepContext:
+    """What one step attempt gives its action: the page, its time budget, the artifact door."""
+
     page: Page
     settings: TemplateSettings
     timeout_s: float

@@ -1,0 +1,81 @@
+"""Moving around: navigate, scroll and wait."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from playwright.async_api import Page
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from browserq.actions.context import StepContext
+from browserq.actions.locate import first, url_matcher
+from browserq.actions.notices import WAIT_SHORTENED
+from browserq.errors import Codes, StepFailed
+from browserq.guards import check_url
+from browserq.templates import NavigateStep, ScrollStep, WaitStep
+
+
+async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
+    """Open the URL (inside allowed_domains); an HTTP error status is the step's failure."""
+    check_url(step.url, ctx.settings.allowed_domains)
+    response = await ctx.page.goto(step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms)
+    status = response.status if response is not None else None
+    if status is not None and status >= 400:
+        if status in (403, 429):
+            raise StepFailed(Codes.BLOCKED, f"{step.url} answered HTTP {status}")
+        code = Codes.HTTP_5XX if status >= 500 else Codes.HTTP_4XX
+        raise StepFailed(code, f"{step.url} answered HTTP {status}")
+    return {"status": status, "url": ctx.page.url}
+
+
+_HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+
+
+async def _scrolled(page: Page, before: int) -> dict[str, Any]:
+    height = await page.evaluate(_HEIGHT_JS)
+    return {"height": height, "grew": height > before}
+
+
+async def scroll(ctx: StepContext, step: ScrollStep) -> Any:
+    """Scroll by pixels, to an element, or to the top/bottom; bottom waits for more content."""
+    page = ctx.page
+    before = await page.evaluate(_HEIGHT_JS)
+    if step.selector:
+        await first(ctx, step.selector).scroll_into_view_if_needed(timeout=ctx.timeout_ms)
+        return await _scrolled(page, before)
+    if step.pixels is not None:
+        await page.evaluate("dy => window.scrollBy(0, dy)", step.pixels)
+        return await _scrolled(page, before)
+    target = "0" if step.to == "top" else "(document.scrollingElement || document.documentElement).scrollHeight"
+    await page.evaluate(f"() => window.scrollTo(0, {target})")
+    grew = False
+    if step.to == "bottom" and step.settle_ms > 0:
+        try:
+            await page.wait_for_function(
+                f"h => {_HEIGHT_JS[6:]} > h", arg=before, timeout=min(step.settle_ms, ctx.timeout_ms)
+            )
+            grew = True
+        except PlaywrightTimeoutError:
+            grew = False
+    return {"height": await page.evaluate(_HEIGHT_JS), "grew": grew}
+
+
+async def wait(ctx: StepContext, step: WaitStep) -> Any:
+    """Wait for an element state, a URL, a load state, or a time (never longer than the step may take)."""
+    page = ctx.page
+    if step.selector:
+        await first(ctx, step.selector).wait_for(state=step.state, timeout=ctx.timeout_ms)
+    elif step.url:
+        await page.wait_for_url(url_matcher(step.url), timeout=ctx.timeout_ms)
+    elif step.load_state:
+        await page.wait_for_load_state(step.load_state, timeout=ctx.timeout_ms)
+    elif step.ms is not None:
+        allowed_ms = ctx.timeout_ms
+        if step.ms > allowed_ms:
+            ctx.warn(
+                WAIT_SHORTENED,
+                f"waited {allowed_ms / 1000:g} s of the {step.ms / 1000:g} s asked: the step may take "
+                "no longer (raise its timeout_s, or the run's)",
+            )
+        await asyncio.sleep(min(step.ms, allowed_ms) / 1000)

@@ -1,0 +1,48 @@
+"""Which handler runs which action: ``handler_for(step)``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from browserq.actions.assertions import assert_
+from browserq.actions.context import StepContext
+from browserq.actions.evaluate import evaluate
+from browserq.actions.extract import extract, get
+from browserq.actions.input import check, click, fill, hover, press, select, type_text, uncheck
+from browserq.actions.navigation import navigate, scroll, wait
+from browserq.actions.screenshot import screenshot
+from browserq.templates import ActionStep
+
+Action = Callable[[StepContext, Any], Awaitable[Any]]
+
+ACTION_HANDLERS: dict[str, Action] = {
+    "navigate": navigate,
+    "click": click,
+    "fill": fill,
+    "type": type_text,
+    "select": select,
+    "check": check,
+    "uncheck": uncheck,
+    "press": press,
+    "hover": hover,
+    "scroll": scroll,
+    "wait": wait,
+    "extract": extract,
+    "get": get,
+    "eval": evaluate,
+    "screenshot": screenshot,
+    "assert": assert_,
+}
+
+
+def handler_for(step: ActionStep) -> Action:
+    """The coroutine that runs ``step``'s action."""
+    return ACTION_HANDLERS[step.action]
+
+
+def element_selector(step: ActionStep) -> str | None:
+    """The selector whose absence makes an ``optional`` step a skip, if the action has one."""
+    if step.action in {"navigate", "eval", "screenshot", "assert", "wait"}:
+        return None
+    return getattr(step, "selector", None)

@@ -1,0 +1,149 @@
+"""What every part of the runner shares: its services, the page checks, and THE boundary where
+an exception from the page or the browser becomes a :class:`StepFailed`.
+
+:class:`TemplateRunner` is composed of one part per concern (steps, attempt, recovery, evidence,
+session); each part is a mixin over :class:`RunnerBase`, so the services and the helpers below
+are written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from playwright.async_api import Page
+
+from browserq.actions import locate, notices, settle
+from browserq.browsers.pool import BrowserPool
+from browserq.errors import Codes, StepFailed
+from browserq.guards import check_url
+from browserq.limits import RateLimiter
+from browserq.proxies import ProxyManager
+from browserq.redact import Redactor
+from browserq.runner.state import RunState, StepEvent, StepListener
+from browserq.runner.translate import translate
+from browserq.runner.watchdog import PageState
+from browserq.secrets import SecretBox
+from browserq.settings import Settings
+from browserq.templates import ActionStep
+
+#: How long each part of a failure snapshot may take: a sick page must not hold the worker.
+SNAPSHOT_TIMEOUT_S = 3.0
+
+DROPPED = "the page stopped answering (a script that never ends) and was closed"
+
+
+class RunnerBase:
+    """The services of a runner (set by :class:`TemplateRunner.__init__`) and shared helpers."""
+
+    pool: BrowserPool
+    settings: Settings
+    listener: StepListener | None
+    secret_box: SecretBox
+    checkpoint_box: SecretBox
+    rate_limiter: RateLimiter | None
+    proxies: ProxyManager | None
+
+    def _failure(self, exc: BaseException, *, element_missing: bool | None = None) -> StepFailed:
+        """THE boundary: an exception from the page, the browser or an action becomes the
+        :class:`StepFailed` that describes it (a gone browser: an InfrastructureError)."""
+        return translate(exc, browser_connected=self.pool.connected, element_missing=element_missing)
+
+    async def _unblock(self, state: RunState) -> None:
+        """End a script that keeps the page's main thread busy; close the page if that fails."""
+        browser = state.browser
+        if browser.watchdog is None or browser.crashed or browser.page_dropped or not self.pool.connected:
+            return
+        browser.page_dropped = await browser.watchdog.unblock() is PageState.DROPPED
+
+    def _page(self, state: RunState) -> Page:
+        """The run's page, or PAGE_CRASHED when it is gone."""
+        browser = state.browser
+        if browser.page_dropped:
+            raise StepFailed(Codes.PAGE_CRASHED, DROPPED)
+        if browser.crashed or browser.page is None or browser.page.is_closed():
+            raise StepFailed(Codes.PAGE_CRASHED, "the page crashed or was closed")
+        return browser.page
+
+    @staticmethod
+    def _warn(state: RunState, path: str, code: str, message: str) -> None:
+        """The run succeeded (so far) but a limit cut its result short: say so in the result."""
+        state.warnings.append(notices.run_warning(path, code, state.redactor.text(message)))
+
+    def _notify(
+        self,
+        path: str,
+        step_id: str | None,
+        action: str,
+        attempt: int,
+        status: str,
+        started: float,
+        failure: StepFailed | None,
+        url: str | None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        """Tell the live listener (if any) how a step attempt ended."""
+        if self.listener is None:
+            return
+        message = failure.message if failure else None
+        if redactor is not None and message:
+            message = redactor.text(message)
+        self.listener(
+            StepEvent(
+                step_path=path,
+                step_id=step_id,
+                action=action,
+                attempt=attempt,
+                status=status,
+                duration_ms=(time.monotonic() - started) * 1000,
+                error_code=failure.code.code if failure else None,
+                error_message=message,
+                url=url,
+            )
+        )
+
+
+async def missing(page: Page, selector: str, timeout_s: float | None = None) -> bool | None:
+    """Whether nothing matches ``selector``; None when the page did not tell within ``timeout_s``."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await settle(page, 5000)
+            return await locate(page, selector).count() == 0
+    except TimeoutError:
+        return None
+    except Exception:
+        return False
+
+
+def domain_failure(state: RunState) -> StepFailed | None:
+    """DOMAIN_DENIED for documents the browser refused to send since the last report, or None."""
+    domains = state.browser.domains
+    if domains is None:
+        return None
+    urls = domains.take_unreported()
+    if not urls:
+        return None
+    shown = ", ".join(urls[:3]) + (f" and {len(urls) - 3} more" if len(urls) > 3 else "")
+    return StepFailed(
+        Codes.DOMAIN_DENIED,
+        f"blocked before it was sent: a document request to {shown} "
+        f"(host outside allowed_domains: {', '.join(domains.allowed_domains)})",
+    )
+
+
+def raise_if_blocked(state: RunState) -> None:
+    """Fail with DOMAIN_DENIED when the browser refused a document since the last check."""
+    failure = domain_failure(state)
+    if failure is not None:
+        raise failure
+
+
+def check_landing(page: Page, allowed_domains: list[str]) -> None:
+    """A step that ended on a host outside allowed_domains (a click, a redirect) fails."""
+    if allowed_domains and page.url.startswith(("http://", "https://")):
+        check_url(page.url, allowed_domains)
+
+
+def step_inputs(step: ActionStep) -> dict[str, object]:
+    """What a step attempt's record keeps of the step: its fields as written, and the action."""
+    return step.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True) | {"action": step.action}

@@ -1,0 +1,164 @@
+"""What a run is given, what it gives back, and what it knows while it runs.
+
+:class:`RunRequest` and :class:`RunOutcome` are the runner's contract with the execution layer;
+:class:`StepEvent` is what a live listener sees. :class:`RunState` is the one attempt's memory,
+in named parts: the browser side (:class:`BrowserParts`), where it failed
+(:class:`FailurePoint`), how it was interrupted (:class:`Interrupt`) and the progress a checkpoint
+keeps (outputs, warnings, loops).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from playwright.async_api import BrowserContext, Page
+
+from browserq.actions.outputs import OutputBudget
+from browserq.browsers.domains import BlockLog
+from browserq.errors import Codes, ErrorClass
+from browserq.journal import IdentityLease, RunJournal, StepRecord
+from browserq.limits import BlockStats, NavigationGate
+from browserq.proxies import Proxy
+from browserq.redact import Redactor
+from browserq.runner.capture import PageActivity
+from browserq.runner.checkpoint import Checkpoint, ResumeCursor
+from browserq.runner.trace import TraceRecorder
+from browserq.runner.watchdog import PageWatchdog
+from browserq.templates import LoadedTemplate
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything needed to execute a run that already has its record in the store."""
+
+    run_id: str
+    run_attempt: int
+    loaded: LoadedTemplate
+    params: dict[str, Any]  # validated, secrets in clear (memory only)
+    secret_names: frozenset[str] = frozenset()
+    token: int | None = None  # the lease's fencing token: every write carries it
+    lease_ttl_s: float = 30.0
+    resume: Checkpoint | None = None  # continue after this checkpoint
+    unknown_side_effects: frozenset[str] = frozenset()  # paths whose outcome is unknown
+    identity: IdentityLease | None = None  # the visitor this run plays (leased to it alone)
+    identity_storage: dict[str, Any] | None = None  # that identity's saved storage, decrypted
+
+
+@dataclass
+class RunOutcome:
+    """How the attempt ended; the caller records the run's final status from it."""
+
+    run_id: str
+    status: str
+    outputs: dict[str, Any]
+    error_code: str | None = None
+    error_message: str | None = None
+    error_step_path: str | None = None
+    lease_lost: bool = False  # another worker took the run over: nothing may be written
+    #: ``[{step, code, message}]``: where a limit cut the result short (see actions.notices).
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def error_class(self) -> ErrorClass | None:
+        """The policy of the run's error code, if it failed."""
+        return Codes.by_name(self.error_code).error_class if self.error_code else None
+
+    def as_result(self) -> dict[str, Any]:
+        """The JSON-serializable value a Celery task returns."""
+        error = None
+        if self.error_code:
+            error = {"code": self.error_code, "message": self.error_message, "step": self.error_step_path}
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "outputs": self.outputs,
+            "error": error,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """One finished step attempt, as shown to a live listener (the CLI's progress lines)."""
+
+    step_path: str
+    step_id: str | None
+    action: str
+    attempt: int
+    status: str
+    duration_ms: float
+    error_code: str | None
+    error_message: str | None
+    url: str | None
+
+
+StepListener = Callable[[StepEvent], None]
+
+
+@dataclass
+class BrowserParts:
+    """The browser side of one run: its context and page, and what guards and watches them."""
+
+    context: BrowserContext | None = None
+    page: Page | None = None
+    crashed: bool = False
+    page_dropped: bool = False  # the page stayed unresponsive and was closed
+    watchdog: PageWatchdog | None = None  # probes and unblocks the run's page
+    trace: TraceRecorder | None = None
+    domains: BlockLog | None = None  # what the browser refused to send (allowed_domains)
+    gate: NavigationGate | None = None  # the fleet-wide per-domain rate limits
+    blocked: BlockStats | None = None  # resources blocked by block_resources
+    proxy: Proxy | None = None
+    activity: PageActivity | None = None  # the last console lines and responses, for a snapshot
+
+
+@dataclass
+class FailurePoint:
+    """Where the run failed: the step attempt that evidence is linked to, and its path."""
+
+    record: StepRecord | None = None
+    path: str | None = None
+
+
+@dataclass
+class Interrupt:
+    """Set by the heartbeat: ``"cancel"`` (with the reason asked) or ``"lease_lost"``."""
+
+    kind: str | None = None
+    reason: str = ""
+
+
+@dataclass
+class RunState:
+    """One run attempt's memory, from setup to outcome."""
+
+    request: RunRequest
+    redactor: Redactor
+    deadline: float  # time.monotonic() at which timeout_s ends
+    journal: RunJournal
+    browser: BrowserParts = field(default_factory=BrowserParts)
+    failed: FailurePoint = field(default_factory=FailurePoint)
+    interrupt: Interrupt = field(default_factory=Interrupt)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # run_warning() dicts, in order
+    loops: list[dict[str, Any]] = field(default_factory=list)
+    budget: OutputBudget | None = None  # the run's outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES
+    cursor: ResumeCursor | None = None
+    checkpoint_seq: int = 0
+    relogged: set[str] = field(default_factory=set)  # steps retried after a new login
+    last_navigation: str | None = None  # the URL the last navigate step asked for
+
+    def scope(self) -> dict[str, Any]:
+        """What ``${...}`` in a step sees: the params, the outputs so far, the run and the loop."""
+        scope: dict[str, Any] = dict(self.request.params)
+        scope["outputs"] = self.outputs
+        scope["run"] = {"id": self.request.run_id, "attempt": self.request.run_attempt}
+        if self.loops:
+            scope["loop"] = {k: self.loops[-1][k] for k in ("index", "iteration")}
+        return scope
+
+    def fail_at(self, record: StepRecord | None, path: str | None) -> None:
+        """Remember the step the run fails at (its evidence is linked to ``record``)."""
+        self.failed.record, self.failed.path = record, path

@@ -1,0 +1,129 @@
+"""The step loop: steps in order, ``repeat`` with its stop conditions, and resuming inside them.
+
+A resumed run skips what its checkpoint already covers, re-entering a repeat at the pass the
+checkpoint was taken in. A repeat that reaches ``max`` while its stop selector still says "more"
+warns (a truncated result must not look complete).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+
+from browserq.actions import locate, notices, settle
+from browserq.errors import Codes, StepFailed
+from browserq.runner.base import RunnerBase
+from browserq.runner.state import RunState
+from browserq.templates import RepeatStep, render
+
+log = structlog.get_logger(__name__)
+
+
+class StepsMixin(RunnerBase):
+    """Control flow: which step runs next, and how often."""
+
+    async def _run_steps(self, steps: list[Any], prefix: str, state: RunState) -> None:
+        """Run ``steps`` (paths ``prefix0``, ``prefix1``, …), skipping what a resume covers."""
+        resume_at = state.cursor.at_this_level() if state.cursor else None
+        for index, step in enumerate(steps):
+            path = f"{prefix}{index}"
+            if resume_at is not None:  # resuming: skip what the checkpoint already covers
+                target, resume_pass = resume_at
+                if index < target:
+                    continue
+                resume_at = None
+                assert state.cursor is not None
+                if isinstance(step, RepeatStep) and resume_pass is not None:
+                    await self._run_repeat(step, path, state, resume_pass=resume_pass)
+                else:
+                    state.cursor.finish()  # the checkpointed step itself is done
+                continue
+            if isinstance(step, RepeatStep):
+                await self._run_repeat(step, path, state)
+            else:
+                await self._run_action(step, path, state)
+
+    async def _run_repeat(
+        self, step: RepeatStep, path: str, state: RunState, resume_pass: int | None = None
+    ) -> None:
+        """Run the body up to ``max`` times, stopping on the until_missing/while_present condition.
+
+        ``resume_pass``: re-enter the loop at that pass (1-based), with the stop decision the
+        checkpoint recorded for it, instead of starting over.
+        """
+        spec = step.repeat
+        try:
+            bound = int(render(spec.max, state.scope()))
+        except (TypeError, ValueError) as exc:
+            state.failed.path = path
+            raise StepFailed(Codes.INVALID_STEP_INPUT, f"repeat.max is not a whole number: {exc}") from exc
+        first = (resume_pass - 1) if resume_pass else 0
+        for index in range(first, bound):
+            if resume_pass is not None and index == first:
+                last_pass = self._resumed_pass(state)
+            else:
+                if spec.while_present and not await self._present(spec.while_present, path, state):
+                    break
+                # until_missing is read at the start of a pass: the pass that begins without the
+                # selector (the last page, without "next") still runs, and is the last one.
+                last_pass = bool(spec.until_missing) and not await self._present(spec.until_missing, path, state)
+            state.loops.append({"index": index, "iteration": index + 1, "last_pass": last_pass})
+            try:
+                await self._run_steps(spec.steps, f"{path}[{index + 1}].", state)
+            finally:
+                state.loops.pop()
+            if last_pass:
+                break
+        else:  # every pass up to max ran: did the stop condition still ask for more?
+            await self._warn_if_cut_short(step, path, bound, state)
+
+    @staticmethod
+    def _resumed_pass(state: RunState) -> bool:
+        """Re-enter the pass a checkpoint was taken in: its stop decision is the recorded one."""
+        assert state.cursor is not None
+        depth = len(state.loops)
+        saved = state.cursor.loops[depth] if len(state.cursor.loops) > depth else {}
+        state.cursor.descend()
+        return bool(saved.get("last_pass", False))
+
+    async def _warn_if_cut_short(self, step: RepeatStep, path: str, bound: int, state: RunState) -> None:
+        """A repeat that reached ``max`` while its stop selector still said "more" is a truncated
+        result, not a complete one: record a warning so it shows in the result and in ``show``.
+
+        ``until_missing`` is read at the start of a pass, so reaching max means the last pass
+        began with the selector present (another pass would have run). ``while_present`` is read
+        once more: present now means another pass would have run."""
+        spec = step.repeat
+        if spec.until_missing is not None:
+            condition, selector = "until_missing", spec.until_missing
+        elif spec.while_present is not None and await self._present(spec.while_present, path, state):
+            condition, selector = "while_present", spec.while_present
+        else:
+            return
+        name = f"repeat {step.id!r}" if step.id else f"repeat at step {path}"
+        message = (
+            f"{name} stopped at max={bound} passes while its {condition} selector {selector!r} still "
+            "matched: later pages or items were not processed (raise max if more were expected)"
+        )
+        self._warn(state, path, notices.REPEAT_MAX_REACHED, message)
+        log.info("repeat cut short by max", run_id=state.request.run_id, step=path, max=bound)
+
+    async def _present(self, selector: str, path: str, state: RunState) -> bool:
+        """Whether ``selector`` matches on the page now (a stop condition, a session check)."""
+        page = self._page(state)
+        timeout_s = state.request.loaded.template.settings.step_timeout_s
+        try:
+            async with asyncio.timeout(timeout_s):  # count() has no timeout of its own
+                await settle(page, 5000)
+                return await locate(page, selector).count() > 0
+        except TimeoutError as exc:
+            state.failed.path = path
+            await self._unblock(state)
+            raise StepFailed(
+                Codes.TIMEOUT, f"the page did not answer whether {selector!r} is present within {timeout_s:g} s"
+            ) from exc
+        except Exception:
+            state.failed.path = path
+            raise  # translated where it leaves the run (TemplateRunner._run)

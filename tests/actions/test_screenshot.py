@@ -1,0 +1,47 @@
+"""screenshot steps: stored as artifacts, linked to their step."""
+
+from __future__ import annotations
+
+import hashlib
+
+from browserq.runtime import Runtime
+from tests.conftest import template
+
+
+def test_screenshots_are_stored_as_artifacts(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        settings: {allow_eval: true}
+        steps:
+          - action: navigate
+            url: "%s/quotes/"
+          - {action: eval, expression: "[window.innerWidth, window.innerHeight, window.devicePixelRatio]", into: viewport}
+          - {action: screenshot, name: page.png}
+          - {action: screenshot, name: shots/full.png, full_page: true}
+          - {action: screenshot, selector: ".quote"}
+        """
+        % demo.url
+    )
+    outcome = any_runtime.run_loaded(loaded)
+    assert outcome.status == "completed", outcome
+    artifacts = any_runtime.store.artifacts(outcome.run_id)
+    steps = {s.id: s for s in any_runtime.store.steps(outcome.run_id)}
+    assert [a.kind for a in artifacts] == ["screenshot"] * 3
+    css_width, css_height, scale = outcome.outputs["viewport"]  # the identity picks the scale
+    width, height = round(css_width * scale), round(css_height * scale)
+    for artifact in artifacts:
+        data = (any_runtime.settings.artifacts_dir / artifact.path).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert hashlib.sha256(data).hexdigest() == artifact.sha256 and len(data) == artifact.size
+        assert steps[artifact.step_attempt_id].action == "screenshot"
+    sizes = {a.path.rsplit("/", 1)[-1]: png_size(any_runtime.settings.artifacts_dir / a.path) for a in artifacts}
+    assert sizes["page.png"] == (width, height)  # the viewport
+    assert sizes["full.png"][1] >= height
+    element = sizes["screenshot-4.png"]
+    assert element[0] < width and element[1] < height  # just the element
+
+
+def png_size(path) -> tuple[int, int]:
+    import struct
+
+    return struct.unpack(">II", path.read_bytes()[16:24])

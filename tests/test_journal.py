@@ -1,0 +1,235 @@
+"""The run journal against a real store (SQLite and PostgreSQL): what the runner says happened
+is what the store holds, redacted, fenced by the run's lease, and a refused record is replaced
+by one that says so."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from browserq.errors import Codes, StepFailed
+from browserq.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal
+from browserq.redact import Redactor
+from browserq.store import ArtifactDir, IdentityLeaseLost, LeaseLost, Store
+
+SECRET = "hunter2-very-secret"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = f"sqlite:///{tmp_path / 'journal.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    store = Store(url)
+    store.upgrade()
+    yield store
+    store.dispose()
+
+
+def _leased_run(store: Store) -> tuple[str, int]:
+    """A run of its own, leased: (run id, the lease's fencing token)."""
+    template_id = store.save_template(
+        name="journal", version="1", content_hash="a" * 64, body="name: journal\n", source="t.yaml"
+    )
+    run_id = uuid.uuid4().hex
+    store.create_run(
+        run_id=run_id, template_id=template_id, template_name="journal", template_version="1",
+        params={}, timeout_s=30.0,
+    )
+    lease = store.acquire_lease(run_id, owner="worker-a", ttl_s=30.0)
+    return run_id, lease.token
+
+
+def _journal(store: Store, tmp_path: Path, run_id: str, token: int | None, **kwargs: Any) -> RunJournal:
+    return RunJournal(
+        store,
+        ArtifactDir(tmp_path / "artifacts"),
+        run_id=run_id,
+        run_attempt=1,
+        token=token,
+        redactor=Redactor({"password": SECRET}),
+        **kwargs,
+    )
+
+
+def test_a_step_is_recorded_as_it_happened_and_redacted(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token)
+
+    async def scenario() -> None:
+        record = await journal.step_started(
+            path="0", step_id="login", attempt=1, action="fill",
+            inputs={"selector": "#pw", "value": SECRET}, url_before=f"https://site.test/?pw={SECRET}",
+            durable=True,
+        )
+        await journal.step_finished(
+            record, status="succeeded", url_after="https://site.test/home", output={"echo": SECRET},
+            warnings=[{"code": "W", "message": "kept 1 of 2"}],
+        )
+        failed = await journal.step_started(
+            path="1", step_id=None, attempt=1, action="click", inputs={"selector": "#go"}, url_before=None
+        )
+        await journal.step_finished(
+            failed, status="failed", url_after=None,
+            failure=StepFailed(Codes.SELECTOR_NOT_FOUND, f"no #go for {SECRET}"),
+        )
+        await journal.flush()
+
+    asyncio.run(scenario())
+    first, second = store.steps(run_id)
+    assert (first.step_path, first.status, first.action) == ("0", "succeeded", "fill")
+    assert SECRET not in str(first.inputs) and SECRET not in (first.url_before or "")
+    assert SECRET not in str(first.output) and first.url_after == "https://site.test/home"
+    assert first.warnings == [{"code": "W", "message": "kept 1 of 2"}]
+    assert (second.status, second.error_code, second.retryable) == ("failed", "SELECTOR_NOT_FOUND", True)
+    assert SECRET not in (second.error_message or "") and "no #go" in (second.error_message or "")
+
+
+def test_a_checkpoint_is_stored_with_the_step_that_ends_it(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token)
+    checkpoint = {"path": "0", "seq": 1, "url": "https://site.test/"}
+
+    async def scenario() -> None:
+        record = await journal.step_started(
+            path="0", step_id=None, attempt=1, action="navigate", inputs={}, url_before="about:blank"
+        )
+        await journal.step_finished(record, status="succeeded", url_after="https://site.test/",
+                                    checkpoint=checkpoint, durable=True)
+
+    asyncio.run(scenario())
+    run = store.get_run(run_id)
+    assert run is not None and run.checkpoint is not None and run.checkpoint["seq"] == 1
+
+
+def test_a_large_output_is_summarized_in_the_step_record(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token)
+    big = ["x" * 1024] * (MAX_RECORDED_OUTPUT_BYTES // 1024 + 10)
+
+    async def scenario() -> None:
+        record = await journal.step_started(
+            path="0", step_id=None, attempt=1, action="extract", inputs={}, url_before=None
+        )
+        await journal.step_finished(record, status="succeeded", url_after=None, output=big)
+
+    asyncio.run(scenario())
+    (recorded,) = store.steps(run_id)
+    assert recorded.output["truncated"] is True and recorded.output["type"] == "list"
+    assert recorded.output["bytes"] > MAX_RECORDED_OUTPUT_BYTES
+
+
+def test_an_artifact_is_written_and_linked_to_its_step(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token)
+
+    async def scenario() -> tuple[Any, Any]:
+        record = await journal.step_started(
+            path="0", step_id=None, attempt=1, action="screenshot", inputs={}, url_before=None
+        )
+        linked = await journal.artifact(record, "screenshot", f"shot-{SECRET}.png", b"png-bytes", "image/png")
+        loose = await journal.artifact(None, "console", "console.json", b"[]", "application/json")
+        return record, (linked, loose)
+
+    record, (linked, loose) = asyncio.run(scenario())
+    assert SECRET not in linked.path and journal.artifact_base == tmp_path / "artifacts" / run_id
+    assert (journal.artifact_base.parent / linked.path).read_bytes() == b"png-bytes"
+    by_kind = {a.kind: a for a in store.artifacts(run_id)}
+    assert by_kind["screenshot"].step_attempt_id == record.attempt_id and by_kind["screenshot"].size == 9
+    assert by_kind["console"].step_attempt_id is None and by_kind["console"].path == loose.path
+
+
+def test_writes_are_fenced_by_the_lease(store: Store, tmp_path: Path) -> None:
+    """A worker whose lease was taken over writes nothing more: every record says LeaseLost."""
+    run_id, token = _leased_run(store)
+    with store.engine.begin() as conn:  # the lease expires; another worker takes the run
+        conn.execute(text("UPDATE runs SET lease_expires_at = :past WHERE id = :id"),
+                     {"past": "2000-01-01 00:00:00", "id": run_id})
+    store.acquire_lease(run_id, owner="worker-b", ttl_s=30.0)
+    stale = _journal(store, tmp_path, run_id, token)
+
+    with pytest.raises(LeaseLost):
+        asyncio.run(stale.step_started(path="0", step_id=None, attempt=1, action="get", inputs={}, url_before=None))
+    with pytest.raises(LeaseLost):
+        asyncio.run(stale.renew_lease(30.0))
+    assert store.steps(run_id) == []
+
+
+def test_renewing_the_lease_reports_a_requested_cancel(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token)
+    assert asyncio.run(journal.renew_lease(30.0)) is None
+    store.request_cancel(run_id, reason="operator said stop")
+    assert asyncio.run(journal.renew_lease(30.0)) == "operator said stop"
+
+
+def test_a_refused_step_record_is_replaced_and_fails_the_step(store: Store, tmp_path: Path) -> None:
+    """The database refuses the record (a trigger): the journal writes a minimal one that says
+    so and raises STORE_WRITE_FAILED; the step is never left ``started``."""
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token)
+    _refuse_succeeded_steps(store)
+    try:
+        async def scenario() -> None:
+            record = await journal.step_started(
+                path="0", step_id="refused", attempt=1, action="get", inputs={}, url_before=None
+            )
+            await journal.step_finished(record, status="succeeded", url_after=None, output="t")
+
+        with pytest.raises(StepFailed) as raised:
+            asyncio.run(scenario())
+    finally:
+        _drop_refusal(store)
+    assert raised.value.code is Codes.STORE_WRITE_FAILED and "had succeeded" in raised.value.message
+    (recorded,) = store.steps(run_id)
+    assert (recorded.status, recorded.error_code, recorded.retryable) == ("failed", "STORE_WRITE_FAILED", False)
+
+
+def test_identity_storage_and_proxy_are_fenced_by_the_identity_lease(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    name = f"visitor-{uuid.uuid4().hex[:8]}"
+    store.upsert_identity(name=name)
+    identity = store.acquire_identity(run_id=run_id, owner="worker-a", ttl_s=30.0, name=name)
+    journal = _journal(store, tmp_path, run_id, token, identity=identity)
+    asyncio.run(journal.identity_storage("gAAAAA-a-fernet-token"))
+    asyncio.run(journal.identity_proxy("proxy-2"))
+    view = store.get_identity(name)
+    assert view is not None and view.proxy_id == "proxy-2" and view.storage_saved_at is not None
+
+    store.release_identity(name, token=identity.token)  # then another run is granted it
+    store.acquire_identity(run_id=_leased_run(store)[0], owner="worker-b", ttl_s=30.0, name=name)
+    with pytest.raises(IdentityLeaseLost):
+        asyncio.run(journal.identity_proxy("proxy-3"))
+
+
+def _refuse_succeeded_steps(store: Store) -> None:
+    when = "NEW.status = 'succeeded' AND NEW.step_id = 'refused'"
+    if store.dialect == "postgresql":
+        statements = [
+            "CREATE OR REPLACE FUNCTION bq_journal_refuse() RETURNS trigger AS $$ BEGIN "
+            f"IF {when} THEN RAISE EXCEPTION 'refused by the test trigger'; END IF; RETURN NEW; END $$ "
+            "LANGUAGE plpgsql",
+            "CREATE TRIGGER bq_journal_refuse BEFORE UPDATE ON step_attempts FOR EACH ROW "
+            "EXECUTE FUNCTION bq_journal_refuse()",
+        ]
+    else:
+        statements = [
+            f"CREATE TRIGGER bq_journal_refuse BEFORE UPDATE ON step_attempts WHEN {when} "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END"
+        ]
+    _drop_refusal(store)
+    with store.engine.begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+
+
+def _drop_refusal(store: Store) -> None:
+    pg = store.dialect == "postgresql"
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TRIGGER IF EXISTS bq_journal_refuse" + (" ON step_attempts" if pg else "")))
+        if pg:
+            conn.execute(text("DROP FUNCTION IF EXISTS bq_journal_refuse()"))
