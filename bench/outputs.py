@@ -21,9 +21,9 @@ import time
 
 from playwright.async_api import async_playwright
 
+from browserq.actions.outputs import evaluate_bounded
 from browserq.errors import StepFailed
 from browserq.recordable import dumps
-from browserq.runner.outputs import evaluate_bounded
 
 CASES = {
     "small object": "({a: 1, b: 'two', c: [1, 2, 3]})",

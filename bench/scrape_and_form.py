@@ -53,8 +53,8 @@ from sqlalchemy import event
 
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
 from browserq.demo.site import DEMO_PASSWORD, DEMO_USERNAME, DemoSite
-from browserq.logs import configure_logging
 from browserq.execute.runtime import Runtime
+from browserq.logs import configure_logging
 from browserq.settings import Settings, load_settings
 from browserq.store.engine import mask_url, normalize_url
 from browserq.templates import LoadedTemplate, load_template_text

@@ -34,6 +34,7 @@
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]
         │   └── BrowserUnusable  no working browser even after a relaunch     browsers/errors.py
+        ├── NeedsReview          a side effect's outcome is unknown  [NEEDS_REVIEW] (OUTCOME_UNKNOWN)
         ├── ArtifactPathDenied   an artifact path would leave the artifacts dir    store/errors.py
         └── RateLimitTimeout     the next request slot is past the run's budget (RUN_TIMEOUT)
                                                                                   limits/errors.py

@@ -6,7 +6,7 @@ a lone surrogate (no UTF-8 encoder accepts it), ``NaN`` (not JSON), an integer o
 every text parameter passes through here on its way to the database (see
 ``browserq.store.engine``), and the runner uses the strict form to give the step a clear error.
 
-Rules (the same as the page-side conversion in :mod:`browserq.runner.outputs`):
+Rules (the same as the page-side conversion in :mod:`browserq.actions.outputs`):
 
 * NUL and lone surrogates in any string (keys too) become U+FFFD;
 * ``NaN`` and ``±Infinity`` become ``null`` (what ``JSON.stringify`` does);

@@ -4,9 +4,8 @@ Why a test: these rules (no import cycles, small modules and functions, one erro
 call only downwards, public names that never change) erode one harmless-looking commit at a time;
 checked by eye they are not checked at all. Each test prints what breaks a rule and where.
 
-``KNOWN_VIOLATIONS`` lists what today's code still breaks, so that this file passes while the
-restructuring of issue 8 lands in pieces. It may only shrink: a listed violation that no longer
-occurs fails the test too (delete its line). The lead empties it after the merge.
+``KNOWN_VIOLATIONS`` lists tolerated exceptions (none today). It may only shrink: a listed
+violation that no longer occurs fails the test too.
 """
 
 from __future__ import annotations
@@ -29,82 +28,10 @@ import pytest
 import browserq
 from browserq.errors import BrowserqError, ErrorClass
 
-#: Today's violations, one per line as ``"<rule>: <subject>"`` (the key a failing check prints).
-#: The lead empties this set after the issue 8 merge; until then it can only shrink.
-KNOWN_VIOLATIONS: frozenset[str] = frozenset({
-    # import cycles: the members of each strongly connected component, sorted
-    "cycle: browserq.celery_app, browserq.runtime",
-    "cycle: browserq.limits, browserq.limits.gate, browserq.limits.rate, browserq.limits.tenants",
-    "cycle: browserq.templates.interpolate, browserq.templates.model, browserq.templates.params, "
-    "browserq.templates.regex",
-    # modules over MAX_MODULE_LINES (browserq/demo/ is exempt)
-    "module-lines: browserq.browsers.pool",
-    "module-lines: browserq.celery_app",
-    "module-lines: browserq.cli",
-    "module-lines: browserq.runner.actions",
-    "module-lines: browserq.runner.runner",
-    "module-lines: browserq.runtime",
-    "module-lines: browserq.stealth.identity",
-    "module-lines: browserq.store.identities",
-    "module-lines: browserq.store.store",
-    "module-lines: browserq.templates.model",
-    # functions over MAX_FUNCTION_LINES (everywhere, demo included)
-    "function-lines: browserq.demo.pages.widgets_page",
-    "function-lines: browserq.demo.site._Handler._route",
-    "function-lines: browserq.runner.runner.TemplateRunner._run",
-    "function-lines: browserq.runner.runner.TemplateRunner._run_action",
-    "function-lines: browserq.stealth.identity.Fingerprint.generate",
-    "function-lines: browserq.store.identities.IdentityMethods.acquire_identity",
-    "function-lines: browserq.store.store.Store.acquire_lease",
-    "function-lines: browserq.store.store.Store.create_run",
-    # BrowserqError subclasses defined outside an errors module
-    "error-module: browserq.browsers.pool.BrowserUnusable",
-    "error-module: browserq.limits.blocking.InvalidBlockKind",
-    "error-module: browserq.limits.tenants.InvalidTenantCaps",
-    "error-module: browserq.limits.rate.InvalidRate",
-    "error-module: browserq.limits._redis.LimitsUnavailable",
-    "error-module: browserq.limits.rate.RateLimitTimeout",
-    "error-module: browserq.limits.tenants.TenantBusy",
-    "error-module: browserq.runtime.RunBusy",
-    "error-module: browserq.runtime.WorkerUnusable",
-    "error-module: browserq.store.identities.IdentityBusy",
-    "error-module: browserq.store.identities.IdentityDisabled",
-    "error-module: browserq.store.identities.IdentityError",
-    "error-module: browserq.store.identities.IdentityLeaseLost",
-    "error-module: browserq.store.identities.IdentityNotFound",
-    "error-module: browserq.store.artifacts.ArtifactPathDenied",
-    "error-module: browserq.store.store.DuplicateRun",
-    "error-module: browserq.store.states.IllegalTransition",
-    "error-module: browserq.store.store.LeaseBusy",
-    "error-module: browserq.store.store.LeaseLost",
-    "error-module: browserq.store.store.RunAlreadyFinished",
-    "error-module: browserq.store.store.StoreUnavailable",
-    "error-module: browserq.templates.registry.TemplatesDirMissing",
-    # BrowserqError subclasses the tree in browserq/errors.py does not draw
-    "error-tree: browserq.browsers.pool.BrowserUnusable",
-    "error-tree: browserq.errors.NeedsReview",
-    "error-tree: browserq.limits.blocking.InvalidBlockKind",
-    "error-tree: browserq.limits.tenants.InvalidTenantCaps",
-    "error-tree: browserq.limits.rate.InvalidRate",
-    "error-tree: browserq.limits._redis.LimitsUnavailable",
-    "error-tree: browserq.limits.rate.RateLimitTimeout",
-    "error-tree: browserq.limits.tenants.TenantBusy",
-    "error-tree: browserq.runtime.RunBusy",
-    "error-tree: browserq.runtime.WorkerUnusable",
-    "error-tree: browserq.store.identities.IdentityBusy",
-    "error-tree: browserq.store.identities.IdentityDisabled",
-    "error-tree: browserq.store.identities.IdentityError",
-    "error-tree: browserq.store.identities.IdentityLeaseLost",
-    "error-tree: browserq.store.identities.IdentityNotFound",
-    "error-tree: browserq.store.artifacts.ArtifactPathDenied",
-    "error-tree: browserq.store.store.DuplicateRun",
-    "error-tree: browserq.store.states.IllegalTransition",
-    "error-tree: browserq.store.store.LeaseBusy",
-    "error-tree: browserq.store.store.LeaseLost",
-    "error-tree: browserq.store.store.RunAlreadyFinished",
-    "error-tree: browserq.store.store.StoreUnavailable",
-    "error-tree: browserq.templates.registry.TemplatesDirMissing",
-})
+#: Violations the rules tolerate, one per line as ``"<rule>: <subject>"`` (the key a failing check
+#: prints). Empty since the issue 8 restructuring; it can only shrink (a listed violation that no
+#: longer occurs fails the test too), so a new exception needs a reason written beside it.
+KNOWN_VIOLATIONS: frozenset[str] = frozenset()
 
 PACKAGE_DIR = Path(browserq.__file__).resolve().parent
 MAX_MODULE_LINES = 400

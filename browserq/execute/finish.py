@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import structlog
 
+from browserq.browsers.errors import first_line
 from browserq.errors import Codes, StoreError
 from browserq.execute.attempt import outcome_of
 from browserq.execute.breaker import check_batch
 from browserq.execute.decide import RetryLater, backoff_s
 from browserq.recordable import clean_text, sized
 from browserq.runner import RunOutcome
-from browserq.runner.translate import first_line
 from browserq.settings import Settings
 from browserq.store import IllegalTransition, LeaseLost, Store, StoreUnavailable
 from browserq.store.states import FINISHED

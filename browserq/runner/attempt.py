@@ -20,6 +20,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browserq.actions import StepContext, element_selector, handler_for, not_traced, notices
 from browserq.actions.outputs import check_step_output
+from browserq.browsers.errors import first_line
 from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
 from browserq.guards import check_selector_length
 from browserq.journal import StepRecord, StoredFile
@@ -35,7 +36,6 @@ from browserq.runner.base import (
     step_inputs,
 )
 from browserq.runner.state import RunState
-from browserq.runner.translate import first_line
 from browserq.templates import ActionStep, render_step
 
 log = structlog.get_logger(__name__)

@@ -14,6 +14,7 @@ import time
 from playwright.async_api import Page
 
 from browserq.actions import locate, notices, settle
+from browserq.browsers.errors import translate
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url
@@ -21,7 +22,6 @@ from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
 from browserq.redact import Redactor
 from browserq.runner.state import RunState, StepEvent, StepListener
-from browserq.runner.translate import translate
 from browserq.runner.watchdog import PageState
 from browserq.secrets import SecretBox
 from browserq.settings import Settings

@@ -14,12 +14,12 @@ from typing import Any
 import structlog
 from playwright.async_api import BrowserContext
 
+from browserq.browsers.errors import first_line
 from browserq.errors import StepFailed
 from browserq.recordable import clean_text
 from browserq.runner.base import SNAPSHOT_TIMEOUT_S, RunnerBase
 from browserq.runner.capture import PageActivity
 from browserq.runner.state import RunState
-from browserq.runner.translate import first_line
 from browserq.runner.watchdog import PageState
 
 log = structlog.get_logger(__name__)

@@ -17,12 +17,12 @@ from typing import Any
 import structlog
 
 from browserq.actions import locate, url_matcher
+from browserq.browsers.errors import first_line
 from browserq.errors import Codes, InfrastructureError, NeedsReview, StepFailed
 from browserq.guards import check_url
 from browserq.runner.base import RunnerBase, domain_failure
 from browserq.runner.checkpoint import Checkpoint
 from browserq.runner.state import RunState
-from browserq.runner.translate import first_line
 from browserq.templates import ActionStep, render
 
 log = structlog.get_logger(__name__)

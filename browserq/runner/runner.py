@@ -20,6 +20,7 @@ import structlog
 
 from browserq import stealth
 from browserq.actions.outputs import OutputBudget
+from browserq.browsers.errors import first_line
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
 from browserq.journal import ArtifactDir, LeaseLost, RunJournal, Store, StoreUnavailable
@@ -38,7 +39,6 @@ from browserq.runner.session import SessionMixin
 from browserq.runner.state import RunOutcome, RunRequest, RunState, StepListener
 from browserq.runner.steps import StepsMixin
 from browserq.runner.trace import TraceRecorder
-from browserq.runner.translate import first_line
 from browserq.runner.watchdog import PageWatchdog
 from browserq.secrets import SecretBox
 from browserq.settings import Settings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import template
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from browserq.browsers.launcher import chromium_pids_with_marker
 from browserq.execute.accept import prepare_loaded, record_run
-from browserq.execute.runtime import Runtime
 from browserq.execute.errors import WorkerUnusable
+from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
 from tests.support.polling import wait_until
 from tests.support.processes import driver_pids, is_alive

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from browserq.runner.checkpoint import parse_path
 from browserq.execute.accept import prepare_loaded, record_run
 from browserq.execute.errors import RunBusy
 from browserq.execute.runtime import Runtime
+from browserq.runner.checkpoint import parse_path
 from browserq.store import Store
 from tests.conftest import template
 from tests.support.polling import wait_until

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
+from browserq.execute.sweeper import FileLock, FleetSweeper, PgAdvisoryLock
 from browserq.settings import Settings
 from browserq.store import Store
-from browserq.execute.sweeper import FileLock, FleetSweeper, PgAdvisoryLock
 from tests.conftest import REPO, _create_database, _drop_database, make_settings
 from tests.store.tcp_proxy import TcpProxy
 

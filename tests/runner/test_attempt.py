@@ -3,7 +3,7 @@ and how an optional or continue_on_error step ends."""
 
 from __future__ import annotations
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import template
 
 

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from browserq.actions import notices
+from browserq.execute.runtime import Runtime
 from browserq.runner.checkpoint import Checkpoint
-from browserq.runtime import Runtime
 from browserq.secrets import SecretBox
 from tests.conftest import TEST_SECRET_KEY, template
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import zipfile
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import template
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from browserq.runs import prepare_loaded
-from browserq.runtime import Runtime
+from browserq.execute.accept import prepare_loaded
+from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
 
 NO_FAVICON = '<link rel="icon" href="data:,">'

@@ -6,7 +6,7 @@ from __future__ import annotations
 import redis
 import sqlalchemy as sa
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
 from tests.proxies.servers import HttpProxy, RefusingProxy
 

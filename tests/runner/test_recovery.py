@@ -3,7 +3,7 @@ side effect whose outcome is unknown (probe its postcondition, never re-run it b
 
 from __future__ import annotations
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import template
 
 SESSION_TEMPLATE = """

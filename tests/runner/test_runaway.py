@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from browserq.runtime import Runtime
+from browserq.execute.runtime import Runtime
 from tests.conftest import template
 from tests.test_cli import browserq
 

@@ -8,7 +8,14 @@ import browserq.celery_app as celery_app
 from browserq.settings import load_settings
 from browserq.submit.producer import admit
 from browserq.tasks import run_task
-from browserq.tasks.app import SWEEP_TASK_NAME, TASK_NAME, app, celery_config, sweep_queue, time_limits
+from browserq.tasks.app import (
+    SWEEP_TASK_NAME,
+    TASK_NAME,
+    app,
+    celery_config,
+    sweep_queue,
+    time_limits,
+)
 from browserq.tasks.states import RunTemplateRequest
 
 

@@ -21,5 +21,5 @@ def test_a_recorded_run_is_sent_as_it_is(producer: Producer) -> None:  # noqa: F
 
 def test_without_the_producer_a_call_with_params_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_task, "_admission", None)
-    with pytest.raises(ConfigError, match="import browserq.celery_app"):
+    with pytest.raises(ConfigError, match=r"import browserq\.celery_app"):
         run_template.delay("quotes", params={})
