@@ -6,37 +6,21 @@
 
 The validation rules themselves (``prepare_run``, ``check_run_options``, ``record_run``, …) live
 in :mod:`browserq.execute.accept`, below the three doors that use them (this producer, the worker
-for messages sent without it, in-process runs); they are re-exported here.
+for messages sent without it, in-process runs).
 """
 
-from browserq.execute.accept import (
-    PreparedRun,
-    check_identity_request,
-    check_run_options,
-    check_template_pin,
-    prepare_loaded,
-    prepare_run,
-    record_run,
-)
 from browserq.submit.batches import BatchHandle, batch_summary, run_batch
 from browserq.submit.producer import admit, cancel_run, idempotency_key_for
 from browserq.submit.services import ProducerServices, producer_services, reset_producer_cache
 
 __all__ = [
     "BatchHandle",
-    "PreparedRun",
     "ProducerServices",
     "admit",
     "batch_summary",
     "cancel_run",
-    "check_identity_request",
-    "check_run_options",
-    "check_template_pin",
     "idempotency_key_for",
-    "prepare_loaded",
-    "prepare_run",
     "producer_services",
-    "record_run",
     "reset_producer_cache",
     "run_batch",
 ]

@@ -5,8 +5,7 @@ The schema is split by what it describes, each part importing only the ones belo
 * :mod:`~browserq.templates.fields` — field types, name rules, the bound of every number;
 * :mod:`~browserq.templates.steps` — one model per action, repeats, the ``Step`` union;
 * :mod:`~browserq.templates.settings_model` — the ``settings:`` block;
-* this module — a param's declaration, the session and the :class:`Template` itself. It also
-  re-exports the names above, so ``from browserq.templates.model import X`` keeps working.
+* this module — a param's declaration, the session and the :class:`Template` itself.
 
 Every model forbids unknown keys, so a typo (``selectr:``) is an error instead of a silently
 ignored field. Rules that only involve one step live with the step; rules that need the whole
@@ -22,70 +21,22 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from browserq.templates.fields import (
-    IDENTIFIER,
-    MAX_CLICK_COUNT,
-    MAX_EXTRACT_LIMIT,
-    MAX_KEY_DELAY_MS,
-    MAX_NAME_LENGTH,
-    MAX_RETRIES,
-    MAX_RUN_TIMEOUT_S,
-    MAX_SCROLL_PIXELS,
-    MAX_SETTLE_MS,
-    MAX_STEP_TIMEOUT_S,
-    MAX_WAIT_MS,
-    RESERVED_NAMES,
-    SEMVER,
-    SLUG,
-    STEP_ID,
     Number,
-    OutputName,
     ParamName,
-    PositiveSeconds,
-    Retries,
-    RunSeconds,
     Selector,
-    StepId,
-    StepSeconds,
     StrictModel,
-    Text,
     none_to_empty,
     valid_name,
     valid_version,
-    version_tuple,
 )
-from browserq.templates.interpolate import NOT_INTERPOLATED
 from browserq.templates.params import ParamValueError, coerce_value, show
 from browserq.templates.regex import regex_problem
 from browserq.templates.settings_model import TemplateSettings
 from browserq.templates.steps import (
-    ACTION_CLASSES,
-    ACTION_REPEAT,
-    ACTIONS,
-    STEP_TAGS,
     ActionStep,
-    AssertStep,
-    CheckStep,
-    ClickStep,
-    EvalStep,
-    ExtractStep,
-    FieldSpec,
-    FillStep,
-    GetStep,
-    HoverStep,
-    NavigateStep,
-    Postcondition,
-    PressStep,
-    RepeatSpec,
     RepeatStep,
-    ScreenshotStep,
-    ScrollStep,
-    SelectStep,
     Step,
-    TypeStep,
-    UncheckStep,
-    WaitStep,
     iter_steps,
-    step_tag,
 )
 
 
@@ -177,64 +128,4 @@ class Template(StrictModel):
             yield from iter_steps(self.session.login)
 
 
-__all__ = [
-    "ACTIONS",
-    "ACTION_CLASSES",
-    "ACTION_REPEAT",
-    "IDENTIFIER",
-    "MAX_CLICK_COUNT",
-    "MAX_EXTRACT_LIMIT",
-    "MAX_KEY_DELAY_MS",
-    "MAX_NAME_LENGTH",
-    "MAX_RETRIES",
-    "MAX_RUN_TIMEOUT_S",
-    "MAX_SCROLL_PIXELS",
-    "MAX_SETTLE_MS",
-    "MAX_STEP_TIMEOUT_S",
-    "MAX_WAIT_MS",
-    "NOT_INTERPOLATED",
-    "RESERVED_NAMES",
-    "SEMVER",
-    "SLUG",
-    "STEP_ID",
-    "STEP_TAGS",
-    "ActionStep",
-    "AssertStep",
-    "CheckStep",
-    "ClickStep",
-    "EvalStep",
-    "ExtractStep",
-    "FieldSpec",
-    "FillStep",
-    "GetStep",
-    "HoverStep",
-    "NavigateStep",
-    "Number",
-    "OutputName",
-    "ParamName",
-    "ParamSpec",
-    "PositiveSeconds",
-    "Postcondition",
-    "PressStep",
-    "RepeatSpec",
-    "RepeatStep",
-    "Retries",
-    "RunSeconds",
-    "ScreenshotStep",
-    "ScrollStep",
-    "SelectStep",
-    "Selector",
-    "SessionSpec",
-    "Step",
-    "StepId",
-    "StepSeconds",
-    "Template",
-    "TemplateSettings",
-    "Text",
-    "TypeStep",
-    "UncheckStep",
-    "WaitStep",
-    "iter_steps",
-    "step_tag",
-    "version_tuple",
-]
+__all__ = ["ParamSpec", "SessionSpec", "Template"]

@@ -8,7 +8,8 @@ import pytest
 
 from browserq import cancel_run, run_template
 from browserq.errors import BrokerUnavailable, ParamError
-from browserq.submit import idempotency_key_for, prepare_loaded
+from browserq.execute.accept import prepare_loaded
+from browserq.submit import idempotency_key_for
 from tests.conftest import producer_env, template
 from tests.submit.conftest import Producer, producer_settings
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from browserq.templates import model
 from browserq.templates.model import ParamSpec, Template
 
 
@@ -27,12 +26,3 @@ def test_template_identity_and_steps_with_the_login_last() -> None:
     })
     assert template.ref == "shop@1.2.0" and template.params == {}
     assert [s.id for s in template.iter_steps()] == ["open", "login"]
-
-
-def test_the_old_model_module_still_offers_every_schema_name() -> None:
-    from browserq.templates import fields, settings_model, steps
-
-    for name in model.__all__:
-        assert hasattr(model, name), name
-    assert model.ClickStep is steps.ClickStep and model.TemplateSettings is settings_model.TemplateSettings
-    assert model.MAX_WAIT_MS == fields.MAX_WAIT_MS and "NOT_INTERPOLATED" in model.__all__
