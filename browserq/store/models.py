@@ -65,10 +65,11 @@ class RunStatus(StrEnum):
     @property
     def terminal(self) -> bool:
         """True when the run will not be started again."""
-        return self in _TERMINAL_RUN_STATUSES
+        return self in FINISHED_RUN_STATUSES
 
 
-_TERMINAL_RUN_STATUSES = frozenset(
+#: The statuses a run ends in (``browserq.store.states.FINISHED``): the one definition.
+FINISHED_RUN_STATUSES = frozenset(
     {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.NEEDS_REVIEW}
 )
 

@@ -16,7 +16,7 @@ statuses), so the error can name the legal targets without an import cycle.
 
 from __future__ import annotations
 
-from browserq.store.models import RunStatus
+from browserq.store.models import FINISHED_RUN_STATUSES, RunStatus
 
 _S = RunStatus
 
@@ -41,7 +41,7 @@ LEGAL: dict[RunStatus, frozenset[RunStatus]] = {
 }
 
 #: Statuses that set ``finished_at`` (``needs_review`` waits for a person, not for a worker).
-FINISHED: frozenset[RunStatus] = frozenset({_S.COMPLETED, _S.FAILED, _S.CANCELLED, _S.NEEDS_REVIEW})
+FINISHED: frozenset[RunStatus] = FINISHED_RUN_STATUSES
 #: Statuses a worker may still pick up.
 ACTIVE: frozenset[RunStatus] = frozenset({_S.QUEUED, _S.RUNNING, _S.RETRYING})
 #: Statuses of runs waiting for a worker (cancelled at once; swept when their message is lost).
