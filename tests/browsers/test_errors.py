@@ -20,15 +20,12 @@ from browserq.browsers.errors import (
     NET_ERRORS,
     BrowserLaunchFailed,
     BrowserUnusable,
-    first_line,
     net_error_code,
     translate,
 )
 from browserq.browsers.launcher import launch_chromium
-from browserq.browsers.pool import BrowserUnusable as PoolBrowserUnusable
 from browserq.errors import Codes, ConfigError, ErrorClass, InfrastructureError, StepFailed
 from browserq.proxies import AUTH, FAILURE_KINDS, REFUSED, TUNNEL, classify_error, parse_proxy
-from browserq.runner import translate as runner_translate
 from tests.conftest import make_settings
 from tests.proxies.servers import AuthProxy, ForbiddenProxy, RefusingProxy, TargetServer, free_port
 
@@ -65,11 +62,6 @@ def test_the_most_telling_kind_wins_when_a_message_names_two() -> None:
     text = "net::ERR_CONNECTION_RESET, then net::ERR_PROXY_AUTH_REQUESTED"
     assert classify_error(text) == AUTH
     assert translate(Error(text), browser_connected=True).code is Codes.PROXY_FAILED
-
-
-def test_runner_translate_is_the_same_function() -> None:
-    assert runner_translate.translate is translate and runner_translate.first_line is first_line
-    assert PoolBrowserUnusable is BrowserUnusable
 
 
 def test_browser_errors_carry_their_policy() -> None:
