@@ -7,7 +7,7 @@ its earlier, unacknowledged try may have committed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
@@ -33,70 +33,37 @@ def _step_status(status: StepStatus | str) -> StepStatus:
         raise ValueError(f"unknown step status {status!r}; expected one of {allowed}") from None
 
 
+class StepStart(TypedDict):
+    """What a step attempt's record starts with (the keyword arguments of ``start_step`` and
+    ``record_skipped_step``)."""
+
+    run_id: str
+    run_attempt: int
+    step_path: str
+    step_id: str | None
+    attempt: int
+    action: str
+    inputs: dict
+    url_before: str | None
+    token: NotRequired[int | None]
+
+
 class StepMethods(StoreBase):
     """The step-attempt and artifact repository of :class:`browserq.store.Store`."""
 
-    def start_step(
-        self,
-        *,
-        run_id: str,
-        run_attempt: int,
-        step_path: str,
-        step_id: str | None,
-        attempt: int,
-        action: str,
-        inputs: dict,
-        url_before: str | None,
-        token: int | None = None,
-    ) -> int:
+    def start_step(self, **step: Unpack[StepStart]) -> int:
         """Append a ``started`` step attempt; return its id for :meth:`finish_step`."""
-        return self._insert_step(
-            run_id=run_id,
-            run_attempt=run_attempt,
-            step_path=step_path,
-            step_id=step_id,
-            attempt=attempt,
-            action=action,
-            inputs=inputs,
-            url_before=url_before,
-            status=StepStatus.STARTED,
-            token=token,
-        )
+        return self._insert_step(**step, status=StepStatus.STARTED)
 
-    def record_skipped_step(
-        self,
-        *,
-        run_id: str,
-        run_attempt: int,
-        step_path: str,
-        step_id: str | None,
-        attempt: int,
-        action: str,
-        inputs: dict,
-        url_before: str | None,
-        reason: str,
-        token: int | None = None,
-    ) -> int:
+    def record_skipped_step(self, *, reason: str, **step: Unpack[StepStart]) -> int:
         """Append one finished ``skipped`` row; ``reason`` is kept in ``error_message``."""
-        return self._insert_step(
-            run_id=run_id,
-            run_attempt=run_attempt,
-            step_path=step_path,
-            step_id=step_id,
-            attempt=attempt,
-            action=action,
-            inputs=inputs,
-            url_before=url_before,
-            status=StepStatus.SKIPPED,
-            reason=reason,
-            token=token,
-        )
+        return self._insert_step(**step, status=StepStatus.SKIPPED, reason=reason)
 
     def _insert_step(
         self,
         *,
         status: StepStatus,
-        token: int | None,
+        token: int | None = None,
         reason: str | None = None,
         **columns: Any,
     ) -> int:
