@@ -80,6 +80,9 @@ DEFAULT_BROKER = "redis://127.0.0.1:6379/12"
 #: PostgreSQL flushes a backend's statistics at most every second, and an idle backend's after
 #: 10 s (PGSTAT_IDLE_INTERVAL): wait this long before reading pg_stat_database.
 PG_STATS_SETTLE_S = 11.5
+#: Commits one reading of the scratch database's tables adds: the new backend's start is one
+#: transaction, the statement another (checked against a known number of inserts).
+OWN_XACTS_PER_READING = 2
 RESULT_TIMEOUT_S = 300.0
 CRAWLEE_MISSING = "skipped: crawlee not installed (pip install -e '.[bench]')"
 LABELS = {
@@ -322,11 +325,16 @@ def submit_and_wait(start_url: str, jobs: int, queue: str | None, timeout_s: flo
 
 class StoreProbe:
     """What a browserq way cost the store and the broker, read from outside: PostgreSQL's
-    statistics of the scratch database (read from the server's ``postgres`` database, so these
-    reads are not counted), relation sizes and row counts (one autocommit statement in the
-    scratch database per reading, subtracted), and Redis ``INFO commandstats``."""
+    statistics of the scratch database (``pg_stat_database``, read from the server's ``postgres``
+    database so that these reads are not counted), per-table row writes and sizes
+    (``pg_stat_user_tables``, ``pg_total_relation_size``: one autocommit statement in the scratch
+    database per reading: two transactions, subtracted), and Redis ``INFO commandstats``."""
 
-    TABLES = ("step_attempts", "runs", "celery_taskmeta", "artifacts")
+    COUNTERS = ("xact_commit", "xact_rollback", "tup_inserted", "tup_updated", "tup_deleted")
+    TABLE_STATS = (
+        "select json_object_agg(relname, json_build_array("
+        "n_tup_ins, n_tup_upd, n_tup_del, pg_total_relation_size(relid))) from pg_stat_user_tables"
+    )
 
     def __init__(self, database_url: str, broker_url: str) -> None:
         url = normalize_url(database_url)
@@ -338,22 +346,19 @@ class StoreProbe:
     def counters(self) -> dict[str, int]:
         with psycopg.connect(self.admin, autocommit=True) as conn:
             row = conn.execute(
-                "select xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted "
-                "from pg_stat_database where datname = %s", (self.dbname,)).fetchone()
+                f"select {', '.join(self.COUNTERS)} from pg_stat_database where datname = %s", (self.dbname,)
+            ).fetchone()
         assert row is not None
-        return dict(zip(("xact_commit", "xact_rollback", "tup_inserted", "tup_updated", "tup_deleted"),
-                        row, strict=True))
+        return dict(zip(self.COUNTERS, row, strict=True))
 
-    def sizes(self) -> dict[str, int]:
-        """Bytes and rows per table, in ONE statement (= one transaction in the scratch db)."""
-        parts = ", ".join(f"pg_total_relation_size('{t}'), (select count(*) from {t})" for t in self.TABLES)
+    def tables(self) -> dict[str, dict[str, int]]:
+        """Rows inserted/updated/deleted and bytes per table: ONE statement (one transaction in
+        the scratch database), then a pause so that its statistics are flushed (backend exit)."""
         with psycopg.connect(self.scratch, autocommit=True) as conn:
-            row = conn.execute(f"select {parts}").fetchone()
+            row = conn.execute(self.TABLE_STATS).fetchone()
+        time.sleep(1.0)
         assert row is not None
-        out: dict[str, int] = {}
-        for i, table in enumerate(self.TABLES):
-            out[f"{table}_bytes"], out[f"{table}_rows"] = row[2 * i], row[2 * i + 1]
-        return out
+        return {name: dict(zip(("ins", "upd", "del", "bytes"), v, strict=True)) for name, v in row[0].items()}
 
     def commands(self) -> Counter[str]:
         stats = self.redis.info("commandstats")
@@ -362,21 +367,24 @@ class StoreProbe:
 
 @dataclass
 class StoreWindow:
-    """Counters before one browserq way; ``close`` turns them into per-run figures."""
+    """Counters before one browserq way; ``close`` turns them into per-run figures.
+
+    Both readings first wait until every backend has flushed its statistics (PostgreSQL does
+    that at most every second, an idle backend's after 10 s); the Redis calls of everyone else
+    during the first wait give the idle baseline subtracted from the broker figures.
+    """
 
     probe: StoreProbe
-    sizes: dict[str, int] = field(default_factory=dict)
+    tables: dict[str, dict[str, int]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     redis_before: Counter[str] = field(default_factory=Counter)
     redis_idle_per_s: float = 0.0
     started: float = 0.0
 
     def open(self) -> None:
-        """Sizes first, then let every backend flush its statistics (measuring the Redis calls of
-        everyone else meanwhile: the baseline), then the counters and the broker's commands."""
-        self.sizes = self.probe.sizes()
         idle0, t0 = self.probe.commands(), time.monotonic()
         time.sleep(PG_STATS_SETTLE_S)
+        self.tables = self.probe.tables()  # before the counters: not in the window
         self.counters = self.probe.counters()
         self.redis_before = self.probe.commands()
         self.redis_idle_per_s = (self.redis_before.total() - idle0.total()) / (time.monotonic() - t0)
@@ -384,30 +392,36 @@ class StoreWindow:
 
     def close(self, runs: int) -> dict[str, Any]:
         redis_after, elapsed = self.probe.commands(), time.monotonic() - self.started
-        sizes = self.probe.sizes()  # the one statement of ours inside the window
         time.sleep(PG_STATS_SETTLE_S)
+        tables = self.probe.tables()  # the one reading of ours inside the window
         counters = self.probe.counters()
         d = {k: counters[k] - self.counters[k] for k in counters}
-        d["xact_commit"] -= 1
-        grown = {k: sizes[k] - self.sizes[k] for k in sizes}
-        steps = max(1, grown["step_attempts_rows"])
+        d["xact_commit"] -= OWN_XACTS_PER_READING
+        grown = {
+            name: {k: v - self.tables.get(name, {}).get(k, 0) for k, v in stats.items()}
+            for name, stats in tables.items()
+        }
+        steps = grown.get("step_attempts", {}).get("ins", 0)
+        per_step = max(1, steps)
         redis_calls = redis_after.total() - self.redis_before.total()
-        per_cmd = redis_after - self.redis_before
         return {
             "runs": runs,
-            "step_rows": grown["step_attempts_rows"],
-            "step_rows_per_run": round(grown["step_attempts_rows"] / runs, 2),
+            "step_rows_per_run": round(steps / runs, 2),
             "xact_commit_per_run": round(d["xact_commit"] / runs, 2),
             "xact_rollback_per_run": round(d["xact_rollback"] / runs, 2),
             "tuples_written_per_run": round((d["tup_inserted"] + d["tup_updated"] + d["tup_deleted"]) / runs, 1),
-            "step_attempts_bytes_per_step": round(grown["step_attempts_bytes"] / steps),
-            "runs_bytes_per_run": round(grown["runs_bytes"] / runs),
-            "celery_taskmeta_bytes_per_run": round(grown["celery_taskmeta_bytes"] / runs),
-            "bytes_per_step_all_tables": round(sum(grown[f"{t}_bytes"] for t in StoreProbe.TABLES) / steps),
+            "step_attempts_bytes_per_step": round(grown.get("step_attempts", {}).get("bytes", 0) / per_step),
+            "bytes_per_step_all_tables": round(sum(g["bytes"] for g in grown.values()) / per_step),
+            "bytes_per_run_all_tables": round(sum(g["bytes"] for g in grown.values()) / runs),
             "redis_calls_per_run_raw": round(redis_calls / runs, 1),
             "redis_calls_per_run_minus_idle": round((redis_calls - self.redis_idle_per_s * elapsed) / runs, 1),
             "redis_idle_calls_per_s": round(self.redis_idle_per_s, 1),
-            "redis_top_commands_per_run": {k: round(v / runs, 1) for k, v in per_cmd.most_common(8)},
+            "redis_top_commands_per_run": {
+                k: round(v / runs, 1) for k, v in (redis_after - self.redis_before).most_common(8)
+            },
+            "per_table_per_run": {
+                name: {k: round(v / runs, 2) for k, v in g.items()} for name, g in sorted(grown.items()) if any(g.values())
+            },
             "pg_counter_deltas": d,
         }
 
@@ -596,11 +610,15 @@ def print_report(result: dict[str, Any]) -> None:
         print(f"{way} store/broker per run (median of rounds): {st['xact_commit_per_run']:g} commits, "
               f"{st['xact_rollback_per_run']:g} rollbacks, {st['step_rows_per_run']:g} step rows, "
               f"{st['tuples_written_per_run']:g} tuples written; bytes: {st['step_attempts_bytes_per_step']:g}"
-              f"/step in step_attempts, {st['bytes_per_step_all_tables']:g}/step in all tables, "
-              f"{st['runs_bytes_per_run']:g}/run in runs, {st['celery_taskmeta_bytes_per_run']:g}/run in "
-              f"celery_taskmeta; Redis calls {st['redis_calls_per_run_minus_idle']:g} "
+              f"/step in step_attempts, {st['bytes_per_step_all_tables']:g}/step "
+              f"({st['bytes_per_run_all_tables']:g}/run) in all tables; Redis calls {st['redis_calls_per_run_minus_idle']:g} "
               f"(raw {st['redis_calls_per_run_raw']:g}, idle rate {st['redis_idle_calls_per_s']:g}/s "
               f"subtracted; top: {st['redis_top_commands_per_run']})")
+        tables = "; ".join(
+            f"{name} +{t['ins']:g} ins, {t['upd']:g} upd, {t['del']:g} del, +{t['bytes']:g} B"
+            for name, t in st["per_table_per_run"].items()
+        )
+        print(f"{way} rows written per run, by table: {tables}")
 
 
 @contextmanager
