@@ -11,8 +11,9 @@ and shares the ``resources/`` between them.
 
 When tracing starts is the template's ``trace:`` (:func:`open_trace`). ``always`` traces every
 run from its first step. ``on_failure`` starts at the first retry: a step attempt after a failed
-one (a retry in place, a side-effect probe, the step again after a new login) starts the trace,
-and a retried run (its lease attempt > 1, a resume included) is traced from its first step. A run
+one (a retry in place, the try after a side-effect probe, the step again after a new login)
+starts the trace, and a retried run (its lease attempt > 1, a resume included) is traced from its
+first step. A run
 whose steps all succeed at the first try never starts tracing — recording costs time even when
 the trace is thrown away (~240 ms per iteration of bench/scrape_and_form.py) — and a failed run
 always has its failure snapshot (screenshot, DOM, console, network) besides.
@@ -25,7 +26,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import structlog
 from playwright.async_api import BrowserContext
+
+from browserq.browsers.errors import first_line
+
+log = structlog.get_logger(__name__)
 
 _TRIPLE = ("trace", "network", "stacks")
 
@@ -69,8 +75,13 @@ class TraceRecorder:
 
     async def retrying(self) -> None:
         """A step is tried again after a failure: from here on the run is traced, so that a
-        run that fails after retrying has a trace of its failing attempts."""
-        await self.start()
+        run that fails after retrying has a trace of its failing attempts. Evidence is best
+        effort: a context that cannot start tracing (it is closing, the browser is gone) fails
+        the retry through the retry itself, never through the trace."""
+        try:
+            await self.start()
+        except Exception as exc:
+            log.warning("could not start tracing at the retry", error=first_line(exc))
 
     def _next_part(self) -> Path:
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
