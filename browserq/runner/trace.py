@@ -13,10 +13,10 @@ When tracing starts is the template's ``trace:`` (:func:`open_trace`). ``always`
 run from its first step. ``on_failure`` starts at the first retry: a step attempt after a failed
 one (a retry in place, the try after a side-effect probe, the step again after a new login)
 starts the trace, and a retried run (its lease attempt > 1, a resume included) is traced from its
-first step. A run
-whose steps all succeed at the first try never starts tracing — recording costs time even when
-the trace is thrown away (~240 ms per iteration of bench/scrape_and_form.py) — and a failed run
-always has its failure snapshot (screenshot, DOM, console, network) besides.
+first step. A run whose steps all succeed at the first try never starts tracing: recording
+costs time even when the trace is thrown away (240–310 ms of CPU per iteration of
+bench/scrape_and_form.py). A failed run always has its failure snapshot (screenshot, DOM,
+console, network) besides.
 """
 
 from __future__ import annotations
