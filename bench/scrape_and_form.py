@@ -255,7 +255,10 @@ class ViaBrowserq:
             if "trace: on_failure" not in text:
                 raise AssertionError(f"templates/{name}.yaml no longer declares trace: on_failure")
             self._untraced[name] = load_template_text(
-                text.replace("trace: on_failure", "trace: off"),
+                # Its own name: a version's body is immutable once a run used it.
+                text.replace("trace: on_failure", "trace: off").replace(
+                    f"\nname: {name}\n", f"\nname: {name}-trace-off\n"
+                ),
                 source=f"{name} (bench: trace off)",
                 max_selector_length=self.settings.max_selector_length,
                 max_repeat=self.settings.max_repeat,

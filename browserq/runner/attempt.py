@@ -121,6 +121,8 @@ class AttemptMixin(RunnerBase):
                 check_selector_length(selector, self.settings.max_selector_length)
         except StepFailed as exc:
             failure = exc
+        if number > 1 and state.browser.trace is not None:
+            await state.browser.trace.retrying()  # trace: on_failure starts at the first retry
         page = self._page(state)
         url_before = page.url
         record = await state.journal.step_started(

@@ -38,7 +38,7 @@ from browserq.runner.recovery import RecoveryMixin
 from browserq.runner.session import SessionMixin
 from browserq.runner.state import RunOutcome, RunRequest, RunState, StepListener
 from browserq.runner.steps import StepsMixin
-from browserq.runner.trace import TraceRecorder
+from browserq.runner.trace import open_trace
 from browserq.runner.watchdog import PageWatchdog
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
@@ -169,9 +169,9 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         )
         context.set_default_timeout(tsettings.step_timeout_s * 1000)
         await self._install_limits(context, state)
-        if tsettings.trace != "off":
-            browser.trace = TraceRecorder(context, state.journal.artifact_base)
-            await browser.trace.start()
+        browser.trace = await open_trace(
+            context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1
+        )
         page = context.pages[0] if context.pages else await stealth.new_page(context)
         browser.page = page
         page.on("crash", lambda _page: setattr(browser, "crashed", True))
