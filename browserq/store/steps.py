@@ -132,15 +132,11 @@ class StepMethods(StoreBase):
         ``checkpoint``: also store the run's checkpoint, in the same transaction (so a step is
         never recorded as done without the checkpoint that covers it, nor the other way round).
         """
-        final = _step_status(status)
-        if final not in _FINAL_STEP_STATUSES:
-            raise ValueError(f"finish_step needs a final status, got {final.value!r}")
         action = f"finishing step attempt {step_attempt_id}"
-
-        fields = dict(
-            status=final, url_after=url_after, output=output, error_code=error_code,
+        fields = _checked_end(dict(
+            status=status, url_after=url_after, output=output, error_code=error_code,
             error_message=error_message, retryable=retryable, warnings=warnings,
-        )
+        ))
 
         def body(s: Session, retried: bool) -> None:
             self._finish_step_row(s, retried, step_attempt_id, fields, token=token, checkpoint=checkpoint)
@@ -160,11 +156,8 @@ class StepMethods(StoreBase):
     ) -> None:
         """The body of :meth:`finish_step` (``fields``: its keyword arguments, status checked)."""
         final = fields["status"]
-        found = s.execute(
-            select(StepAttempt.run_id, StepAttempt.started_at, StepAttempt.status).where(
-                StepAttempt.id == step_attempt_id
-            )
-        ).one_or_none()
+        query = select(StepAttempt.run_id, StepAttempt.started_at, StepAttempt.status)
+        found = s.execute(query.where(StepAttempt.id == step_attempt_id)).one_or_none()
         if found is None:
             raise StoreError(f"cannot finish step attempt {step_attempt_id}: no such attempt")
         if token is not None:
@@ -355,30 +348,22 @@ def _checked_end(end: dict[str, Any]) -> dict[str, Any]:
     """``end`` with its status checked: a final one (a ValueError otherwise)."""
     final = _step_status(end["status"])
     if final not in _FINAL_STEP_STATUSES:
-        raise ValueError(f"a step end needs a final status, got {final.value!r}")
+        raise ValueError(f"a step end needs a final status, got {final.value!r}")  # finish_step's too
     return {**end, "status": final}
+
+
+_END_COLUMNS = ("url_after", "output", "error_code", "error_message", "retryable")
 
 
 def _end_values(fields: dict[str, Any]) -> dict[str, Any]:
     """The columns a step end sets (its timestamps aside)."""
-    return {
-        "status": fields["status"].value,
-        "url_after": fields.get("url_after"),
-        "output": fields.get("output"),
-        "error_code": fields.get("error_code"),
-        "error_message": fields.get("error_message"),
-        "retryable": fields.get("retryable"),
-        "warnings": fields.get("warnings") or None,
-    }
+    ended = {name: fields.get(name) for name in _END_COLUMNS}
+    return {"status": fields["status"].value, **ended, "warnings": fields.get("warnings") or None}
 
 
 def _save_checkpoint(s: Session, run_id: str, checkpoint: dict[str, Any]) -> None:
-    s.execute(
-        update(Run)
-        .where(Run.id == run_id)
-        .values(checkpoint=checkpoint)
-        .execution_options(synchronize_session=False)
-    )
+    query = update(Run).where(Run.id == run_id).values(checkpoint=checkpoint)
+    s.execute(query.execution_options(synchronize_session=False))
 
 
 def _insert_artifact_row(s: Session, retried: bool, fields: dict[str, Any]) -> int:
