@@ -426,3 +426,31 @@ def test_an_outage_surfaces_from_the_flush_that_met_it(tmp_path: Path) -> None:
         asyncio.run(scenario())
     finally:
         away.dispose()
+
+
+def test_a_refusal_met_in_the_background_surfaces_at_the_next_flush(store: Store, tmp_path: Path) -> None:
+    """Not from an artifact call (evidence only logs its errors): from the next barrier."""
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=20)
+    _refuse_succeeded_steps(store)
+    try:
+        async def scenario() -> None:
+            refused = await journal.step_started(path="0", step_id="refused", attempt=1, action="get",
+                                                 inputs={}, url_before=None)
+            await journal.step_finished(refused, status="succeeded", url_after=None)
+            for _ in range(200):
+                if store.steps(run_id):
+                    break
+                await asyncio.sleep(0.05)
+            await journal.artifact(refused, "console", "console.json", b"[]", "application/json")
+            with pytest.raises(StepFailed) as raised:
+                await journal.flush()
+            assert raised.value.code is Codes.STORE_WRITE_FAILED
+            await journal.flush()  # raised once
+
+        asyncio.run(scenario())
+    finally:
+        _drop_refusal(store)
+    (step,) = store.steps(run_id)
+    assert (step.status, step.error_code) == ("failed", "STORE_WRITE_FAILED")
+    assert store.artifacts(run_id)[0].step_attempt_id == step.id

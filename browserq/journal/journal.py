@@ -27,8 +27,8 @@ The durability contract (what the runner may rely on):
   at once: they are fenced by other leases and read by other runs (the identity's next run must
   not start from storage this worker still holds), and they are rare.
 * Errors of the store surface from the call that wrote the record — for held-back records, from
-  the durable call or flush that wrote them, and from the background flush at the journal's next
-  call: ``LeaseLost`` (another worker owns the run: stop writing; every later call raises it),
+  the durable call or flush that wrote them; what the background flush met, from the journal's
+  next call (a refusal: its next durable call or flush): ``LeaseLost`` (another worker owns the run: stop writing; every later call raises it),
   ``StoreUnavailable`` (the database is away; that batch is dropped, its steps are redone on
   resume), and ``StepFailed`` with ``STORE_WRITE_FAILED`` when the database refused a record (the
   journal writes the batch again one record at a time and replaces the refused one by a minimal
@@ -54,7 +54,7 @@ from typing import Any
 
 import structlog
 
-from browserq.errors import StepFailed, StoreError
+from browserq.errors import StepFailed
 from browserq.journal.batch import Entry, StepRecord, write_batch
 from browserq.recordable import dumps
 from browserq.redact import Redactor
@@ -125,7 +125,7 @@ class RunJournal:
         durable: bool = False,
     ) -> StepRecord:
         """A step attempt begins. ``durable=True`` before dispatching a side effect."""
-        self._raise_failed()
+        self._raise_failed(barrier=durable)
         start = dict(
             run_id=self.run_id, run_attempt=self.run_attempt, step_path=path, step_id=step_id,
             attempt=attempt, action=action, inputs=self.redactor.data(inputs),
@@ -154,7 +154,7 @@ class RunJournal:
 
         A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
         one that says so, and ``StepFailed(STORE_WRITE_FAILED)`` is raised."""
-        self._raise_failed()
+        self._raise_failed(barrier=durable or checkpoint is not None)
         redactor = self.redactor
         end = dict(
             status=status,
@@ -181,7 +181,7 @@ class RunJournal:
         """Keep ``data`` as the run's artifact ``name``, linked to the step attempt ``record``.
         The file is written at once (the caller gets its path); its record may be held back (a
         SIGKILL before it is written leaves a file without a row, of a step redone on resume)."""
-        self._raise_failed()
+        self._raise_failed(barrier=False)
         name = self.redactor.text(name)  # a screenshot named after a param
         stored: StoredFile = await self._write(self.artifacts.write, self.run_id, name, data)
         fields = dict(
@@ -230,7 +230,7 @@ class RunJournal:
         if self._timer is not None:  # waiting: nothing to wait for any more
             self._timer.cancel()
             self._timer = None
-        self._raise_failed()
+        self._raise_failed(barrier=True)
         await self._flush()
 
     async def _add(self, entry: Entry, *, durable: bool = False) -> None:
@@ -238,7 +238,7 @@ class RunJournal:
         self._pending.append(entry)
         if durable or self.flush_ms == 0:
             await self._flush(own=entry if durable and entry.start else None)
-        elif self._timer is None:
+        elif self._timer is None or self._timer.done():
             self._timer = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
@@ -247,7 +247,7 @@ class RunJournal:
         self._timer = None  # records from now on arm the next one
         try:
             await self._flush()
-        except (StoreError, StepFailed) as exc:  # LeaseLost, StoreUnavailable, a refusal
+        except Exception as exc:  # LeaseLost, StoreUnavailable, a refusal: raised by a later call
             log.warning("background journal flush failed", run_id=self.run_id, error=str(exc)[:300])
             self._failed = self._failed or exc
 
@@ -285,10 +285,10 @@ class RunJournal:
         """What a batch written after its writer was cancelled ended with: raised next."""
         if write.cancelled():
             return
-        outcome = write.exception() or write.result()
+        outcome = write.exception() or write.result()  # an error, a refusal, or None
         if isinstance(outcome, LeaseLost):
             self._lose(outcome)
-        elif isinstance(outcome, BaseException | StepFailed):
+        elif outcome is not None:
             self._failed = self._failed or outcome
 
     def _lose(self, exc: LeaseLost) -> None:
@@ -296,13 +296,17 @@ class RunJournal:
         self._lost = exc
         self._pending, self._open = [], {}
 
-    def _raise_failed(self) -> None:
-        """Raise what the store said since the last call (a lost lease: every time)."""
+    def _raise_failed(self, *, barrier: bool) -> None:
+        """Raise what a background flush met: a lost lease at every call; an outage at the next
+        call; a refused record (STORE_WRITE_FAILED) at the next durable call or flush — the
+        barrier the runner handles it at (an artifact call may be evidence, which only logs)."""
         if self._lost is not None:
             raise self._lost
-        failed, self._failed = self._failed, None
-        if failed is not None:
-            raise failed
+        failed = self._failed
+        if failed is None or (isinstance(failed, StepFailed) and not barrier):
+            return
+        self._failed = None
+        raise failed
 
 
 def _recordable(value: Any) -> Any:
