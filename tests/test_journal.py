@@ -1,6 +1,7 @@
 """The run journal against a real store (SQLite and PostgreSQL): what the runner says happened
 is what the store holds, redacted, fenced by the run's lease, and a refused record is replaced
-by one that says so."""
+by one that says so; records that need not be durable are held back and written together (at a
+durable record, a flush, or in the background after ``flush_ms``), and 0 writes each at once."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from browserq.errors import Codes, StepFailed
 from browserq.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal
 from browserq.redact import Redactor
-from browserq.store import ArtifactDir, IdentityLeaseLost, LeaseLost, Store
+from browserq.store import ArtifactDir, IdentityLeaseLost, LeaseLost, Store, StoreUnavailable
 
 SECRET = "hunter2-very-secret"
 
@@ -213,13 +214,14 @@ def _refuse_succeeded_steps(store: Store) -> None:
             "CREATE OR REPLACE FUNCTION bq_journal_refuse() RETURNS trigger AS $$ BEGIN "
             f"IF {when} THEN RAISE EXCEPTION 'refused by the test trigger'; END IF; RETURN NEW; END $$ "
             "LANGUAGE plpgsql",
-            "CREATE TRIGGER bq_journal_refuse BEFORE UPDATE ON step_attempts FOR EACH ROW "
+            "CREATE TRIGGER bq_journal_refuse BEFORE INSERT OR UPDATE ON step_attempts FOR EACH ROW "
             "EXECUTE FUNCTION bq_journal_refuse()",
         ]
     else:
         statements = [
-            f"CREATE TRIGGER bq_journal_refuse BEFORE UPDATE ON step_attempts WHEN {when} "
+            f"CREATE TRIGGER bq_journal_refuse{suffix} BEFORE {op} ON step_attempts WHEN {when} "
             "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END"
+            for suffix, op in (("", "UPDATE"), ("_insert", "INSERT"))
         ]
     _drop_refusal(store)
     with store.engine.begin() as conn:
@@ -231,5 +233,224 @@ def _drop_refusal(store: Store) -> None:
     pg = store.dialect == "postgresql"
     with store.engine.begin() as conn:
         conn.execute(text("DROP TRIGGER IF EXISTS bq_journal_refuse" + (" ON step_attempts" if pg else "")))
+        if not pg:
+            conn.execute(text("DROP TRIGGER IF EXISTS bq_journal_refuse_insert"))
         if pg:
             conn.execute(text("DROP FUNCTION IF EXISTS bq_journal_refuse()"))
+
+
+# --- buffering ---------------------------------------------------------------------------------
+HELD = 60_000  # a flush_ms no test waits for: only durable records and flush() write
+
+
+def _commits(store: Store) -> list[int]:
+    """A list that grows by one at every commit on the store's engine."""
+    commits: list[int] = []
+    event.listen(store.engine, "commit", lambda _conn: commits.append(1))
+    return commits
+
+
+async def _step(journal: RunJournal, path: str, **kwargs: Any) -> Any:
+    return await journal.step_started(
+        path=path, step_id=f"s{path}", attempt=1, action="click", inputs={"selector": "#go"},
+        url_before="https://site.test/", **kwargs,
+    )
+
+
+def test_held_back_records_are_written_in_one_transaction_at_flush(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=HELD)
+    commits = _commits(store)
+
+    async def scenario() -> tuple[Any, Any]:
+        first = await _step(journal, "0")
+        await journal.step_finished(first, status="succeeded", url_after="https://site.test/1")
+        second = await _step(journal, "1")
+        await journal.artifact(second, "screenshot", "shot.png", b"png", "image/png")
+        await journal.step_finished(second, status="failed", url_after=None,
+                                    failure=StepFailed(Codes.SELECTOR_NOT_FOUND, "no #go"))
+        assert commits == []
+        assert store.steps(run_id) == [] and store.artifacts(run_id) == []
+        commits.clear()  # (the reads commit too)
+        await journal.flush()
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert len(commits) == 1
+    steps = store.steps(run_id)
+    assert [(s.id, s.step_path, s.status) for s in steps] == [
+        (first.attempt_id, "0", "succeeded"), (second.attempt_id, "1", "failed")
+    ]
+    assert steps[1].error_code == "SELECTOR_NOT_FOUND" and steps[0].duration_ms is not None
+    assert steps[0].finished_at is not None and steps[0].finished_at >= steps[0].started_at
+    (shot,) = store.artifacts(run_id)
+    assert shot.step_attempt_id == second.attempt_id
+
+
+def test_a_durable_record_writes_everything_before_it_with_it(store: Store, tmp_path: Path) -> None:
+    """A side effect's start: every earlier record and the start itself, one commit, in order;
+    its end (held back) updates the row later; a checkpoint end is durable whatever is passed."""
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=HELD)
+    commits = _commits(store)
+
+    async def scenario() -> None:
+        read = await _step(journal, "0")
+        await journal.step_finished(read, status="succeeded", url_after=None)
+        submit = await _step(journal, "1", durable=True)
+        assert len(commits) == 1
+        assert [(s.step_path, s.status) for s in store.steps(run_id)] == [("0", "succeeded"), ("1", "started")]
+        commits.clear()
+        await journal.step_finished(submit, status="succeeded", url_after=None,
+                                    checkpoint={"path": "1", "seq": 1})  # durable: a checkpoint
+        assert len(commits) == 1 and store.steps(run_id)[1].status == "succeeded"
+        run = store.get_run(run_id)
+        assert run is not None and run.checkpoint == {"path": "1", "seq": 1}
+
+    asyncio.run(scenario())
+
+
+def test_the_background_flush_writes_held_back_records(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=50)
+
+    async def scenario() -> None:
+        record = await _step(journal, "0")
+        await journal.step_finished(record, status="succeeded", url_after=None)
+        for _ in range(200):  # a condition polled, not a timing assert
+            if store.steps(run_id):
+                break
+            await asyncio.sleep(0.05)
+        assert [(s.step_path, s.status) for s in store.steps(run_id)] == [("0", "succeeded")]
+        later = await _step(journal, "1")  # arms the next background flush
+        for _ in range(200):
+            if len(store.steps(run_id)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert store.steps(run_id)[1].id == later.attempt_id and later.attempt_id is not None
+        await journal.step_finished(later, status="succeeded", url_after=None)
+        await journal.flush()
+        assert store.steps(run_id)[1].status == "succeeded"
+
+    asyncio.run(scenario())
+
+
+def test_flush_ms_zero_writes_every_record_at_once(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=0)
+    commits = _commits(store)
+
+    async def scenario() -> None:
+        record = await _step(journal, "0")
+        assert len(commits) == 1
+        assert [s.status for s in store.steps(run_id)] == ["started"] and record.attempt_id is not None
+        await journal.artifact(record, "screenshot", "shot.png", b"png", "image/png")
+        assert store.artifacts(run_id)[0].step_attempt_id == record.attempt_id
+        commits.clear()
+        await journal.step_finished(record, status="succeeded", url_after=None)
+        assert len(commits) == 1 and [s.status for s in store.steps(run_id)] == ["succeeded"]
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_lease_surfaces_from_the_flush_and_every_call_after(store: Store, tmp_path: Path) -> None:
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=HELD)
+    background = _journal(store, tmp_path, run_id, token, flush_ms=20)
+
+    async def scenario() -> None:
+        await _step(journal, "0")
+        await _step(background, "9")
+        with store.engine.begin() as conn:  # another worker takes the run
+            conn.execute(text("UPDATE runs SET lease_expires_at = :past WHERE id = :id"),
+                         {"past": "2000-01-01 00:00:00", "id": run_id})
+        store.acquire_lease(run_id, owner="worker-b", ttl_s=30.0)
+        with pytest.raises(LeaseLost):
+            await journal.flush()
+        with pytest.raises(LeaseLost):
+            await _step(journal, "1")
+        for _ in range(200):  # the background flush meets it; the next call raises it
+            await asyncio.sleep(0.05)
+            try:
+                await background.artifact(None, "console", "console.json", b"[]", "application/json")
+            except LeaseLost:
+                break
+        else:
+            pytest.fail("the background flush's LeaseLost never surfaced")
+
+    asyncio.run(scenario())
+    assert store.steps(run_id) == [] and store.artifacts(run_id) == []
+
+
+def test_a_refused_held_back_record_is_replaced_and_the_rest_kept(store: Store, tmp_path: Path) -> None:
+    """The batch is refused: written again one record at a time, the refused step replaced by
+    one that says so, the others kept; STORE_WRITE_FAILED surfaces from the flush."""
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=HELD)
+    _refuse_succeeded_steps(store)
+    try:
+        async def scenario() -> None:
+            good = await _step(journal, "0")
+            await journal.step_finished(good, status="succeeded", url_after=None)
+            refused = await journal.step_started(path="1", step_id="refused", attempt=1, action="get",
+                                                 inputs={}, url_before=None)
+            await journal.step_finished(refused, status="succeeded", url_after=None)
+            after = await _step(journal, "2")
+            await journal.step_finished(after, status="failed", url_after=None,
+                                        failure=StepFailed(Codes.TIMEOUT, "slow"))
+            await journal.flush()
+
+        with pytest.raises(StepFailed) as raised:
+            asyncio.run(scenario())
+    finally:
+        _drop_refusal(store)
+    assert raised.value.code is Codes.STORE_WRITE_FAILED and "had succeeded" in raised.value.message
+    assert [(s.step_path, s.status, s.error_code) for s in store.steps(run_id)] == [
+        ("0", "succeeded", None), ("1", "failed", "STORE_WRITE_FAILED"), ("2", "failed", "TIMEOUT"),
+    ]
+
+
+def test_an_outage_surfaces_from_the_flush_that_met_it(tmp_path: Path) -> None:
+    """The database is away: the flush raises StoreUnavailable (its batch is dropped: those
+    steps are redone on resume); a durable start is never reported written."""
+    away = Store("postgresql+psycopg://postgres@127.0.0.1:1/none", retry_window_s=0)
+    journal = _journal(away, tmp_path, "no-run", None, flush_ms=HELD)
+    try:
+        async def scenario() -> None:
+            await _step(journal, "0")
+            with pytest.raises(StoreUnavailable):
+                await journal.flush()
+            with pytest.raises(StoreUnavailable):
+                await _step(journal, "1", durable=True)
+
+        asyncio.run(scenario())
+    finally:
+        away.dispose()
+
+
+def test_a_refusal_met_in_the_background_surfaces_at_the_next_flush(store: Store, tmp_path: Path) -> None:
+    """Not from an artifact call (evidence only logs its errors): from the next barrier."""
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=20)
+    _refuse_succeeded_steps(store)
+    try:
+        async def scenario() -> None:
+            refused = await journal.step_started(path="0", step_id="refused", attempt=1, action="get",
+                                                 inputs={}, url_before=None)
+            await journal.step_finished(refused, status="succeeded", url_after=None)
+            for _ in range(200):
+                if store.steps(run_id):
+                    break
+                await asyncio.sleep(0.05)
+            await journal.artifact(refused, "console", "console.json", b"[]", "application/json")
+            with pytest.raises(StepFailed) as raised:
+                await journal.flush()
+            assert raised.value.code is Codes.STORE_WRITE_FAILED
+            await journal.flush()  # raised once
+
+        asyncio.run(scenario())
+    finally:
+        _drop_refusal(store)
+    (step,) = store.steps(run_id)
+    assert (step.status, step.error_code) == ("failed", "STORE_WRITE_FAILED")
+    assert store.artifacts(run_id)[0].step_attempt_id == step.id

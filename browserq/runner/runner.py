@@ -111,6 +111,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             token=request.token,
             redactor=redactor,
             identity=request.identity,
+            flush_ms=self.settings.journal_flush_ms,
         )
         timeout_s = request.loaded.template.settings.timeout_s
         state = RunState(request=request, redactor=redactor, deadline=time.monotonic() + timeout_s, journal=journal)
@@ -213,7 +214,10 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             await self._save_identity(state)
             await self._finish_context(context, state.browser.activity, state, failure if status == "failed" else None)
         await self._report_proxy(state, status, failure)
-        await state.journal.flush()
+        try:
+            await state.journal.flush()
+        except StepFailed as refused:  # STORE_WRITE_FAILED: the database refused a held-back record
+            status, failure = "failed", refused
         return self._outcome(state, status, failure)
 
     async def _heartbeat(self, state: RunState, main: asyncio.Task[Any]) -> None:

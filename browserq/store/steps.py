@@ -7,6 +7,9 @@ its earlier, unacknowledged try may have committed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NotRequired, TypedDict, Unpack
 
 from sqlalchemy import or_, select, update
@@ -48,6 +51,37 @@ class StepStart(TypedDict):
     token: NotRequired[int | None]
 
 
+@dataclass(frozen=True)
+class StepRow:
+    """A step attempt :meth:`StepMethods.write_steps` inserts: its start (``start``: the fields of
+    :class:`StepStart` but the token) at ``started_at``, and, when it already ended, how
+    (``end``: :meth:`StepMethods.finish_step`'s fields, ``status`` included) at ``finished_at``."""
+
+    start: dict[str, Any]
+    started_at: datetime
+    end: dict[str, Any] | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """The end of a step attempt already stored (``finish_step``'s fields, at ``finished_at``)."""
+
+    step_attempt_id: int
+    end: dict[str, Any]
+    finished_at: datetime
+
+
+@dataclass(frozen=True)
+class ArtifactRow:
+    """An artifact row (``add_artifact``'s fields but the ids), linked to a stored step attempt
+    (``step_attempt_id``) or to the ``step_ref``-th record of the same batch."""
+
+    fields: dict[str, Any]
+    step_attempt_id: int | None = None
+    step_ref: int | None = None
+
+
 class StepMethods(StoreBase):
     """The step-attempt and artifact repository of :class:`browserq.store.Store`."""
 
@@ -73,31 +107,7 @@ class StepMethods(StoreBase):
         def body(s: Session, retried: bool) -> int:
             if token is not None:
                 self._fence(s, run_id, token, action)
-            if retried:
-                # (run, run attempt, step path, step attempt) names one step execution.
-                earlier = s.scalar(
-                    select(StepAttempt.id)
-                    .where(
-                        StepAttempt.run_id == run_id,
-                        StepAttempt.run_attempt == columns["run_attempt"],
-                        StepAttempt.step_path == columns["step_path"],
-                        StepAttempt.attempt == columns["attempt"],
-                    )
-                    .order_by(StepAttempt.id.desc())
-                    .limit(1)
-                )
-                if earlier is not None:
-                    return earlier
-            now = utcnow()
-            row = StepAttempt(**columns, status=status.value, started_at=now)
-            if status is StepStatus.SKIPPED:
-                row.finished_at = now
-                row.duration_ms = 0.0
-                row.url_after = columns["url_before"]
-                row.error_message = reason
-            s.add(row)
-            s.flush()
-            return row.id
+            return _insert_step_row(s, retried, columns, status=status, reason=reason)
 
         return self._tx(action, body, write=True)
 
@@ -122,57 +132,92 @@ class StepMethods(StoreBase):
         ``checkpoint``: also store the run's checkpoint, in the same transaction (so a step is
         never recorded as done without the checkpoint that covers it, nor the other way round).
         """
-        final = _step_status(status)
-        if final not in _FINAL_STEP_STATUSES:
-            raise ValueError(f"finish_step needs a final status, got {final.value!r}")
         action = f"finishing step attempt {step_attempt_id}"
+        fields = _checked_end(dict(
+            status=status, url_after=url_after, output=output, error_code=error_code,
+            error_message=error_message, retryable=retryable, warnings=warnings,
+        ))
 
         def body(s: Session, retried: bool) -> None:
-            found = s.execute(
-                select(StepAttempt.run_id, StepAttempt.started_at, StepAttempt.status).where(
-                    StepAttempt.id == step_attempt_id
-                )
-            ).one_or_none()
-            if found is None:
-                raise StoreError(f"cannot finish step attempt {step_attempt_id}: no such attempt")
-            if token is not None:
-                self._fence(s, found.run_id, token, action)
-            if retried and found.status == final.value:
-                return  # our earlier try committed
-            now = utcnow()
-            duration_ms = max(0.0, (now - found.started_at).total_seconds() * 1000.0)
-            result = s.execute(
-                update(StepAttempt)
-                .where(
-                    StepAttempt.id == step_attempt_id,
-                    StepAttempt.status == StepStatus.STARTED.value,
-                )
-                .values(
-                    status=final.value,
-                    url_after=url_after,
-                    output=output,
-                    error_code=error_code,
-                    error_message=error_message,
-                    retryable=retryable,
-                    finished_at=now,
-                    duration_ms=duration_ms,
-                    warnings=warnings or None,
-                )
-                .execution_options(synchronize_session=False)
-            )
-            if result.rowcount == 0:
-                raise StoreError(
-                    f"cannot finish step attempt {step_attempt_id}: it is already finished"
-                )
-            if checkpoint is not None:
-                s.execute(
-                    update(Run)
-                    .where(Run.id == found.run_id)
-                    .values(checkpoint=checkpoint)
-                    .execution_options(synchronize_session=False)
-                )
+            self._finish_step_row(s, retried, step_attempt_id, fields, token=token, checkpoint=checkpoint)
 
         self._tx(action, body, write=True)
+
+    def _finish_step_row(
+        self,
+        s: Session,
+        retried: bool,
+        step_attempt_id: int,
+        fields: dict[str, Any],
+        *,
+        token: int | None = None,
+        checkpoint: dict[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """The body of :meth:`finish_step` (``fields``: its keyword arguments, status checked)."""
+        final = fields["status"]
+        query = select(StepAttempt.run_id, StepAttempt.started_at, StepAttempt.status)
+        found = s.execute(query.where(StepAttempt.id == step_attempt_id)).one_or_none()
+        if found is None:
+            raise StoreError(f"cannot finish step attempt {step_attempt_id}: no such attempt")
+        if token is not None:
+            self._fence(s, found.run_id, token, f"finishing step attempt {step_attempt_id}")
+        if retried and found.status == final.value:
+            return  # our earlier try committed
+        now = now or utcnow()
+        duration_ms = max(0.0, (now - found.started_at).total_seconds() * 1000.0)
+        result = s.execute(
+            update(StepAttempt)
+            .where(
+                StepAttempt.id == step_attempt_id,
+                StepAttempt.status == StepStatus.STARTED.value,
+            )
+            .values(**_end_values(fields), finished_at=now, duration_ms=duration_ms)
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount == 0:
+            raise StoreError(f"cannot finish step attempt {step_attempt_id}: it is already finished")
+        if checkpoint is not None:
+            _save_checkpoint(s, found.run_id, checkpoint)
+
+    def write_steps(
+        self,
+        run_id: str,
+        records: Sequence[StepRow | StepEnd | ArtifactRow],
+        *,
+        token: int | None = None,
+        checkpoint: dict[str, Any] | None = None,
+    ) -> list[int | None]:
+        """Write several records of one run in ONE transaction, in order: the journal's held-back
+        step starts and ends and artifact rows (one commit instead of one per record), and the
+        run's ``checkpoint`` with them. Returns each record's row id (a :class:`StepEnd`'s is
+        its step attempt's). All or nothing: a refused record refuses the whole batch."""
+        action = f"recording {len(records)} step and artifact records of run {run_id}"
+
+        def body(s: Session, retried: bool) -> list[int | None]:
+            if token is not None:
+                self._fence(s, run_id, token, action)
+            ids: list[int | None] = []
+            for record in records:
+                if isinstance(record, StepRow):
+                    end = _checked_end(record.end) if record.end is not None else None
+                    ids.append(_insert_step_row(
+                        s, retried, record.start, status=StepStatus.STARTED, at=record.started_at,
+                        end=end, finished_at=record.finished_at,
+                    ))
+                elif isinstance(record, StepEnd):
+                    self._finish_step_row(
+                        s, retried, record.step_attempt_id, _checked_end(record.end), now=record.finished_at
+                    )
+                    ids.append(record.step_attempt_id)
+                else:
+                    step = record.step_attempt_id if record.step_ref is None else ids[record.step_ref]
+                    ids.append(_insert_artifact_row(s, retried, {**record.fields, "step_attempt_id": step}))
+            if checkpoint is not None:
+                _save_checkpoint(s, run_id, checkpoint)
+            return ids
+
+        return self._tx(action, body, write=True)
 
     def mark_interrupted_steps(self, run_id: str, *, before_attempt: int) -> list[StepView]:
         """Step attempts left ``started`` by run attempts before ``before_attempt`` (their worker
@@ -232,36 +277,15 @@ class StepMethods(StoreBase):
         """Record a file already written under the artifacts dir (``path`` relative to it)."""
         action = f"recording artifact {path} of run {run_id}"
 
+        fields = dict(
+            run_id=run_id, step_attempt_id=step_attempt_id, kind=str(kind), path=path,
+            content_type=content_type, size=size, sha256=sha256,
+        )
+
         def body(s: Session, retried: bool) -> int:
             if token is not None:
                 self._fence(s, run_id, token, action)
-            if retried:
-                earlier = s.scalar(
-                    select(Artifact.id)
-                    .where(
-                        Artifact.run_id == run_id,
-                        Artifact.path == path,
-                        Artifact.sha256 == sha256,
-                        Artifact.kind == str(kind),
-                    )
-                    .order_by(Artifact.id.desc())
-                    .limit(1)
-                )
-                if earlier is not None:
-                    return earlier
-            row = Artifact(
-                run_id=run_id,
-                step_attempt_id=step_attempt_id,
-                kind=str(kind),
-                path=path,
-                content_type=content_type,
-                size=size,
-                sha256=sha256,
-                created_at=utcnow(),
-            )
-            s.add(row)
-            s.flush()
-            return row.id
+            return _insert_artifact_row(s, retried, fields)
 
         return self._tx(action, body, write=True)
 
@@ -274,4 +298,94 @@ class StepMethods(StoreBase):
         )
 
 
-__all__ = ["WORKER_LOST_CODE", "WORKER_LOST_MESSAGE", "StepMethods"]
+def _insert_step_row(
+    s: Session,
+    retried: bool,
+    columns: dict[str, Any],
+    *,
+    status: StepStatus,
+    reason: str | None = None,
+    at: datetime | None = None,
+    end: dict[str, Any] | None = None,
+    finished_at: datetime | None = None,
+) -> int:
+    """Insert one step attempt row (``end``: already finished); a retried write returns the row
+    its earlier try committed."""
+    if retried:
+        # (run, run attempt, step path, step attempt) names one step execution.
+        earlier = s.scalar(
+            select(StepAttempt.id)
+            .where(
+                StepAttempt.run_id == columns["run_id"],
+                StepAttempt.run_attempt == columns["run_attempt"],
+                StepAttempt.step_path == columns["step_path"],
+                StepAttempt.attempt == columns["attempt"],
+            )
+            .order_by(StepAttempt.id.desc())
+            .limit(1)
+        )
+        if earlier is not None:
+            return earlier
+    now = at or utcnow()
+    row = StepAttempt(**columns, status=status.value, started_at=now)
+    if status is StepStatus.SKIPPED:
+        row.finished_at = now
+        row.duration_ms = 0.0
+        row.url_after = columns["url_before"]
+        row.error_message = reason
+    if end is not None:
+        done = finished_at or now
+        for name, value in _end_values(end).items():
+            setattr(row, name, value)
+        row.finished_at = done
+        row.duration_ms = max(0.0, (done - now).total_seconds() * 1000.0)
+    s.add(row)
+    s.flush()
+    return row.id
+
+
+def _checked_end(end: dict[str, Any]) -> dict[str, Any]:
+    """``end`` with its status checked: a final one (a ValueError otherwise)."""
+    final = _step_status(end["status"])
+    if final not in _FINAL_STEP_STATUSES:
+        raise ValueError(f"a step end needs a final status, got {final.value!r}")  # finish_step's too
+    return {**end, "status": final}
+
+
+_END_COLUMNS = ("url_after", "output", "error_code", "error_message", "retryable")
+
+
+def _end_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """The columns a step end sets (its timestamps aside)."""
+    ended = {name: fields.get(name) for name in _END_COLUMNS}
+    return {"status": fields["status"].value, **ended, "warnings": fields.get("warnings") or None}
+
+
+def _save_checkpoint(s: Session, run_id: str, checkpoint: dict[str, Any]) -> None:
+    query = update(Run).where(Run.id == run_id).values(checkpoint=checkpoint)
+    s.execute(query.execution_options(synchronize_session=False))
+
+
+def _insert_artifact_row(s: Session, retried: bool, fields: dict[str, Any]) -> int:
+    """Insert one artifact row; a retried write returns the row its earlier try committed."""
+    if retried:
+        earlier = s.scalar(
+            select(Artifact.id)
+            .where(
+                Artifact.run_id == fields["run_id"],
+                Artifact.path == fields["path"],
+                Artifact.sha256 == fields["sha256"],
+                Artifact.kind == fields["kind"],
+            )
+            .order_by(Artifact.id.desc())
+            .limit(1)
+        )
+        if earlier is not None:
+            return earlier
+    row = Artifact(**fields, created_at=utcnow())
+    s.add(row)
+    s.flush()
+    return int(row.id)
+
+
+__all__ = ["WORKER_LOST_CODE", "WORKER_LOST_MESSAGE", "ArtifactRow", "StepEnd", "StepMethods", "StepRow"]

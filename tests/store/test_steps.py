@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC
+from datetime import UTC, timedelta
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from browserq.errors import StoreError
 from browserq.store import LeaseLost, RunStatus, StepStatus, Store
+from browserq.store.models import utcnow
+from browserq.store.steps import ArtifactRow, StepEnd, StepRow
 from tests.store.helpers import expire_lease, new_run, run_in, template
 from tests.store.helpers import step as new_step
 
@@ -213,3 +215,65 @@ def test_mark_interrupted_steps(store: Store) -> None:
     assert store.mark_interrupted_steps(run_id, before_attempt=second.attempt) == []
     with pytest.raises(StoreError, match="already finished"):
         store.finish_step(hanging, status="succeeded", url_after=None)
+
+
+def _start(run_id: str, path: str) -> dict:
+    return dict(run_id=run_id, run_attempt=1, step_path=path, step_id=None, attempt=1, action="click",
+                inputs={"selector": "#go"}, url_before="https://example.test/a")
+
+
+def test_write_steps_writes_a_batch_in_one_transaction(store: Store) -> None:
+    """Held-back starts, ends and artifact rows, and the checkpoint, in one commit, in order."""
+    run_id, lease = run_in(store, S.RUNNING)
+    assert lease is not None
+    open_step = new_step(store, run_id, "0", token=lease.token)
+    commits: list[int] = []
+
+    def count(_conn: object) -> None:
+        commits.append(1)
+
+    event.listen(store.engine, "commit", count)
+    try:
+        t0 = utcnow()
+        ids = store.write_steps(
+            run_id,
+            [
+                StepEnd(open_step, {"status": "succeeded", "url_after": "https://example.test/b"},
+                        t0 + timedelta(milliseconds=5)),
+                StepRow(_start(run_id, "1"), t0, {"status": "failed", "error_code": "TIMEOUT",
+                                                  "retryable": True}, t0 + timedelta(milliseconds=40)),
+                ArtifactRow({"run_id": run_id, "kind": "screenshot", "path": f"{run_id}/a.png",
+                             "content_type": "image/png", "size": 3, "sha256": "e" * 64}, step_ref=1),
+                StepRow(_start(run_id, "2"), t0),
+            ],
+            token=lease.token,
+            checkpoint={"path": "1"},
+        )
+    finally:
+        event.remove(store.engine, "commit", count)
+    assert len(commits) == 1
+    steps = store.steps(run_id)
+    assert [(s.step_path, s.status) for s in steps] == [("0", "succeeded"), ("1", "failed"), ("2", "started")]
+    assert ids[0] == open_step and ids[1] == steps[1].id and ids[3] == steps[2].id
+    assert steps[1].duration_ms == pytest.approx(40.0) and steps[1].error_code == "TIMEOUT"
+    (artifact,) = store.artifacts(run_id)
+    assert artifact.id == ids[2] and artifact.step_attempt_id == steps[1].id
+    assert store.get_run(run_id).checkpoint == {"path": "1"}  # type: ignore[union-attr]
+
+
+def test_write_steps_is_all_or_nothing_and_fenced(store: Store) -> None:
+    run_id, lease = run_in(store, S.RUNNING)
+    assert lease is not None
+    with pytest.raises(StoreError, match="no such attempt"):  # a refused record refuses the batch
+        store.write_steps(
+            run_id, [StepRow(_start(run_id, "0"), utcnow()), StepEnd(987654, {"status": "succeeded"}, utcnow())],
+            token=lease.token,
+        )
+    assert store.steps(run_id) == []
+    with pytest.raises(ValueError, match="final status"):
+        store.write_steps(run_id, [StepRow(_start(run_id, "0"), utcnow(), {"status": "started"}, utcnow())])
+    store.transition(run_id, "queued", reason="swept", worker="sweeper")  # revokes the lease
+    with pytest.raises(LeaseLost):
+        store.write_steps(run_id, [StepRow(_start(run_id, "0"), utcnow())], token=lease.token,
+                          checkpoint={"path": "0"})
+    assert store.steps(run_id) == [] and store.get_run(run_id).checkpoint is None  # type: ignore[union-attr]

@@ -28,7 +28,7 @@ PUBLIC = {
     "finish_batch_if_done", "batch_runs",
     # steps and artifacts
     "start_step", "record_skipped_step", "finish_step", "mark_interrupted_steps", "steps",
-    "add_artifact", "artifacts",
+    "add_artifact", "artifacts", "write_steps",
     # identities
     "upsert_identity", "get_identity", "list_identities", "delete_identity", "disable_identity",
     "enable_identity", "acquire_identity", "renew_identity", "release_identity",

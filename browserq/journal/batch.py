@@ -1,0 +1,139 @@
+"""The records the journal holds back, and how a batch of them reaches the store: in ONE
+transaction (:meth:`browserq.store.Store.write_steps`), or — when the database refuses that
+transaction — one record at a time, so the refused record is found and replaced by a minimal one
+that says so (``STORE_WRITE_FAILED``), and every other record is still kept.
+
+The functions here are synchronous: the journal runs them in a thread, one batch at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from browserq.errors import Codes, StepFailed, StoreError
+from browserq.store import LeaseLost, Store, StoreUnavailable
+from browserq.store.models import utcnow
+from browserq.store.steps import ArtifactRow, StepEnd, StepRow
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(eq=False)
+class StepRecord:
+    """A step attempt the journal knows about: what later records (its end, its artifacts) refer
+    to. Opaque to the runner. ``attempt_id`` is the store's id once the step's row is written
+    (None while its start is held back): the journal resolves it when it writes."""
+
+    path: str
+    attempt_id: int | None = None
+    start: dict[str, Any] = field(default_factory=dict, repr=False)  # StepStart's fields, redacted
+    started_at: datetime = field(default_factory=utcnow, repr=False)
+    refused: bool = field(default=False, repr=False)  # replaced by a STORE_WRITE_FAILED record
+
+
+@dataclass(eq=False)
+class Entry:
+    """One record held back: a step's start (``start``; with its end once that happened too), a
+    step's end, or an artifact row (``artifact``, linked to ``record`` when it has one)."""
+
+    record: StepRecord | None
+    start: bool = False
+    end: dict[str, Any] | None = None
+    finished_at: datetime | None = None
+    checkpoint: dict[str, Any] | None = None
+    artifact: dict[str, Any] | None = None
+
+
+def write_batch(
+    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None
+) -> StepFailed | None:
+    """Write ``entries`` in one transaction; return the ``STORE_WRITE_FAILED`` failure when the
+    database refused one of them (LeaseLost and StoreUnavailable are raised as they are).
+
+    ``own``: the durable start the caller is about to act on; it is not written when an earlier
+    record was refused (the caller raises instead of dispatching the step)."""
+    try:
+        _store(store, run_id, token, entries)
+        return None
+    except (LeaseLost, StoreUnavailable):
+        raise
+    except StoreError as exc:
+        if len(entries) > 1:
+            log.warning("a batch of records was refused; writing them one by one",
+                        run_id=run_id, records=len(entries), error=first_line(exc))
+    refusal: StepFailed | None = None
+    for entry in entries:
+        if refusal is not None and entry is own:
+            continue
+        try:
+            _store(store, run_id, token, [entry])
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except StoreError as exc:
+            replaced = _replace(store, run_id, token, entry, exc)
+            refusal = refusal or replaced
+    return refusal
+
+
+def _store(store: Store, run_id: str, token: int | None, entries: Sequence[Entry]) -> None:
+    """The entries as store records, written together; the ids of new step rows resolved."""
+    records: list[StepRow | StepEnd | ArtifactRow] = []
+    refs: dict[StepRecord, int] = {}
+    for entry in entries:
+        record = entry.record
+        if entry.artifact is not None:
+            linked = record.attempt_id if record is not None else None
+            ref = refs.get(record) if record is not None and linked is None else None
+            records.append(ArtifactRow(entry.artifact, step_attempt_id=linked, step_ref=ref))
+        elif record is None or (record.refused and not entry.start):
+            continue  # the end of a step already replaced by its refusal record
+        elif entry.start or record.attempt_id is None:  # (a start lost with an outage: one row now)
+            refs[record] = len(records)
+            records.append(StepRow(record.start, record.started_at, entry.end, entry.finished_at))
+        else:
+            assert entry.end is not None and entry.finished_at is not None
+            records.append(StepEnd(record.attempt_id, entry.end, entry.finished_at))
+    if not records:
+        return
+    checkpoint = next((e.checkpoint for e in reversed(entries) if e.checkpoint is not None), None)
+    ids = store.write_steps(run_id, records, token=token, checkpoint=checkpoint)
+    for record, index in refs.items():
+        record.attempt_id = ids[index]
+
+
+def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: StoreError) -> StepFailed:
+    """Replace a refused record by a minimal one that says so; return the failure to raise."""
+    record = entry.record
+    if entry.artifact is not None or record is None:
+        path = (entry.artifact or {}).get("path")
+        log.error("artifact record refused", run_id=run_id, artifact=path, error=first_line(exc))
+        return StepFailed(Codes.STORE_WRITE_FAILED,
+                          f"the database refused the record of artifact {path} ({first_line(exc)})")
+    end = entry.end or {"status": "started"}
+    had = f"failed with {end['error_code']}" if end.get("error_code") else f"had {end['status']}"
+    refused = StepFailed(
+        Codes.STORE_WRITE_FAILED,
+        f"the database refused this step's record ({first_line(exc)}); the step {had}",
+    )
+    log.error("step record refused", run_id=run_id, step=record.path, error=first_line(exc))
+    minimal = {"status": "failed", "error_code": refused.code.code, "error_message": refused.message,
+               "retryable": False}
+    if record.attempt_id is None:
+        record.start = {**record.start, "inputs": {}, "url_before": None}
+    _store(store, run_id, token, [Entry(record, start=record.attempt_id is None, end=minimal, finished_at=utcnow())])
+    record.refused = True
+    return refused
+
+
+def first_line(exc: BaseException, limit: int = 500) -> str:
+    """The first line of an error's message (store errors can carry the SQL below it)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:limit]
+
+
+__all__ = ["Entry", "StepRecord", "first_line", "write_batch"]

@@ -1,0 +1,323 @@
+"""The run journal: the runner's one door to persistence, one object per run attempt.
+
+The runner and the actions say *what* happened — a step attempt started, finished or was
+skipped (with its checkpoint, output and warnings), an artifact was kept, the lease was renewed,
+the identity's storage or proxy changed — and never call the store themselves. The journal
+decides *when* each record reaches the store.
+
+The durability contract (what the runner may rely on):
+
+* A record passed with ``durable=True`` is in the store when the call returns. The runner asks for
+  it where a crash right after must find the record: the start of a side-effect step (before the
+  action is dispatched: a redelivered run finds a ``started`` attempt and probes instead of
+  re-running it) and every step end that carries a checkpoint (a resumed run continues from it).
+* A record passed with ``durable=False`` (the default) — step starts and ends, artifact rows — is
+  held back until the next durable record, :meth:`RunJournal.flush`, or at most ``flush_ms``
+  (``BROWSERQ_JOURNAL_FLUSH_MS``) after it happened (a background flush); all that is held back
+  is written in ONE transaction (:meth:`browserq.store.Store.write_steps`), together with the
+  durable record that asked for it. Records reach the store in the order they happened, so a
+  durable record also makes every earlier one durable. A step whose start and end are both held
+  back becomes one finished row. The runner calls :meth:`RunJournal.flush` before it returns the
+  run's outcome (which the caller then records); after ``LeaseLost`` it writes nothing more, and
+  what is held back is dropped. ``flush_ms=0``: every record is written when it is made.
+* A step end that carries a checkpoint is durable whatever the caller passes (the journal
+  enforces it): a checkpoint is only worth something once it is stored.
+* Calls that return an answer (:meth:`RunJournal.renew_lease`) and the identity's records
+  (:meth:`RunJournal.identity_storage`, :meth:`RunJournal.identity_proxy`) always reach the store
+  at once: they are fenced by other leases and read by other runs (the identity's next run must
+  not start from storage this worker still holds), and they are rare.
+* Errors of the store surface from the call that wrote the record — for held-back records, from
+  the durable call or flush that wrote them; what the background flush met, from the journal's
+  next call (a refusal: its next durable call or flush): ``LeaseLost`` (another worker owns the run: stop writing; every later call raises it),
+  ``StoreUnavailable`` (the database is away; that batch is dropped, its steps are redone on
+  resume), and ``StepFailed`` with ``STORE_WRITE_FAILED`` when the database refused a record (the
+  journal writes the batch again one record at a time and replaces the refused one by a minimal
+  record that says so: never a step left ``started`` behind a refusal).
+
+The loss window on SIGKILL: the records of at most the last ``flush_ms`` (plus one write), all of
+them after the run's last checkpoint and none of them a side effect's start. A resumed run
+continues from that checkpoint and redoes those steps anyway; a side effect's start was durable
+before it was dispatched, so it is probed, never re-run blindly. While a run is running, readers
+of the store (``browserq show``) see its steps up to ``flush_ms`` late.
+
+Secrets never reach the store in clear: the journal redacts every text and value it records with
+the run's redactor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from browserq.errors import StepFailed
+from browserq.journal.batch import Entry, StepRecord, write_batch
+from browserq.recordable import dumps
+from browserq.redact import Redactor
+from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store, StoreUnavailable
+from browserq.store.artifacts import StoredFile
+from browserq.store.models import utcnow
+
+log = structlog.get_logger(__name__)
+
+#: Step outputs larger than this are stored in the step record as a summary only.
+MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
+
+
+class RunJournal:
+    """Everything one run attempt records, in the order it happened (see the module docstring).
+
+    ``flush_ms``: the longest a non-durable record is held back (0: written at once)."""
+
+    def __init__(
+        self,
+        store: Store,
+        artifacts: ArtifactDir,
+        *,
+        run_id: str,
+        run_attempt: int,
+        token: int | None,
+        redactor: Redactor,
+        identity: IdentityLease | None = None,
+        flush_ms: int = 0,
+    ) -> None:
+        if flush_ms < 0:
+            raise ValueError(f"flush_ms must be >= 0, got {flush_ms}")
+        self.store = store
+        self.artifacts = artifacts
+        self.run_id = run_id
+        self.run_attempt = run_attempt
+        self.token = token  # the run lease's fencing token: every write carries it
+        self.redactor = redactor
+        self.identity = identity
+        self.flush_ms = flush_ms
+        self._pending: list[Entry] = []
+        self._open: dict[StepRecord, Entry] = {}  # held-back starts a step end joins
+        self._lock = asyncio.Lock()  # one batch at a time, in order
+        self._inflight: asyncio.Future[Any] | None = None  # a batch whose writer was cancelled
+        self._timer: asyncio.Task[None] | None = None  # the background flush, while it waits
+        self._failed: BaseException | None = None  # what the background flush hit, raised next
+        self._lost: LeaseLost | None = None
+
+    @property
+    def artifact_base(self) -> Path:
+        """The run's artifact directory (actions check artifact names against it)."""
+        return self.artifacts.base / self.run_id
+
+    async def _write(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Store calls are synchronous; keep them off the event loop."""
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    # --- steps ---------------------------------------------------------------------------------
+    async def step_started(
+        self,
+        *,
+        path: str,
+        step_id: str | None,
+        attempt: int,
+        action: str,
+        inputs: dict[str, Any],
+        url_before: str | None,
+        durable: bool = False,
+    ) -> StepRecord:
+        """A step attempt begins. ``durable=True`` before dispatching a side effect."""
+        self._raise_failed(barrier=durable)
+        start = dict(
+            run_id=self.run_id, run_attempt=self.run_attempt, step_path=path, step_id=step_id,
+            attempt=attempt, action=action, inputs=self.redactor.data(inputs),
+            url_before=self.redactor.text(url_before) if url_before is not None else None,
+        )
+        record = StepRecord(path, start=start, started_at=utcnow())
+        entry = Entry(record, start=True)
+        self._open[record] = entry
+        await self._add(entry, durable=durable)
+        return record
+
+    async def step_finished(
+        self,
+        record: StepRecord,
+        *,
+        status: str,
+        url_after: str | None,
+        failure: StepFailed | None = None,
+        output: Any = None,
+        checkpoint: dict[str, Any] | None = None,
+        warnings: list[dict[str, Any]] | None = None,
+        durable: bool = False,
+    ) -> None:
+        """A step attempt ended (``succeeded``/``skipped``/``failed``/``unknown``), with the
+        checkpoint after it in the same transaction. Always durable when it has a checkpoint.
+
+        A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
+        one that says so, and ``StepFailed(STORE_WRITE_FAILED)`` is raised."""
+        self._raise_failed(barrier=durable or checkpoint is not None)
+        redactor = self.redactor
+        end = dict(
+            status=status,
+            url_after=redactor.text(url_after) if url_after is not None else None,
+            output=_recordable(redactor.data(output)),
+            error_code=failure.code.code if failure else None,
+            error_message=redactor.text(failure.message) if failure else None,
+            retryable=failure.retryable if failure else None,
+            warnings=warnings,
+        )
+        held = self._open.pop(record, None)
+        if held is not None:  # its start is still held back: one finished row
+            held.end, held.finished_at, held.checkpoint = end, utcnow(), checkpoint
+            if durable or checkpoint is not None:
+                await self._flush()
+            return
+        await self._add(Entry(record, end=end, finished_at=utcnow(), checkpoint=checkpoint),
+                        durable=durable or checkpoint is not None)
+
+    # --- artifacts -----------------------------------------------------------------------------
+    async def artifact(
+        self, record: StepRecord | None, kind: str, name: str, data: bytes, content_type: str
+    ) -> StoredFile:
+        """Keep ``data`` as the run's artifact ``name``, linked to the step attempt ``record``.
+        The file is written at once (the caller gets its path); its record may be held back (a
+        SIGKILL before it is written leaves a file without a row, of a step redone on resume)."""
+        self._raise_failed(barrier=False)
+        name = self.redactor.text(name)  # a screenshot named after a param
+        stored: StoredFile = await self._write(self.artifacts.write, self.run_id, name, data)
+        fields = dict(
+            run_id=self.run_id, kind=str(kind), path=stored.path, content_type=content_type,
+            size=stored.size, sha256=stored.sha256,
+        )
+        await self._add(Entry(record, artifact=fields))
+        return stored
+
+    # --- the lease -----------------------------------------------------------------------------
+    async def renew_lease(self, ttl_s: float) -> str | None:
+        """Renew the run's lease (always at once); return the cancel reason when a cancel was
+        requested, else None. Raises ``LeaseLost`` when another worker owns the run now."""
+        assert self.token is not None, "only a leased run renews its lease"
+        try:
+            view = await self._write(self.store.renew_lease, self.run_id, token=self.token, ttl_s=ttl_s)
+        except LeaseLost as exc:
+            self._lose(exc)
+            raise
+        if view.cancel_requested_at is not None:
+            return str(view.cancel_reason or "cancelled")
+        return None
+
+    # --- the identity --------------------------------------------------------------------------
+    async def identity_storage(self, storage_encrypted: str) -> None:
+        """The identity's browser storage (encrypted), for its next run. Durable when it returns."""
+        assert self.identity is not None
+        await self._write(
+            self.store.save_identity_storage,
+            self.identity.name,
+            token=self.identity.token,
+            storage_encrypted=storage_encrypted,
+        )
+
+    async def identity_proxy(self, proxy_id: str) -> None:
+        """The identity got another sticky proxy (its old one is cooling down or gone)."""
+        assert self.identity is not None
+        await self._write(
+            self.store.set_identity_proxy, self.identity.name, token=self.identity.token, proxy_id=proxy_id
+        )
+
+    # --- barriers ------------------------------------------------------------------------------
+    async def flush(self) -> None:
+        """Every record so far is in the store when this returns (in one transaction); raises
+        what the store said about any of them, also what a background flush met."""
+        if self._timer is not None:  # waiting: nothing to wait for any more
+            self._timer.cancel()
+            self._timer = None
+        self._raise_failed(barrier=True)
+        await self._flush()
+
+    async def _add(self, entry: Entry, *, durable: bool = False) -> None:
+        """Hold ``entry`` back, or (durable, or no buffering) write it with all held back."""
+        self._pending.append(entry)
+        if durable or self.flush_ms == 0:
+            await self._flush(own=entry if durable and entry.start else None)
+        elif self._timer is None or self._timer.done():
+            self._timer = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        """The background flush: what is held back waits at most ``flush_ms``."""
+        await asyncio.sleep(self.flush_ms / 1000)
+        self._timer = None  # records from now on arm the next one
+        try:
+            await self._flush()
+        except Exception as exc:  # LeaseLost, StoreUnavailable, a refusal: raised by a later call
+            log.warning("background journal flush failed", run_id=self.run_id, error=str(exc)[:300])
+            self._failed = self._failed or exc
+
+    async def _flush(self, own: Entry | None = None) -> None:
+        """Write everything held back in one transaction, one batch at a time, in order."""
+        async with self._lock:
+            if self._inflight is not None:  # a cancelled writer's batch is still being written
+                await asyncio.wait([self._inflight])
+                self._inflight = None
+            if self._lost is not None:
+                raise self._lost
+            entries, self._pending, self._open = self._pending, [], {}
+            if not entries:
+                return
+            write = asyncio.ensure_future(
+                asyncio.to_thread(write_batch, self.store, self.run_id, self.token, entries, own)
+            )
+            try:
+                refusal = await asyncio.shield(write)
+            except asyncio.CancelledError:  # the thread goes on: the next flush waits for it
+                self._inflight = write
+                write.add_done_callback(self._note_inflight)
+                raise
+            except LeaseLost as exc:
+                self._lose(exc)
+                raise
+            except StoreUnavailable:
+                log.warning("journal records dropped: the database is unavailable",
+                            run_id=self.run_id, records=len(entries))
+                raise
+        if refusal is not None:
+            raise refusal
+
+    def _note_inflight(self, write: asyncio.Future[Any]) -> None:
+        """What a batch written after its writer was cancelled ended with: raised next."""
+        if write.cancelled():
+            return
+        outcome = write.exception() or write.result()  # an error, a refusal, or None
+        if isinstance(outcome, LeaseLost):
+            self._lose(outcome)
+        elif outcome is not None:
+            self._failed = self._failed or outcome
+
+    def _lose(self, exc: LeaseLost) -> None:
+        """Another worker owns the run: drop what is held back, write nothing more."""
+        self._lost = exc
+        self._pending, self._open = [], {}
+
+    def _raise_failed(self, *, barrier: bool) -> None:
+        """Raise what a background flush met: a lost lease at every call; an outage at the next
+        call; a refused record (STORE_WRITE_FAILED) at the next durable call or flush — the
+        barrier the runner handles it at (an artifact call may be evidence, which only logs)."""
+        if self._lost is not None:
+            raise self._lost
+        failed = self._failed
+        if failed is None or (isinstance(failed, StepFailed) and not barrier):
+            return
+        self._failed = None
+        raise failed
+
+
+def _recordable(value: Any) -> Any:
+    """What the step record keeps of an output: the value, or a summary when it is large (the
+    run's outputs hold it whole, within BROWSERQ_MAX_RUN_OUTPUT_BYTES)."""
+    if value is None:
+        return None
+    encoded = dumps(value)
+    if len(encoded) <= MAX_RECORDED_OUTPUT_BYTES:
+        return json.loads(encoded)
+    return {"truncated": True, "bytes": len(encoded), "type": type(value).__name__}
+
+
+__all__ = ["MAX_RECORDED_OUTPUT_BYTES", "RunJournal"]
