@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
-from browserq.errors import Codes, ConfigError, StoreError, TemplateError
+from browserq.errors import Codes, ConfigError, TemplateError
 from browserq.execute.accept import (
     PreparedRun,
     check_identity_request,
