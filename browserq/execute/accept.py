@@ -152,8 +152,10 @@ def record_run(
     identity: str | None = None,
     identity_pool: str | None = None,
     tenant: str | None = None,
+    enqueued: bool = False,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all).
+    ``enqueued``: the caller sends its message at once (see ``Store.create_run``).
 
     The first run of a ``name@version`` pins it to the template's content hash; a later body with
     another hash raises ``TemplateChanged`` and nothing is recorded. The options were checked by
@@ -182,6 +184,7 @@ def record_run(
         identity_pool=identity_pool,
         tenant=tenant,
         template_hash=loaded.canonical_hash or None,
+        enqueued=enqueued,
     )
 
 
