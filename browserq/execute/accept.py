@@ -9,7 +9,9 @@ each door validates the same way, and none has to import a layer above it.
 from __future__ import annotations
 
 import uuid
+import weakref
 from dataclasses import dataclass
+from threading import Lock
 from typing import Any
 
 from browserq.errors import ConfigError, ParamError, TemplateChanged, TemplateNotFound
@@ -150,8 +152,10 @@ def record_run(
     identity: str | None = None,
     identity_pool: str | None = None,
     tenant: str | None = None,
+    enqueued: bool = False,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all).
+    ``enqueued``: the caller sends its message at once (see ``Store.create_run``).
 
     The first run of a ``name@version`` pins it to the template's content hash; a later body with
     another hash raises ``TemplateChanged`` and nothing is recorded. The options were checked by
@@ -163,14 +167,7 @@ def record_run(
         secrets_token = secret_box.encrypt(
             prepared.secret_values, why=f"template {loaded.ref} takes secret params"
         )
-    template_id = store.save_template(
-        name=loaded.name,
-        version=loaded.version,
-        content_hash=loaded.content_hash,
-        body=loaded.body,
-        source=loaded.source,
-        canonical_hash=loaded.canonical_hash or None,
-    )
+    template_id = saved_template_id(store, loaded)
     store.create_run(
         run_id=prepared.run_id,
         template_id=template_id,
@@ -187,7 +184,41 @@ def record_run(
         identity_pool=identity_pool,
         tenant=tenant,
         template_hash=loaded.canonical_hash or None,
+        enqueued=enqueued,
     )
+
+
+#: The template rows each store (one process's) has saved or found: (name, version, content
+#: hash, canonical hash) → id.
+_saved_templates: weakref.WeakKeyDictionary[Store, dict[tuple[str, str, str, str], int]] = (
+    weakref.WeakKeyDictionary()
+)
+_saved_lock = Lock()
+
+
+def saved_template_id(store: Store, loaded: LoadedTemplate) -> int:
+    """The id of ``loaded``'s template row, saved (and its name@version pinned) on first use.
+
+    Template rows are content-addressed and pins never change, so once a store has saved or
+    found this exact body under this name@version (the pin check passed), later runs of it need
+    no transaction for it: one per run fewer at submission.
+    """
+    key = (loaded.name, loaded.version, loaded.content_hash, loaded.canonical_hash or "")
+    with _saved_lock:
+        known = _saved_templates.get(store, {}).get(key)
+    if known is not None:
+        return known
+    template_id = store.save_template(
+        name=loaded.name,
+        version=loaded.version,
+        content_hash=loaded.content_hash,
+        body=loaded.body,
+        source=loaded.source,
+        canonical_hash=loaded.canonical_hash or None,
+    )
+    with _saved_lock:
+        _saved_templates.setdefault(store, {})[key] = template_id
+    return template_id
 
 
 def check_identity_request(

@@ -7,6 +7,8 @@ checkpoint) and which side effects a dead worker left with an unknown outcome.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from threading import Lock
 from typing import Any
 
 import structlog
@@ -22,19 +24,49 @@ from browserq.templates import LoadedTemplate, RepeatStep, load_template_text, s
 
 log = structlog.get_logger(__name__)
 
+#: Stored template bodies one process keeps parsed (a worker runs few templates, many times).
+STORED_TEMPLATES_KEPT = 64
+
+
+class StoredTemplates:
+    """The stored template bodies this process has read and parsed, by template id.
+
+    A stored body never changes (a template row is content-addressed: another body is another
+    row), so each is read from the store and parsed once per process, not once per run.
+    """
+
+    def __init__(self, store: Store, settings: Settings, *, kept: int = STORED_TEMPLATES_KEPT) -> None:
+        self.store, self.settings, self.kept = store, settings, kept
+        self._parsed: OrderedDict[int, tuple[LoadedTemplate, frozenset[str]]] = OrderedDict()
+        self._lock = Lock()  # runs of one process may start on several threads
+
+    def get(self, template_id: int) -> tuple[LoadedTemplate, frozenset[str]]:
+        """The parsed template and its secret param names (read and parsed on first use)."""
+        with self._lock:
+            found = self._parsed.get(template_id)
+            if found is not None:
+                self._parsed.move_to_end(template_id)
+                return found
+        record = self.store.get_template_body(template_id)
+        loaded = load_template_text(
+            record.body,
+            source=f"{record.name}@{record.version} (stored)",
+            max_selector_length=self.settings.max_selector_length,
+            max_repeat=self.settings.max_repeat,
+        )
+        found = (loaded, frozenset(secret_names(loaded.template)))
+        with self._lock:
+            self._parsed[template_id] = found
+            while len(self._parsed) > self.kept:
+                self._parsed.popitem(last=False)
+        return found
+
 
 def materialize(
-    store: Store, run: RunView, secrets: dict[str, Any] | None, secret_box: SecretBox, settings: Settings
+    templates: StoredTemplates, run: RunView, secrets: dict[str, Any] | None, secret_box: SecretBox
 ) -> tuple[LoadedTemplate, dict[str, Any], frozenset[str]]:
     """The run's stored template body and params, secrets decrypted into memory."""
-    record = store.get_template_body(run.template_id)
-    loaded = load_template_text(
-        record.body,
-        source=f"{record.name}@{record.version} (stored)",
-        max_selector_length=settings.max_selector_length,
-        max_repeat=settings.max_repeat,
-    )
-    names = frozenset(secret_names(loaded.template))
+    loaded, names = templates.get(run.template_id)
     params = dict(run.params or {})
     wanted = {n for n in names if params.get(n) == mask(n)}
     if wanted and secrets is None:
@@ -60,18 +92,13 @@ def build_request(
 ) -> tuple[RunView, RunRequest]:
     """The run as it is now that this attempt holds its lease, and the request to run it.
 
-    Marks the steps an earlier attempt left ``started`` as ``unknown`` first; the run is read
-    after the lease was granted, so its checkpoint is the last one any earlier holder stored.
+    Marks the steps an earlier attempt left ``started`` as ``unknown`` first. The run is the one
+    the lease's transaction read (``lease.run``), so its checkpoint is the last one any earlier
+    holder stored. A first attempt has no earlier steps: it reads and writes no step records.
     """
     run_id = lease.run_id
-    store.mark_interrupted_steps(run_id, before_attempt=lease.attempt)
-    latest: dict[str, str] = {}
-    for record in store.steps(run_id):  # ordered: the last record of a path wins
-        latest[record.step_path] = record.status
-    unknown = frozenset(
-        path for path, status in latest.items() if status == "unknown" and is_side_effect(loaded, path)
-    )
-    run = store.get_run(run_id)
+    unknown = unknown_side_effects(store, lease, loaded) if lease.attempt > 1 else frozenset()
+    run = lease.run if lease.run is not None else store.get_run(run_id)
     if run is None:
         raise StoreError(f"run {run_id!r} vanished from the store while it was leased")
     checkpoint = Checkpoint.from_record(run.checkpoint, checkpoint_box) if run.checkpoint else None
@@ -92,6 +119,17 @@ def build_request(
         unknown_side_effects=unknown,
     )
     return run, request
+
+
+def unknown_side_effects(store: Store, lease: Lease, loaded: LoadedTemplate) -> frozenset[str]:
+    """Side-effect steps an earlier attempt started and never finished (marked ``unknown`` now)."""
+    store.mark_interrupted_steps(lease.run_id, before_attempt=lease.attempt)
+    latest: dict[str, str] = {}
+    for record in store.steps(lease.run_id):  # ordered: the last record of a path wins
+        latest[record.step_path] = record.status
+    return frozenset(
+        path for path, status in latest.items() if status == "unknown" and is_side_effect(loaded, path)
+    )
 
 
 def is_side_effect(loaded: LoadedTemplate, path: str) -> bool:
@@ -126,4 +164,7 @@ def outcome_of(run: RunView) -> RunOutcome:
     )
 
 
-__all__ = ["build_request", "is_side_effect", "materialize", "outcome_of"]
+__all__ = [
+    "STORED_TEMPLATES_KEPT", "StoredTemplates", "build_request", "is_side_effect", "materialize",
+    "outcome_of", "unknown_side_effects",
+]

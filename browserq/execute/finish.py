@@ -39,7 +39,11 @@ class RunEnds:
         self.store, self.settings, self.owner = store, settings, owner
 
     def finish(self, run_id: str, token: int, outcome: RunOutcome, batch_id: str | None) -> RunOutcome:
-        """Record the run's end (outputs bounded), give the lease back, check its batch."""
+        """Record the run's end (outputs bounded) and check its batch.
+
+        One transaction: status, outputs, error and transition together; leaving ``running``
+        under our own token gives the lease back in it (no separate release).
+        """
         outcome = self.bounded(outcome)
         try:
             self._record(run_id, token, outcome)
@@ -60,7 +64,6 @@ class RunEnds:
                 error_message=outcome.error_message, error_step_path=outcome.error_step_path,
                 token=token, worker=self.owner,
             )
-        self.store.release_lease(run_id, token=token)
         log.info("run finished", run_id=run_id, status=outcome.status, error_code=outcome.error_code)
         if batch_id:
             check_batch(self.store, batch_id)

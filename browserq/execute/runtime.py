@@ -9,6 +9,12 @@ duplicate delivery cannot run it twice at once), build the request (unfinished s
 resume from the last checkpoint), lease its identity and tenant slot, run it, and act on the
 decision :mod:`browserq.execute.decide` takes by the policy of whatever ended the attempt:
 finish the run, resume at once (the browser died), or retry later.
+
+What one execution costs the store, besides what its steps record: one transaction takes the
+lease, marks the run running and reads it (the only read of the run); one records the end
+(status, outputs, error and transition together; leaving ``running`` gives the lease back). The
+stored template is read and parsed once per process. A retried attempt also marks and reads the
+step records its predecessors left.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
-from browserq.errors import Codes, ConfigError, StoreError, TemplateError
+from browserq.errors import Codes, ConfigError, TemplateError
 from browserq.execute.accept import (
     PreparedRun,
     check_identity_request,
@@ -28,7 +34,7 @@ from browserq.execute.accept import (
     prepare_run,
     record_run,
 )
-from browserq.execute.attempt import build_request, materialize, outcome_of
+from browserq.execute.attempt import StoredTemplates, build_request, materialize, outcome_of
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
 from browserq.execute.finish import RunEnds
@@ -50,7 +56,6 @@ from browserq.store import (
     Store,
     StoreUnavailable,
 )
-from browserq.store.states import FINISHED
 from browserq.templates import LoadedTemplate, TemplateRegistry
 
 log = structlog.get_logger(__name__)
@@ -88,6 +93,7 @@ class Runtime:
         self.owner = worker_name()
         self.identities = IdentitySlots(self.store, self.secret_box, self.settings, self.owner)
         self.ends = RunEnds(self.store, self.settings, self.owner)
+        self.templates = StoredTemplates(self.store, self.settings)
         self._started = False
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -184,25 +190,27 @@ class Runtime:
     def _execute(
         self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None
     ) -> RunOutcome | RetryLater:
-        run = self.store.get_run(run_id)  # the first of two reads per attempt (the second: after the lease)
-        if run is None:
-            raise StoreError(f"no run {run_id!r} in the store")
-        if run.status in FINISHED:
-            return outcome_of(run)
-        try:
-            loaded, params, names = materialize(self.store, run, secrets, self.secret_box, self.settings)
-        except (TemplateError, ConfigError) as exc:
-            code = exc.code if isinstance(exc, TemplateError) else Codes.PARAM_INVALID
-            self.store.finish_run(run_id, status="failed", outputs=None, error_code=code.code, error_message=str(exc))
-            return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
         if not self._started:
             self.start()
+        lease = self._lease(run_id)  # also the one read of the run (lease.run)
+        if isinstance(lease, RunOutcome):
+            return lease
+        assert lease.run is not None
+        try:
+            loaded, params, names = materialize(self.templates, lease.run, secrets, self.secret_box)
+        except (TemplateError, ConfigError) as exc:
+            code = exc.code if isinstance(exc, TemplateError) else Codes.PARAM_INVALID
+            return self.ends.finish(run_id, lease.token, RunOutcome(run_id, "failed", {}, code.code, str(exc)),
+                                    lease.run.batch_id)
         resumes = 0
         while True:
-            result = self._attempt(run, loaded, params, names, timeout=timeout, resumes=resumes)
+            result = self._attempt(lease, loaded, params, names, timeout=timeout, resumes=resumes)
             if result is not _RESUME:
                 return result
             resumes += 1
+            lease = self._lease(run_id)
+            if isinstance(lease, RunOutcome):
+                return lease
 
     def _lease(self, run_id: str) -> Lease | RunOutcome:
         """The run's lease for this attempt, or the outcome of a run that already ended."""
@@ -217,13 +225,12 @@ class Runtime:
             raise RunBusy(run_id, busy.holder, wait) from None
 
     def _attempt(
-        self, run: RunView, loaded: LoadedTemplate, params: dict[str, Any], names: frozenset[str],
+        self, lease: Lease, loaded: LoadedTemplate, params: dict[str, Any], names: frozenset[str],
         *, timeout: float | None, resumes: int,
     ) -> RunOutcome | RetryLater | None:
-        """One attempt under the lease: the outcome, a later retry, or ``_RESUME`` (now, here)."""
-        lease = self._lease(run.id)
-        if isinstance(lease, RunOutcome):
-            return lease
+        """One attempt under ``lease``: the outcome, a later retry, or ``_RESUME`` (now, here)."""
+        run = lease.run
+        assert run is not None
         if lease.takeovers > self.settings.max_worker_losses:
             return self.ends.finish(run.id, lease.token, RunOutcome(
                 run.id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
@@ -278,9 +285,9 @@ class Runtime:
         if isinstance(decision, ResumeNow):
             self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner, token=lease.token)
             return _RESUME
+        # Leaving ``running`` under our own token gives the lease back in the same transaction.
         self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner,
                               token=lease.token, fields=decision.fields)
-        self.store.release_lease(run.id, token=lease.token)
         return RetryLater(decision.outcome, decision.countdown_s)
 
     def _backstop_s(self, run: RunView) -> float:
@@ -296,8 +303,7 @@ class Runtime:
     def _hand_back(self, run_id: str, token: int, reason: str) -> None:
         """Give the run back for another process, then say this one must go."""
         self.store.transition(run_id, "retrying", reason=f"worker has no usable browser: {reason}",
-                              worker=self.owner, token=token)
-        self.store.release_lease(run_id, token=token)
+                              worker=self.owner, token=token)  # gives the lease back, too
         log.error("worker has no usable browser; run handed back", run_id=run_id, reason=reason[:300])
         raise WorkerUnusable(
             f"this process could not get a working Chromium ({reason}); run {run_id} was handed "

@@ -74,6 +74,9 @@ class LeaseMethods(TransitionMethods):
           run that was already ``running`` is a takeover (``takeovers`` + 1). A running run whose
           cancellation was requested and whose worker is gone is cancelled instead
           (RunAlreadyFinished).
+
+        Lease and status change are one transaction, and the lease carries the run as that
+        transaction left it (``Lease.run``), so an attempt reads the run no second time.
         """
         if ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive, got {ttl_s}")
@@ -208,6 +211,7 @@ class LeaseMethods(TransitionMethods):
     def _lease_of(run: Run, *, takeover: bool) -> Lease:
         assert run.lease_owner is not None and run.lease_expires_at is not None
         return Lease(
+            run=to_view(RunView, run),
             run_id=run.id,
             owner=run.lease_owner,
             token=run.lease_token,

@@ -42,11 +42,14 @@ class RunMethods(StoreBase):
         identity: str | None = None,
         identity_pool: str | None = None,
         template_hash: str | None = None,
+        enqueued: bool = False,
     ) -> None:
         """Insert a run and its first transition (from nothing to ``status``, reason "enqueued").
 
         ``secrets``: the encrypted secret params, never clear text. A reused idempotency key
-        raises :class:`DuplicateRun` (a StoreError).
+        raises :class:`DuplicateRun` (a StoreError). ``enqueued``: the caller sends the task
+        message right after this (and deletes the run if it cannot): ``enqueued_at`` is set now,
+        so no second transaction is needed to stamp it.
         """
         columns: dict[str, Any] = {
             "id": run_id,
@@ -66,6 +69,7 @@ class RunMethods(StoreBase):
             "identity": identity,
             "identity_pool": identity_pool,
             "template_hash": template_hash,
+            "enqueued_at": utcnow() if enqueued else None,
         }
 
         def insert(s: Session, retried: bool) -> None:

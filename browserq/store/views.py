@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -117,6 +117,9 @@ class Lease:
     attempt: int
     takeover: bool  # taken over from a dead or expired worker (the run was already running)
     takeovers: int
+    #: The run as the lease's transaction left it (checkpoint included): the attempt needs no
+    #: second read of the run.
+    run: RunView | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,8 @@ def run_batch(
         breaker=breaker,
     )
     for item in prepared:
-        record_run(store, item, secret_box=secret_box, task_id=item.run_id, queue=queue, batch_id=batch_id)
+        record_run(store, item, secret_box=secret_box, task_id=item.run_id, queue=queue, batch_id=batch_id,
+                   enqueued=True)  # the messages follow at once: no second stamp per run
     limits = time_limits(loaded.template.settings.timeout_s, settings)
     signatures = [
         run_template.signature(args=[loaded.ref], kwargs={"run_id": item.run_id}, task_id=item.run_id,
@@ -88,8 +89,6 @@ def run_batch(
         for item in prepared
     ]
     result = group(signatures).apply_async()
-    for item in prepared:
-        store.mark_enqueued(item.run_id)
     return BatchHandle(batch_id=batch_id, run_ids=[p.run_id for p in prepared], result=result)
 
 

@@ -59,7 +59,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     check_identity_request(store, secret_box, run_options["identity"], run_options["identity_pool"])
     try:
         record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue,
-                   idempotency_key=key, **run_options)
+                   idempotency_key=key, enqueued=True, **run_options)
     except DuplicateRun as duplicate:  # another producer won the race for this key
         return task.AsyncResult(duplicate.existing_run_id)
     for name, value in time_limits(prepared.loaded.template.settings.timeout_s, settings).items():
@@ -78,8 +78,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
             f"could not send the run to the broker at {mask_url(settings.broker_url)}: {exc}. "
             "Is the broker running? (set BROWSERQ_BROKER_URL)"
         ) from exc
-    store.mark_enqueued(prepared.run_id)
-    return result
+    return result  # enqueued_at was stamped with the record: the message followed at once
 
 
 def idempotency_key_for(prepared: PreparedRun, explicit: str | None) -> str | None:

@@ -46,7 +46,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Redis redelivers unacked messages after this, even while they still run (celery#5935):
         # keep it far above the longest run.
         "broker_transport_options": {"visibility_timeout": 6 * 3600},
-        # Flower: task events, started state, args of the (redacted) request.
+        # Flower: task events, started state, args of the (redacted) request. The result backend
+        # gets two writes per delivery: STARTED (what AsyncResult.state shows while the run runs;
+        # Flower takes it from the task-started event) and the end (SUCCESS, FAILURE with
+        # RunFailed, REVOKED or RETRY), args included in the same rows (result_extended). Nothing
+        # else is written per task: keep it that way.
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         "task_track_started": True,

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from browserq.errors import ErrorClass
 from browserq.execute import RetryLater, Runtime, prepare_loaded, record_run
@@ -147,17 +148,38 @@ def test_a_tenant_without_slots_waits_as_long_as_its_policy_says(runtime: Runtim
     assert run.status == "retrying" and run.lease_owner is None and "paused" in run.status_reason
 
 
-def test_one_execution_reads_the_run_twice(runtime: Runtime, demo, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_execution_costs_two_transactions_besides_its_steps(runtime: Runtime, demo,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lease + running + the run read in one transaction, the end (status, outputs, transition,
+    lease given back) in another; the stored template is read once per process."""
     quick = prepare_loaded(template(QUICK), {"base_url": demo.url})
     record_run(runtime.store, quick, secret_box=None)
-    reads: list[str] = []
-    real = runtime.store.get_run
+    again = prepare_loaded(quick.loaded, {"base_url": demo.url})
+    record_run(runtime.store, again, secret_box=None)
+    assert runtime.execute(quick.run_id).status == "completed"
+    actions: list[str] = []
+    commits: list[object] = []
+    real = runtime.store._tx
 
-    def counting(run_id: str) -> Any:
-        reads.append(run_id)
-        return real(run_id)
+    def recording(action: str, body: Any, **kwargs: Any) -> Any:
+        actions.append(action)
+        return real(action, body, **kwargs)
 
-    monkeypatch.setattr(runtime.store, "get_run", counting)
-    outcome = runtime.execute(quick.run_id)
+    def committed(connection: object) -> None:
+        commits.append(connection)
+
+    monkeypatch.setattr(runtime.store, "_tx", recording)
+    event.listen(runtime.store.engine, "commit", committed)
+    try:
+        outcome = runtime.execute(again.run_id)
+    finally:
+        event.remove(runtime.store.engine, "commit", committed)
     assert outcome.status == "completed", outcome
-    assert len(reads) <= 2, reads
+    # Steps and the runner's periodic lease renewals (time-dependent) are not the per-run part.
+    per_run = [a for a in actions if "step" not in a and not a.startswith("renewing the lease")]
+    assert len(per_run) == 2, actions
+    assert per_run[0].startswith("acquiring a lease") and per_run[1].startswith("finishing run"), actions
+    assert len(commits) == len(actions), (commits, actions)
+    run = runtime.store.get_run(again.run_id)
+    assert run.lease_owner is None and run.lease_expires_at is None and run.outputs == outcome.outputs
+    assert [t.to_status for t in runtime.store.transitions(again.run_id)] == ["queued", "running", "completed"]

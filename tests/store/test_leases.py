@@ -46,6 +46,30 @@ def test_acquire_a_queued_run(store: Store) -> None:
     assert store.transitions(run_id)[-1].reason == "started by host-a/1"
 
 
+def test_the_lease_carries_the_run_as_its_transaction_left_it(store: Store) -> None:
+    run_id = new_run(store)
+    store.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
+    store.save_checkpoint(run_id, token=1, checkpoint={"path": "2"})
+    store.release_lease(run_id, token=1)
+    lease = store.acquire_lease(run_id, owner="host-b/1", ttl_s=30)
+    assert lease.run is not None and lease.run == store.get_run(run_id)
+    assert (lease.run.status, lease.run.lease_token, lease.run.attempt) == ("running", 2, 2)
+    assert lease.run.checkpoint == {"path": "2"} and lease.run.lease_owner == "host-b/1"
+
+
+def test_leaving_running_under_the_own_token_gives_the_lease_back(store: Store) -> None:
+    for end in ("completed", "retrying"):
+        run_id = new_run(store)
+        lease = store.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
+        if end == "completed":
+            store.finish_run(run_id, status=end, outputs={"n": 1}, token=lease.token)
+        else:
+            store.transition(run_id, end, reason="retry later", token=lease.token)
+        run = store.get_run(run_id)
+        assert (run.status, run.lease_owner, run.lease_expires_at, run.lease_token) == (end, None, None, 1)
+    assert store.acquire_lease(run_id, owner="host-b/1", ttl_s=30).token == 2  # the retrying one
+
+
 def test_a_live_lease_is_busy(store: Store) -> None:
     run_id = new_run(store)
     lease = store.acquire_lease(run_id, owner="a", ttl_s=30)

@@ -192,3 +192,10 @@ def test_delete_run_cascades(store: Store) -> None:
     assert store.steps(doomed) == [] and store.artifacts(doomed) == []
     assert len(store.steps(kept)) == 1 and len(store.artifacts(kept)) == 1
     assert (count(store, "step_attempts"), count(store, "artifacts")) == (1, 1)
+
+
+def test_a_run_sent_at_once_is_recorded_enqueued(store: Store) -> None:
+    later = store.get_run(new_run(store))
+    sent = store.get_run(new_run(store, enqueued=True))
+    assert later is not None and later.enqueued_at is None  # stamped by mark_enqueued when sent
+    assert sent is not None and sent.enqueued_at is not None and sent.queued_at is not None
