@@ -92,16 +92,13 @@ SQL_WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
 # --- (a) hand-written Playwright --------------------------------------------------------------
-class HandWritten:
-    """One Chromium launched like browserq launches it; a fresh context per iteration."""
+class LaunchedChromium:
+    """One Chromium launched with the executable and flags browserq uses (shared by the benches'
+    hand-written ways)."""
 
-    def __init__(self, settings: Settings, site_url: str, out_dir: Path) -> None:
-        self.settings = settings
-        self.site_url = site_url
-        self.out_dir = out_dir
-        self._pw: Any = None
-        self.browser: Browser | None = None
-        self.iteration = 0
+    settings: Settings
+    _pw: Any = None
+    browser: Browser | None = None
 
     async def start(self) -> None:
         self._pw = await async_playwright().start()
@@ -117,6 +114,19 @@ class HandWritten:
             await self.browser.close()
         if self._pw is not None:
             await self._pw.stop()
+
+
+class HandWritten(LaunchedChromium):
+    """One Chromium launched like browserq launches it; a fresh context per iteration."""
+
+    def __init__(self, settings: Settings, site_url: str, out_dir: Path) -> None:
+        self.settings = settings
+        self.site_url = site_url
+        self.out_dir = out_dir
+        self._pw: Any = None
+        self.browser: Browser | None = None
+        self.iteration = 0
+
 
     async def iterate(self) -> tuple[list[dict[str, Any]], str]:
         assert self.browser is not None

@@ -60,10 +60,16 @@ from urllib.parse import urljoin
 
 import psycopg
 import redis
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page
 
 # bench/ is on sys.path when this file is run as a script: the helpers of the in-process bench.
-from scrape_and_form import EXTRACT_QUOTES_JS, browserq_revision, chromium_version, database
+from scrape_and_form import (
+    EXTRACT_QUOTES_JS,
+    LaunchedChromium,
+    browserq_revision,
+    chromium_version,
+    database,
+)
 
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
 from browserq.demo.site import DemoSite
@@ -121,7 +127,7 @@ async def walk_listing(page: Page, start_url: str, way: str) -> int:
             await next_link.first.click()
 
 
-class RawPlaywright:
+class RawPlaywright(LaunchedChromium):
     """One Chromium launched like browserq launches it; ``reuse`` decides per lane or per job."""
 
     def __init__(self, settings: Settings) -> None:
@@ -129,20 +135,6 @@ class RawPlaywright:
         self._pw: Any = None
         self.browser: Browser | None = None
 
-    async def start(self) -> None:
-        self._pw = await async_playwright().start()
-        self.browser = await self._pw.chromium.launch(
-            executable_path=self.settings.resolve_chromium(),
-            headless=self.settings.headless,
-            args=self.settings.chromium_launch_args(),
-            chromium_sandbox=self.settings.chromium_sandbox,
-        )
-
-    async def stop(self) -> None:
-        if self.browser is not None:
-            await self.browser.close()
-        if self._pw is not None:
-            await self._pw.stop()
 
     async def crawl(self, start_url: str, jobs: int, concurrency: int, reuse: bool) -> int:
         """``jobs`` jobs on ``concurrency`` lanes pulling from one queue; returns pages read."""
