@@ -18,6 +18,7 @@ import structlog
 from browserq.errors import Codes, StepFailed, StoreError
 from browserq.store import LeaseLost, Store, StoreUnavailable
 from browserq.store.models import utcnow
+from browserq.store.plumbing import first_line
 from browserq.store.steps import ArtifactRow, StepEnd, StepRow
 
 log = structlog.get_logger(__name__)
@@ -130,10 +131,4 @@ def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: St
     return refused
 
 
-def first_line(exc: BaseException, limit: int = 500) -> str:
-    """The first line of an error's message (store errors can carry the SQL below it)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return (lines[0] if lines else type(exc).__name__)[:limit]
-
-
-__all__ = ["Entry", "StepRecord", "first_line", "write_batch"]
+__all__ = ["Entry", "StepRecord", "write_batch"]
