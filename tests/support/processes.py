@@ -85,7 +85,14 @@ def is_browser_root(command: bytes) -> bool:
 
 
 def browser_roots(pids: Iterable[int]) -> list[int]:
-    return [pid for pid in pids if is_browser_root(cmdline(pid))]
+    """The browser processes among ``pids``: one per Chromium.
+
+    A child Chromium has just forked (a zygote or helper between ``fork`` and ``exec``) still
+    carries its parent's command line, so it would look like a second browser; a process whose
+    parent is itself a browserq Chromium is therefore never a root.
+    """
+    return [pid for pid in pids
+            if is_browser_root(cmdline(pid)) and BROWSER_MARKER not in cmdline(parent_of(pid) or 0)]
 
 
 def driver_pids(parent: int) -> set[int]:
