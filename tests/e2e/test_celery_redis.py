@@ -155,13 +155,15 @@ def test_clean_shutdown_leaves_no_browser_processes(tmp_path, pg_url, e2e_templa
         mine = lambda: {p for p in browserq_pids() - before if descends_from(p, proc.pid)}  # noqa: E731
         wait_until(lambda: len(browser_roots(mine())) >= 2, 60, "both children's browsers")
         started = mine()
-        assert len(browser_roots(started)) == 2
+        roots = browser_roots(started)
+        assert len(roots) == 2, [(pid, parent_of(pid), cmdline(pid)[:300]) for pid in roots]
         assert b"celery" in cmdline(proc.pid)
         drivers = [p for p in started if b"playwright/driver" in cmdline(p)]
         assert len(drivers) == 2
         assert all(parent_of(p) not in (proc.pid, None) for p in drivers)  # started in children only
-    assert proc.returncode == 0
-    assert alive(started) == set(), "orphan Chromium/driver processes after a clean shutdown"
+    assert proc.returncode == 0, proc.returncode
+    left = alive(started)
+    assert left == set(), f"orphan Chromium/driver processes after a clean shutdown: {[cmdline(p)[:200] for p in left]}"
 
 
 def test_message_sent_without_the_producer_is_validated_by_the_worker(redis_config, redis_worker, demo) -> None:
