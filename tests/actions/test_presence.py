@@ -17,9 +17,11 @@ import pytest
 from playwright._impl.connection import Connection
 from playwright.async_api import Browser, Page, Playwright, async_playwright
 
-from browserq.actions import locate, present
+from browserq.actions import StepContext, handler_for, locate, present
 from browserq.browsers import EventLoopThread
 from browserq.browsers.launcher import launch_chromium
+from browserq.redact import Redactor
+from browserq.templates import ExtractStep, TemplateSettings
 from tests.conftest import make_settings
 from tests.support.http import serve_http
 
@@ -174,3 +176,43 @@ def test_a_page_still_loading_is_not_judged_missing(chromium: Chromium) -> None:
     assert state == "loading"  # the check began on a document still being parsed
     assert LatePage.released_after_check == [True]
     assert answer is True
+
+
+def _context(page: Page, tmp: Path) -> StepContext:
+    async def no_artifacts(*_: Any) -> Any:
+        raise AssertionError("extract stores no artifact")
+
+    return StepContext(
+        page=page,
+        settings=TemplateSettings(),
+        timeout_s=10,
+        deadline=time.monotonic() + 60,
+        redactor=Redactor(),
+        save_artifact=no_artifacts,
+        step_path="0",
+        artifact_base=tmp,
+    )
+
+
+def test_an_extract_of_records_already_there_is_one_round_trip(chromium: Chromium, demo, tmp_path: Path) -> None:
+    step = ExtractStep(action="extract", selector=".quote", fields={"author": ".author"}, into="q")
+
+    async def check(page: Page) -> tuple[Any, Counter[str]]:
+        await page.goto(f"{demo.url}/quotes/")
+        with driver_messages() as counts:
+            return await handler_for(step)(_context(page, tmp_path), step), counts
+
+    records, counts = chromium.on_page(check)
+    assert len(records) == 10 and records[0]["author"]
+    # Before: a waitForSelector (attached) and then the evaluate.
+    assert counts == Counter({"Frame.evalOnSelectorAll": 1})
+
+
+def test_an_extract_still_waits_for_records_that_come_late(chromium: Chromium, demo, tmp_path: Path) -> None:
+    step = ExtractStep(action="extract", selector="#delayed", into="late")
+
+    async def check(page: Page) -> Any:
+        await page.goto(f"{demo.url}/widgets?delayed_ms=800")
+        return await handler_for(step)(_context(page, tmp_path), step)
+
+    assert chromium.on_page(check) == ["I was late"]
