@@ -27,11 +27,11 @@ from typing import Any
 from playwright._impl.connection import Connection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scrape_and_form import TEMPLATES, HandWritten, ViaBrowserq, check  # noqa: E402
+from scrape_and_form import TEMPLATES, HandWritten, ViaBrowserq, check
 
-from browserq.demo.site import DemoSite  # noqa: E402
-from browserq.logs import configure_logging  # noqa: E402
-from browserq.settings import load_settings  # noqa: E402
+from browserq.demo.site import DemoSite
+from browserq.logs import configure_logging
+from browserq.settings import load_settings
 
 #: Sent without waiting for a reply (the driver never answers it).
 NO_REPLY = frozenset({"__waitInfo__"})

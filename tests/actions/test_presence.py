@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from playwright._impl.connection import Connection
@@ -141,7 +141,7 @@ class LatePage(BaseHTTPRequestHandler):
     test has begun its presence check (and a while after, so the check runs while it loads)."""
 
     check_started = threading.Event()
-    released_after_check: list[bool] = []
+    released_after_check: ClassVar[list[bool]] = []
 
     def do_GET(self) -> None:
         if self.path != "/":  # the favicon
