@@ -9,7 +9,7 @@ only through their :class:`StepContext` (artifacts, warnings), never through the
 """
 
 from browserq.actions.context import StepContext, not_traced
-from browserq.actions.locate import locate, settle, url_matcher
+from browserq.actions.locate import locate, present, settle, url_matcher
 from browserq.actions.registry import ACTION_HANDLERS, Action, element_selector, handler_for
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "handler_for",
     "locate",
     "not_traced",
+    "present",
     "settle",
     "url_matcher",
 ]

@@ -71,20 +71,33 @@ def _field_specs(step: ExtractStep) -> dict[str, dict[str, Any]] | None:
     return specs
 
 
+async def _in_page(ctx: StepContext, locator: Locator, step: ExtractStep, fields: Any) -> tuple[list[Any], int]:
+    """The records and the number of matches, read in one evaluate."""
+    found = await locator.evaluate_all(_EXTRACT_JS, [fields, [step.limit, ctx.max_output_bytes]])
+    if "tooLarge" in found:
+        raise too_large("the extract result", int(found["tooLarge"]), ctx.max_output_bytes, at_least=True)
+    return found["records"], int(found["total"])
+
+
 async def extract(ctx: StepContext, step: ExtractStep) -> Any:
-    """A list of records, one per element matching ``selector``, with the declared fields."""
+    """A list of records, one per element matching ``selector``, with the declared fields.
+
+    Without ``allow_empty`` at least one match is awaited. The fast path reads first and waits
+    only when nothing matched yet (then reads again): one round trip when the records are
+    there, as they are after the navigation the step before awaited.
+    """
     locator = locate(ctx.page, step.selector)
-    if not step.allow_empty:
-        await locator.first.wait_for(state="attached", timeout=ctx.timeout_ms)
     fields = _field_specs(step)
     if fields is None or all(
         not spec["selector"] or not _PLAYWRIGHT_ONLY.search(spec["selector"]) for spec in fields.values()
     ):
-        found = await locator.evaluate_all(_EXTRACT_JS, [fields, [step.limit, ctx.max_output_bytes]])
-        if "tooLarge" in found:
-            raise too_large("the extract result", int(found["tooLarge"]), ctx.max_output_bytes, at_least=True)
-        records, total = found["records"], int(found["total"])
+        records, total = await _in_page(ctx, locator, step, fields)
+        if total == 0 and not step.allow_empty:
+            await locator.first.wait_for(state="attached", timeout=ctx.timeout_ms)
+            records, total = await _in_page(ctx, locator, step, fields)
     else:
+        if not step.allow_empty:
+            await locator.first.wait_for(state="attached", timeout=ctx.timeout_ms)
         elements = await locator.all()
         total = len(elements)
         records = [await _extract_one(element, fields) for element in elements[: step.limit]]

@@ -33,15 +33,19 @@ async def click(ctx: StepContext, step: ClickStep) -> Any:
 
 
 async def fill(ctx: StepContext, step: FillStep) -> Any:
-    """Replace the field's value (fill clears first) and check that the page kept it."""
+    """Replace the field's value (fill clears first) and check that the page kept it.
+
+    The read-back is the one round trip kept on purpose: Playwright's fill waits for the field
+    and inserts the text as trusted input, but the page's own input handlers (masks, case
+    changes, ``maxlength``) run after it and may rewrite the value; nothing in fill reports that.
+    """
     locator = first(ctx, step.selector)
     await locator.fill(step.value, timeout=ctx.timeout_ms)
     actual = await locator.input_value(timeout=ctx.timeout_ms)
     if actual != step.value:
-        raise StepFailed(
-            Codes.VALUE_MISMATCH,
-            f"{step.selector} holds {ctx.redactor.text(actual)!r} after fill, not the value given",
-        )
+        # A secret's rewritten form (upper-cased, cut short) is still the secret: never shown.
+        shown = "a value" if ctx.redactor.contains(step.value) else repr(ctx.redactor.text(actual))
+        raise StepFailed(Codes.VALUE_MISMATCH, f"{step.selector} holds {shown} after fill, not the value given")
 
 
 #: Puts the caret after the field's content. Playwright's own typing focuses an ``<input>`` with

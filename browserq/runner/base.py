@@ -13,7 +13,7 @@ import time
 
 from playwright.async_api import Page
 
-from browserq.actions import locate, notices, settle
+from browserq.actions import notices, present
 from browserq.browsers.errors import translate
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, StepFailed
@@ -107,8 +107,7 @@ async def missing(page: Page, selector: str, timeout_s: float | None = None) -> 
     """Whether nothing matches ``selector``; None when the page did not tell within ``timeout_s``."""
     try:
         async with asyncio.timeout(timeout_s):
-            await settle(page, 5000)
-            return await locate(page, selector).count() == 0
+            return not await present(page, selector)
     except TimeoutError:
         return None
     except Exception:

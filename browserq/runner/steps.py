@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from browserq.actions import locate, notices, settle
+from browserq.actions import notices, present
 from browserq.errors import Codes, StepFailed
 from browserq.runner.base import RunnerBase
 from browserq.runner.state import RunState
@@ -115,9 +115,8 @@ class StepsMixin(RunnerBase):
         page = self._page(state)
         timeout_s = state.request.loaded.template.settings.step_timeout_s
         try:
-            async with asyncio.timeout(timeout_s):  # count() has no timeout of its own
-                await settle(page, 5000)
-                return await locate(page, selector).count() > 0
+            async with asyncio.timeout(timeout_s):  # evaluate/count() have no timeout of their own
+                return await present(page, selector)
         except TimeoutError as exc:
             state.failed.path = path
             await self._unblock(state)

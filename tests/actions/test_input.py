@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
 from browserq.execute.runtime import Runtime
 from tests.conftest import template
+from tests.support.http import serve_http
 
 
 def test_form_actions(any_runtime: Runtime, demo) -> None:
@@ -51,3 +55,48 @@ def test_form_actions(any_runtime: Runtime, demo) -> None:
     assert out["href"].endswith("/quotes/")
     assert out["frames"] == 1
     assert out["url"] == f"{demo.url}/widgets"
+
+
+class RewritingForm(BaseHTTPRequestHandler):
+    """A form whose page script rewrites what is typed into one field (upper case, as a mask
+    would), next to a plain field."""
+
+    PAGE = b"""<!doctype html><html><body>
+<input id="plain"><input id="upper">
+<script>
+  const upper = document.getElementById("upper");
+  upper.addEventListener("input", () => { upper.value = upper.value.toUpperCase(); });
+</script>
+</body></html>"""
+
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path == "/" else 404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        if self.path == "/":
+            self.wfile.write(self.PAGE)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+REWRITE_TEMPLATE = """
+params:
+  word: {type: secret, required: true}
+steps:
+  - {action: navigate, url: "http://%s/"}
+  - {action: fill, selector: "#plain", value: "${word}"}
+  - {action: fill, selector: "#upper", value: "${word}", retries: 0}
+"""
+
+
+def test_a_value_the_page_rewrites_after_fill_is_a_value_mismatch(sqlite_runtime: Runtime) -> None:
+    with serve_http(RewritingForm) as host:
+        outcome = sqlite_runtime.run_loaded(template(REWRITE_TEMPLATE % host), {"word": "hunter2"})
+    assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "VALUE_MISMATCH", "2")
+    # The plain field kept the value; the rewritten one is reported without showing the secret
+    # in any form (its upper-cased spelling included).
+    statuses = [(s.step_path, s.status) for s in sqlite_runtime.store.steps(outcome.run_id)]
+    assert ("1", "succeeded") in statuses
+    assert "#upper holds a value after fill" in (outcome.error_message or "")
+    assert "hunter2" not in (outcome.error_message or "").lower()
