@@ -41,7 +41,7 @@ from browserq.execute.finish import RunEnds
 from browserq.execute.identity import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
-from browserq.proxies import ProxyManager
+from browserq.proxies import ProxyManager, ProxySpares
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
@@ -78,10 +78,8 @@ class Runtime:
         self.checkpoint_box = self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
         self.loop = EventLoopThread()
         self.proxies = ProxyManager.from_settings(self.settings)
-        pool_settings = self.settings
-        if self.proxies.enabled:  # every run picks its proxy: generic spares would go unused
-            pool_settings = self.settings.model_copy(update={"context_prewarm": 0})
-        self.pool = BrowserPool(pool_settings)
+        # With proxies, a spare is made for the proxy its run will use (chosen when it is made).
+        self.pool = BrowserPool(self.settings, spares=ProxySpares(self.proxies) if self.proxies.enabled else None)
         self.rate_limiter = RateLimiter.from_settings(self.settings)
         self.tenants = TenantLimiter.from_settings(self.settings)
         self.runner = TemplateRunner(
