@@ -20,6 +20,7 @@ step records its predecessors left.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -61,6 +62,10 @@ from browserq.templates import LoadedTemplate, TemplateRegistry
 log = structlog.get_logger(__name__)
 
 BROWSER_START_TIMEOUT_S = 60.0
+#: Threads for the blocking calls runs make from the loop (``asyncio.to_thread``: journal writes,
+#: evidence, proxy health). asyncio's default, ``cpu_count + 4``, is 6 on 2 cores: with K runs
+#: of ``--pool threads`` on one loop, their store writes would queue behind each other.
+IO_THREADS = 32
 #: What one attempt of ``execute`` yields when the run must be resumed at once in this process.
 _RESUME = None
 
@@ -102,6 +107,7 @@ class Runtime:
         if self.settings.auto_migrate:
             self.store.upgrade()
         self.loop.start()
+        self.loop.loop.set_default_executor(ThreadPoolExecutor(IO_THREADS, thread_name_prefix="browserq-io"))
         try:
             self.loop.run(self.pool.start(), timeout=BROWSER_START_TIMEOUT_S)
         except BaseException:
@@ -309,4 +315,4 @@ class Runtime:
         )
 
 
-__all__ = ["BROWSER_START_TIMEOUT_S", "RetryLater", "Runtime"]
+__all__ = ["BROWSER_START_TIMEOUT_S", "IO_THREADS", "RetryLater", "Runtime"]

@@ -111,16 +111,19 @@ def exit_without_browser(exc: BaseException) -> NoReturn:
     """No working browser in this process: leave, so the prefork pool starts a fresh child.
 
     The message is requeued (a lost worker, ``task_reject_on_worker_lost``) and the run, handed
-    back or never started, is executed by another process: no run is failed for it.
+    back or never started, is executed by another process: no run is failed for it. With
+    ``--pool threads`` the SystemExit only ends this task (Celery reports it as a lost worker, so
+    the message is requeued too) and the process stays: the next task starts a fresh runtime.
     """
     global _runtime
     log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
-    if _runtime is not None:
-        try:
-            _runtime.stop()
-        except Exception as stop_error:
-            log.warning("runtime stop failed", error=str(stop_error)[:200])
-        _runtime = None
+    with _runtime_lock:
+        if _runtime is not None:
+            try:
+                _runtime.stop()
+            except Exception as stop_error:
+                log.warning("runtime stop failed", error=str(stop_error)[:200])
+            _runtime = None
     time.sleep(NO_BROWSER_PAUSE_S)  # a host that cannot start Chromium must not spin
     raise SystemExit(EXIT_NO_BROWSER) from exc
 
