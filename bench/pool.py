@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/pool.py acquire [--n 40]
     .venv/bin/python bench/pool.py rss [--runs 1000] [--every 50]
+    .venv/bin/python bench/pool.py slots [--slots 2,4] [--jobs 20] [--db URL] [--broker URL]
 
 ``acquire`` times ``BrowserPool.new_context()`` plus getting its page, with a spare waiting (the pool refills it in
 the background while a "run" uses its context) and with no spares, interleaved in one process.
@@ -9,6 +10,13 @@ the background while a "run" uses its context) and with no spares, interleaved i
 runtime (SQLite store) and samples the memory (PSS, so shared pages count once) of the whole
 worker — this Python process, the Playwright driver and every Chromium process — by part,
 printing whether it stays flat.
+``slots`` compares the two ways of running K runs at once, at equal concurrency K: a prefork
+``browserq worker --concurrency K`` (K processes, K Chromiums) and ``--pool threads --concurrency K``
+(one process, one Chromium, K contexts). Each worker runs the throughput workload (``--jobs`` runs
+of ``quotes``, 5 pages each, through ``.delay()`` on Redis, PostgreSQL store) after a warm-up of 2K
+runs, while the PSS of its whole process tree (Celery, every child, drivers, every Chromium
+process) is sampled every 0.25 s. It prints pages/s, the median and peak PSS of the tree and PSS
+per slot (median / K). One worker at a time; prefork and threads alternate per K.
 """
 
 from __future__ import annotations
@@ -197,6 +205,96 @@ def bench_rss(runs: int, every: int, max_contexts: int) -> dict:
     return summary
 
 
+def is_chromium_root(pid: int) -> bool:
+    """A Chromium browser process (not a renderer, zygote or other helper: those have ``--type=``)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"chrom" in cmdline.split(b"\0")[0] and b"--type=" not in cmdline
+
+
+def tree_pss_mb(root: int) -> float:
+    return sum(pss_mb(pid) for pid in descendants(root))
+
+
+def slots_way(mode: str, k: int, jobs: int, env: dict[str, str], url: str, tmp: Path) -> dict:
+    """One worker (``mode`` prefork or threads, concurrency ``k``): warm-up, then the timed
+    workload with the worker tree's PSS sampled in a thread."""
+    import threading
+
+    from throughput import PAGES_PER_JOB, RESULT_TIMEOUT_S, start_worker, submit_and_wait
+
+    queue = f"{env['BROWSERQ_QUEUE']}_{mode}{k}"
+    worker = start_worker(f"{mode}{k}", {**env, "BROWSERQ_QUEUE": queue}, k, mode, tmp)
+    samples: list[float] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.25):
+            samples.append(tree_pss_mb(worker.proc.pid))
+
+    try:
+        submit_and_wait(url, 2 * k, queue, RESULT_TIMEOUT_S)
+        idle = tree_pss_mb(worker.proc.pid)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        started = time.perf_counter()
+        pages = submit_and_wait(url, jobs, queue, RESULT_TIMEOUT_S)
+        elapsed = time.perf_counter() - started
+        stop.set()
+        sampler.join()
+        roots = [pid for pid in descendants(worker.proc.pid) if is_chromium_root(pid)]
+    finally:
+        stop.set()
+        worker.stop()
+    assert pages == jobs * PAGES_PER_JOB
+    median = statistics.median(samples)
+    return {"mode": mode, "slots": k, "pages_per_s": pages / elapsed, "seconds": elapsed,
+            "pss_mb_idle_after_warmup": idle, "pss_mb_median": median, "pss_mb_peak": max(samples),
+            "pss_mb_per_slot": median / k, "samples": len(samples), "chromium_roots": len(roots),
+            "load_average_1m": os.getloadavg()[0]}
+
+
+def bench_slots(slots: list[int], jobs: int, db: str, broker: str) -> dict:
+    import uuid
+
+    from scrape_and_form import database
+    from throughput import browserq_env
+
+    tmp = Path(tempfile.mkdtemp(prefix="bq-bench-slots-"))
+    results: list[dict] = []
+    with DemoSite() as site, database(db, tmp) as db_url:
+        env = browserq_env(db_url, broker, f"bq_slots_{uuid.uuid4().hex[:8]}", tmp / "artifacts")
+        os.environ.update(env)  # this process is the producer, with the workers' settings
+        from browserq import celery_app
+        from browserq.settings import reset_settings_cache
+
+        reset_settings_cache()
+        celery_app.reset_producer_cache()
+        for k in slots:
+            for mode in ("prefork", "threads"):
+                one = slots_way(mode, k, jobs, env, f"{site.url}/quotes/", tmp)
+                results.append(one)
+                console.print(f"  K={k} {mode:<8} {one['pages_per_s']:5.2f} pages/s  worker tree PSS median "
+                              f"{one['pss_mb_median']:7.1f} MB (peak {one['pss_mb_peak']:7.1f}, idle "
+                              f"{one['pss_mb_idle_after_warmup']:7.1f})  per slot {one['pss_mb_per_slot']:6.1f} MB"
+                              f"  Chromiums {one['chromium_roots']}  load {one['load_average_1m']:.1f}",
+                              highlight=False)
+    table = Table(title=f"K runs at once: prefork (K processes) vs --pool threads (1 process), {jobs} runs each")
+    for column in ("K", "mode", "pages/s", "PSS median MB", "PSS per slot MB", "Chromiums"):
+        table.add_column(column, justify="right")
+    for one in results:
+        table.add_row(str(one["slots"]), one["mode"], f"{one['pages_per_s']:.2f}", f"{one['pss_mb_median']:.0f}",
+                      f"{one['pss_mb_per_slot']:.0f}", str(one["chromium_roots"]))
+    console.print(table)
+    for k in slots:
+        pre, thr = (next(r for r in results if r["slots"] == k and r["mode"] == m) for m in ("prefork", "threads"))
+        console.print(f"K={k}: threads/prefork pages/s {thr['pages_per_s'] / pre['pages_per_s']:.2f}, "
+                      f"PSS per slot {thr['pss_mb_per_slot'] / pre['pss_mb_per_slot']:.2f}")
+    return {"jobs": jobs, "results": results}
+
+
 def quiet_logs() -> None:
     import structlog
 
@@ -206,11 +304,15 @@ def quiet_logs() -> None:
 def main() -> None:
     quiet_logs()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["acquire", "rss", "all"])
+    parser.add_argument("what", choices=["acquire", "rss", "slots", "all"])
     parser.add_argument("--n", type=int, default=40, help="acquisitions per pool (acquire)")
     parser.add_argument("--runs", type=int, default=1000, help="runs (rss)")
     parser.add_argument("--every", type=int, default=50, help="sample RSS every this many runs")
     parser.add_argument("--max-contexts", type=int, default=250, help="browser_max_contexts (rss)")
+    parser.add_argument("--slots", default="2,4", help="concurrencies K to compare (slots)")
+    parser.add_argument("--jobs", type=int, default=20, help="timed runs per worker (slots)")
+    parser.add_argument("--db", default="postgresql+psycopg://postgres@127.0.0.1:5432/test", help="PostgreSQL (slots)")
+    parser.add_argument("--broker", default="redis://127.0.0.1:6379/12", help="Redis broker (slots)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = {}
@@ -218,6 +320,8 @@ def main() -> None:
         out["acquire"] = bench_acquire(args.n)
     if args.what in ("rss", "all"):
         out["rss"] = bench_rss(args.runs, args.every, args.max_contexts)
+    if args.what == "slots":
+        out["slots"] = bench_slots([int(k) for k in args.slots.split(",")], args.jobs, args.db, args.broker)
     if args.json:
         print(json.dumps(out, indent=2))
 

@@ -5,8 +5,9 @@ run and closed after it, which is what actually releases memory. Two things keep
 critical path and keep memory flat:
 
 * **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts, each with its page open, are created in the
-  background while runs execute; a run without special options takes one instead of waiting for
-  ``new_context`` + ``new_page``. A context is never handed to a second run.
+  background while runs execute; a run whose options match a spare's exactly (nothing special, or
+  the same proxy when proxies are configured: see :mod:`~browserq.browsers.spares`) takes one
+  instead of waiting for ``new_context`` + ``new_page``. A context is never handed to a second run.
 * **recycling** — after ``BROWSERQ_BROWSER_MAX_CONTEXTS`` contexts, after
   ``BROWSERQ_BROWSER_MAX_AGE_S``, or when the RSS of the browser's whole process tree passes
   ``BROWSERQ_BROWSER_MAX_RSS_MB``, a new browser takes the new runs while the old one *drains*:
@@ -28,8 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import deque
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -57,6 +56,17 @@ from browserq.browsers.launcher import (
     launch_chromium,
     rss_bytes,
 )
+from browserq.browsers.spares import (
+    PlainSpares,
+    Spare,
+    SparePlan,
+    Spares,
+    asked_for,
+    normalized_options,
+    open_page,
+    pending_keys,
+    spare_key,
+)
 from browserq.errors import InfrastructureError
 from browserq.settings import Settings
 
@@ -66,7 +76,7 @@ __all__ = [
     "RSS_CHECK_EVERY",
     "BrowserPool",
     "BrowserUnusable",
-    "SpareOptions",
+    "SparePlan",
     "driver_closed",
 ]
 
@@ -78,20 +88,18 @@ DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
     "accept_downloads": False,
 }
 
-SpareOptions = Callable[[], Awaitable[dict[str, Any]]]
-
 
 class BrowserPool:
     """Owns Playwright and the worker's Chromium; use it only on the loop that started it."""
 
-    def __init__(self, settings: Settings, *, spare_options: SpareOptions | None = None) -> None:
+    def __init__(self, settings: Settings, *, spares: SparePlan | None = None) -> None:
         self._settings = settings
-        self._spare_options = spare_options
+        self._plan: SparePlan = spares or PlainSpares()
         self._playwright: Playwright | None = None
         self._current: Instance | None = None
         self._draining: list[Instance] = []
         self._owner: dict[BrowserContext, Instance] = {}
-        self._spares: deque[tuple[BrowserContext, Instance]] = deque()
+        self._spares = Spares()
         self._refill_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._acquisitions = 0
@@ -123,9 +131,8 @@ class BrowserPool:
             self._refill_task.cancel()
             await asyncio.gather(self._refill_task, return_exceptions=True)
             self._refill_task = None
-        while self._spares:
-            context, _ = self._spares.popleft()
-            await close_quietly(context)
+        for spare in self._spares.clear():
+            await close_quietly(spare.context)
         for context in list(self._owner):
             await self.close_context(context)
         for instance in self._instances():
@@ -190,7 +197,7 @@ class BrowserPool:
             kill_tree(instance.marker)
         self._draining.clear()
         self._current = None
-        self._spares.clear()
+        self._spares.clear()  # their browsers are killed above
         old, self._playwright = self._playwright, None
         if old is not None:
             await stop_driver(old, quiet=True)
@@ -217,7 +224,7 @@ class BrowserPool:
         for context in list(instance.in_use):
             self._owner.pop(context, None)
         instance.in_use.clear()
-        self._spares = deque((c, i) for c, i in self._spares if i is not instance)
+        self._spares.of(instance)  # its browser is gone, and their contexts with it
 
     # --- contexts --------------------------------------------------------------------------
     async def new_context(
@@ -232,17 +239,17 @@ class BrowserPool:
         self._acquisitions += 1
         await self._maybe_recycle()
         instance = await self._ensure_browser()
-        if identity_seed or region:
-            options = {**options, "_identity": (identity_seed, region)}
-        if not options:
-            while self._spares:
-                context, owner = self._spares.popleft()
-                if owner is instance and owner.browser.is_connected():
-                    self._hand_out(context, owner)
-                    self.spare_hits += 1
-                    self._schedule_refill()
-                    return context
-                await close_quietly(context)
+        options = normalized_options(identity_seed, region, options)
+        key = spare_key(options)
+        if key is not None and self._spares:
+            spare, dead = self._spares.take(key, instance)
+            for other in [*dead, *self._spares.unwanted(pending_keys(self._plan))]:
+                await close_quietly(other.context)
+            if spare is not None:
+                self._hand_out(spare.context, instance)
+                self.spare_hits += 1
+                self._schedule_refill()
+                return spare.context
         context = await self._create(instance, options)
         self._hand_out(context, instance)
         self._schedule_refill()
@@ -310,15 +317,20 @@ class BrowserPool:
             self._refill_task = asyncio.get_running_loop().create_task(self._refill())
 
     async def _refill(self) -> None:
-        """Top the spares up (in the background, while runs execute)."""
+        """Top the spares up (in the background, while runs execute), as the plan says."""
         try:
+            for stale in self._spares.unwanted(pending_keys(self._plan)):
+                await close_quietly(stale.context)
             while len(self._spares) < self._settings.context_prewarm:
                 instance = self._current
                 if instance is None or instance.retiring or not instance.browser.is_connected():
                     return
-                options = await self._spare_options() if self._spare_options else {}
+                asked = await self._plan.next_options()
+                if asked is None:
+                    return
+                options, key = asked_for(asked)
                 context = await self._create(instance, options)
-                await _open_page(context)  # the run's page, ready too (use context.pages[0])
+                await open_page(context)  # the run's page, ready too (use context.pages[0])
                 try:  # the guard's lookup, off the run's path (protect() does it otherwise)
                     await instance.guard_of().prepare(context, context.pages[0])
                 except Exception as exc:
@@ -326,7 +338,7 @@ class BrowserPool:
                 if instance is not self._current:
                     await close_quietly(context)
                     return
-                self._spares.append((context, instance))
+                self._spares.add(Spare(context, instance, key))
         except Exception as exc:
             log.debug("spare context not created", error=str(exc))
 
@@ -345,8 +357,7 @@ class BrowserPool:
             if instance is not self._current or instance.retiring:
                 return
             instance.retiring, instance.retire_reason = True, reason
-            spares = [c for c, owner in self._spares if owner is instance]
-            self._spares = deque((c, o) for c, o in self._spares if o is not instance)
+            spares = [spare.context for spare in self._spares.of(instance)]
             self._current = None
             self.recycles += 1
         log.info("recycling browser", pid=instance.pid, reason=reason, in_use=len(instance.in_use))
@@ -387,9 +398,3 @@ class BrowserPool:
     @property
     def draining(self) -> int:
         return len(self._draining)
-
-
-async def _open_page(context: BrowserContext) -> None:
-    from browserq import stealth
-
-    await stealth.new_page(context)  # waits for the identity's overrides; plain new_page otherwise

@@ -20,6 +20,7 @@ step records its predecessors left.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -41,7 +42,7 @@ from browserq.execute.finish import RunEnds
 from browserq.execute.identity import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
-from browserq.proxies import ProxyManager
+from browserq.proxies import ProxyManager, ProxySpares
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
@@ -61,6 +62,10 @@ from browserq.templates import LoadedTemplate, TemplateRegistry
 log = structlog.get_logger(__name__)
 
 BROWSER_START_TIMEOUT_S = 60.0
+#: Threads for the blocking calls runs make from the loop (``asyncio.to_thread``: journal writes,
+#: evidence, proxy health). asyncio's default, ``cpu_count + 4``, is 6 on 2 cores: with K runs
+#: of ``--pool threads`` on one loop, their store writes would queue behind each other.
+IO_THREADS = 32
 #: What one attempt of ``execute`` yields when the run must be resumed at once in this process.
 _RESUME = None
 
@@ -78,10 +83,8 @@ class Runtime:
         self.checkpoint_box = self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
         self.loop = EventLoopThread()
         self.proxies = ProxyManager.from_settings(self.settings)
-        pool_settings = self.settings
-        if self.proxies.enabled:  # every run picks its proxy: generic spares would go unused
-            pool_settings = self.settings.model_copy(update={"context_prewarm": 0})
-        self.pool = BrowserPool(pool_settings)
+        # With proxies, a spare is made for the proxy its run will use (chosen when it is made).
+        self.pool = BrowserPool(self.settings, spares=ProxySpares(self.proxies) if self.proxies.enabled else None)
         self.rate_limiter = RateLimiter.from_settings(self.settings)
         self.tenants = TenantLimiter.from_settings(self.settings)
         self.runner = TemplateRunner(
@@ -104,6 +107,7 @@ class Runtime:
         if self.settings.auto_migrate:
             self.store.upgrade()
         self.loop.start()
+        self.loop.loop.set_default_executor(ThreadPoolExecutor(IO_THREADS, thread_name_prefix="browserq-io"))
         try:
             self.loop.run(self.pool.start(), timeout=BROWSER_START_TIMEOUT_S)
         except BaseException:
@@ -311,4 +315,4 @@ class Runtime:
         )
 
 
-__all__ = ["BROWSER_START_TIMEOUT_S", "RetryLater", "Runtime"]
+__all__ = ["BROWSER_START_TIMEOUT_S", "IO_THREADS", "RetryLater", "Runtime"]

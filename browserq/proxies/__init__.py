@@ -24,7 +24,8 @@ from browserq.proxies.config import (
     redact_url,
 )
 from browserq.proxies.health import Availability, ProxyHealth, ProxyStats, make_redis
-from browserq.proxies.manager import ProxyManager
+from browserq.proxies.manager import ProxyManager, Reservation
+from browserq.proxies.spares import ProxySpares, proxy_context_options
 from browserq.proxies.rotation import ProxyRotator, normalize_domain
 
 __all__ = [
@@ -41,13 +42,16 @@ __all__ = [
     "ProxyHealth",
     "ProxyManager",
     "ProxyRotator",
+    "ProxySpares",
     "ProxyStats",
+    "Reservation",
     "classify_error",
     "classify_response",
     "load_proxies",
     "make_redis",
     "normalize_domain",
     "parse_proxy",
+    "proxy_context_options",
     "proxy_redis_url",
     "redact_proxy_setting",
     "redact_url",

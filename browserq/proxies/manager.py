@@ -10,13 +10,22 @@
 
 Everything is synchronous and short (one Redis round trip, 2 s socket timeout, 2 quick retries);
 an async caller may wrap calls in ``asyncio.to_thread`` if it must never block its loop.
+
+**Reservations** let a context be prepared before its run asks for it: :meth:`reserve` chooses
+(and counts) the proxy of a coming anonymous run now, and the next :meth:`choose` for an anonymous
+run with the same sticky mapping takes that reservation instead of choosing again, as long as the
+proxy is not excluded and not cooling down (a cooling one is dropped). Thread-safe: the runs of a
+``--pool threads`` worker choose on several threads.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -25,6 +34,16 @@ from browserq.proxies.classify import classify_error, classify_response
 from browserq.proxies.config import Proxy, ProxyConfig
 from browserq.proxies.health import DEFAULT_NAMESPACE, ProxyHealth, ProxyStats, make_redis
 from browserq.proxies.rotation import ProxyRotator
+
+
+#: Most reservations kept at once (the oldest is forgotten): a pool asks for one per spare.
+MAX_RESERVATIONS = 8
+
+
+@dataclass(frozen=True)
+class Reservation:
+    proxy: Proxy
+    sticky_key: str | None  # the mapping it was chosen for (None: any anonymous run)
 
 
 class ProxyManager:
@@ -51,6 +70,10 @@ class ProxyManager:
         self.rotator = ProxyRotator(
             config.proxies, self.health, config.strategy, sticky_ttl_s=config.sticky_ttl_s, rng=rng
         )
+        self._reserved: deque[Reservation] = deque(maxlen=MAX_RESERVATIONS)
+        self._reserved_lock = threading.Lock()
+        self._last_domain: str | None = None
+        self.reservations_taken = 0
 
     @classmethod
     def from_settings(cls, settings: Any, **kwargs: Any) -> ProxyManager:
@@ -67,7 +90,44 @@ class ProxyManager:
         identity: str | None = None,
         exclude: frozenset[str] | set[str] = frozenset(),
     ) -> Proxy | None:
+        """The run's proxy: a matching reservation for an anonymous run, else the strategy's choice."""
+        if identity is None and self.proxies:
+            self._last_domain = domain
+            reserved = self._take_reservation(domain, exclude)
+            if reserved is not None:
+                return reserved
         return self.rotator.choose(domain=domain, identity=identity, exclude=exclude)
+
+    def reserve(self) -> Proxy | None:
+        """Choose the proxy of the next anonymous run now (for the domain of the last one)."""
+        if not self.proxies:
+            return None
+        domain = self._last_domain
+        proxy = self.rotator.choose(domain=domain)
+        if proxy is not None:
+            with self._reserved_lock:
+                self._reserved.append(Reservation(proxy, self.rotator.sticky_key(domain=domain)))
+        return proxy
+
+    def reserved(self) -> list[Proxy]:
+        """The proxies reserved and not taken yet, oldest first."""
+        with self._reserved_lock:
+            return [r.proxy for r in self._reserved]
+
+    def _take_reservation(self, domain: str | None, exclude: frozenset[str] | set[str]) -> Proxy | None:
+        key = self.rotator.sticky_key(domain=domain)
+        with self._reserved_lock:
+            # Made for another domain's mapping (the workload moved on): a guess that missed.
+            for stale in [r for r in self._reserved if r.sticky_key != key]:
+                self._reserved.remove(stale)
+            found = next((r for r in self._reserved if r.proxy.id not in exclude), None)
+            if found is None:
+                return None
+            self._reserved.remove(found)
+        if self.health.is_cooling(found.proxy):
+            return None  # it failed since: the strategy chooses again (its spare is closed)
+        self.reservations_taken += 1
+        return found.proxy
 
     @staticmethod
     def context_options(proxy: Proxy | None) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 * ``worker_init`` (the parent, once): upgrade the schema, so children don't race to do it.
 * ``worker_process_init`` / ``worker_process_shutdown`` (each child): start and stop its
   Chromium and sweeper thread (:mod:`browserq.tasks.worker`).
+* ``worker_ready`` / ``worker_shutdown`` (``--pool threads``: the worker process runs the tasks):
+  the same for the worker process itself.
 * ``task_received`` / ``task_prerun``: a ``run_template`` message sent without browserq's
   producer carries params in clear; what Flower, events and the result backend see of it has its
   secret params masked (every param when the template cannot be resolved).
@@ -22,6 +24,8 @@ from celery.signals import (
     worker_init,
     worker_process_init,
     worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
 )
 
 from browserq.logs import configure_logging, scrub_handlers
@@ -31,7 +35,7 @@ from browserq.store import Store
 from browserq.tasks.app import TASK_NAME
 from browserq.tasks.states import run_id_for
 from browserq.tasks.sweep import sweep_stuck_runs
-from browserq.tasks.worker import start_process, stop_process
+from browserq.tasks.worker import start_in_worker, start_process, stop_in_worker, stop_process
 from browserq.templates import TemplateRegistry, secret_names
 
 
@@ -52,6 +56,16 @@ def _start_browser(**_: Any) -> None:
 @worker_process_shutdown.connect
 def _stop_browser(**_: Any) -> None:
     stop_process()
+
+
+@worker_ready.connect
+def _start_threads_runtime(sender: Any = None, **_: Any) -> None:
+    start_in_worker(getattr(sender, "pool", None), sweep_stuck_runs)
+
+
+@worker_shutdown.connect
+def _stop_threads_runtime(**_: Any) -> None:
+    stop_in_worker()
 
 
 # --- params sent without the producer (send_task): never shown or stored in clear -------------

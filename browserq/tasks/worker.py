@@ -3,13 +3,20 @@
 Each prefork child owns one :class:`~browserq.execute.Runtime` (one Chromium) and one
 :class:`~browserq.execute.FleetSweeper` thread; a child that cannot get a working browser
 leaves (:func:`exit_without_browser`) so the pool starts a fresh one.
+
+With ``--pool threads`` there is no fork and Celery sends no process signals: the worker process
+itself owns the one runtime, started when the worker is ready (:func:`start_in_worker`) and
+stopped at its shutdown (:func:`stop_in_worker`); its K task threads share that runtime's browser,
+each run in a context of its own. Tasks that arrive before the worker is ready start it lazily,
+under a lock, so K threads never launch K browsers.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import structlog
 
@@ -28,14 +35,20 @@ NO_BROWSER_PAUSE_S = 2.0
 
 _runtime: Runtime | None = None
 _sweeper: FleetSweeper | None = None
+#: Held while the runtime starts or stops: the task threads of ``--pool threads`` share it.
+_runtime_lock = threading.RLock()
 
 
 def worker_runtime() -> Runtime:
-    """This process's runtime; started lazily for pools that send no process signals (solo)."""
+    """This process's runtime; started lazily (solo, or a threads-pool task before "ready")."""
     global _runtime
-    if _runtime is None:
-        _runtime = Runtime(get_settings()).start()
-    return _runtime
+    runtime = _runtime
+    if runtime is not None:
+        return runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = Runtime(get_settings()).start()
+        return _runtime
 
 
 def start_process(sweep: Callable[[Store, Settings], int]) -> None:
@@ -43,11 +56,18 @@ def start_process(sweep: Callable[[Store, Settings], int]) -> None:
     global _runtime, _sweeper
     settings = get_settings()
     configure_logging(settings)
-    try:
-        _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
-    except ConfigError as exc:  # the first task tries again, and makes way if it still fails
-        log.error("browser did not start in this worker process", error=str(exc)[:300])
-        _runtime = None
+    with _runtime_lock:
+        if _runtime is None:
+            try:
+                _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
+            except ConfigError as exc:  # the first task tries again, and makes way if it still fails
+                log.error("browser did not start in this worker process", error=str(exc)[:300])
+                _runtime = None
+        _start_sweeper(settings, sweep)
+
+
+def _start_sweeper(settings: Settings, sweep: Callable[[Store, Settings], int]) -> None:
+    global _sweeper
     if _runtime is not None and settings.sweep_in_workers and _sweeper is None:
         # Nothing-lost must not depend on beat: every worker process competes for the fleet's
         # sweep lock, and its holder sweeps (see browserq.execute.sweeper).
@@ -57,31 +77,56 @@ def start_process(sweep: Callable[[Store, Settings], int]) -> None:
 def stop_process() -> None:
     """At the child's shutdown: stop the sweeper, close the browser (no Chromium left behind)."""
     global _runtime, _sweeper
-    if _sweeper is not None:
-        _sweeper.stop()
-        _sweeper = None
-    if _runtime is not None:
-        _runtime.stop()
-        _runtime = None
+    with _runtime_lock:
+        if _sweeper is not None:
+            _sweeper.stop()
+            _sweeper = None
+        if _runtime is not None:
+            _runtime.stop()
+            _runtime = None
+
+
+def runs_in_this_process(pool: Any) -> bool:
+    """Whether Celery's ``pool`` executes tasks in the worker process itself (threads), so that
+    no ``worker_process_init`` will come. Prefork forks children (never a browser in the parent);
+    solo sends the process signals itself."""
+    from celery.concurrency.thread import TaskPool as ThreadsPool
+
+    return isinstance(pool, ThreadsPool)
+
+
+def start_in_worker(pool: Any, sweep: Callable[[Store, Settings], int]) -> None:
+    """``worker_ready`` with ``--pool threads``: this process's runtime and sweeper, before runs."""
+    if runs_in_this_process(pool):
+        start_process(sweep)
+
+
+def stop_in_worker() -> None:
+    """``worker_shutdown``: with ``--pool threads`` the worker process owns the runtime; close it.
+    (A prefork parent has none: a no-op there.)"""
+    stop_process()
 
 
 def exit_without_browser(exc: BaseException) -> NoReturn:
     """No working browser in this process: leave, so the prefork pool starts a fresh child.
 
     The message is requeued (a lost worker, ``task_reject_on_worker_lost``) and the run, handed
-    back or never started, is executed by another process: no run is failed for it.
+    back or never started, is executed by another process: no run is failed for it. With
+    ``--pool threads`` the SystemExit only ends this task (Celery reports it as a lost worker, so
+    the message is requeued too) and the process stays: the next task starts a fresh runtime.
     """
     global _runtime
     log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
-    if _runtime is not None:
-        try:
-            _runtime.stop()
-        except Exception as stop_error:
-            log.warning("runtime stop failed", error=str(stop_error)[:200])
-        _runtime = None
+    with _runtime_lock:
+        if _runtime is not None:
+            try:
+                _runtime.stop()
+            except Exception as stop_error:
+                log.warning("runtime stop failed", error=str(stop_error)[:200])
+            _runtime = None
     time.sleep(NO_BROWSER_PAUSE_S)  # a host that cannot start Chromium must not spin
     raise SystemExit(EXIT_NO_BROWSER) from exc
 
 
-__all__ = ["EXIT_NO_BROWSER", "NO_BROWSER_PAUSE_S", "exit_without_browser", "start_process", "stop_process",
-           "worker_runtime"]
+__all__ = ["EXIT_NO_BROWSER", "NO_BROWSER_PAUSE_S", "exit_without_browser", "runs_in_this_process",
+           "start_in_worker", "start_process", "stop_in_worker", "stop_process", "worker_runtime"]
