@@ -123,7 +123,7 @@ def step_printer(verbose: bool = True) -> Callable[[Any], None]:
         )
         if event.error_code:
             line.append(f"  {event.error_code}: {event.error_message}", style="red")
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=plain())
 
     return show
 
@@ -132,16 +132,21 @@ def print_outcome(outcome: Any, store: Any) -> None:
     """A finished run: status, duration, error, warnings, then its outputs."""
     run = store.get_run(outcome.run_id)
     style = STATUS_STYLE.get(outcome.status, "")
+    piped = plain()  # lines are not folded at 80 columns, outputs are whole JSON (like `show`)
     console.print()
     console.print(Text.assemble(("Run ", "bold"), (outcome.run_id, "cyan"), " ", (outcome.status.upper(), f"bold {style}")))
     if run is not None and run.started_at and run.finished_at:
         console.print(f"  took {(run.finished_at - run.started_at).total_seconds():.2f} s", style="dim")
     if outcome.error_code:
-        console.print(f"  {outcome.error_code} at step {outcome.error_step_path}: {outcome.error_message}", style="red")
+        console.print(f"  {outcome.error_code} at step {outcome.error_step_path}: {outcome.error_message}",
+                      style="red", soft_wrap=piped)
     for warning in outcome.warnings:
-        console.print(f"  warning: {warning_text(warning)}", style="yellow", highlight=False)
+        console.print(f"  warning: {warning_text(warning)}", style="yellow", highlight=False, soft_wrap=piped)
     for name, value in (outcome.outputs or {}).items():
-        console.print(output_table(name, value))
+        if piped:
+            tsv(name, json.dumps(value, ensure_ascii=False, default=str))
+        else:
+            console.print(output_table(name, value))
 
 
 def output_table(name: str, value: Any, limit: int = 10) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import urllib.request
 from pathlib import Path
@@ -97,6 +98,17 @@ class Flower:
     def tasks(self, state: str) -> dict[str, Any]:
         return _get_json(f"{self.url}/api/tasks?state={state}")
 
+    def task_events(self, task: str) -> dict[str, float]:
+        """``{event type: count}`` of one task name, summed over workers, from Flower's ``/metrics``."""
+        with urllib.request.urlopen(f"{self.url}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        counts: dict[str, float] = {}
+        for labels, value in re.findall(r"^flower_events_total\{(.*)\} (\S+)$", text, re.M):
+            found = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+            if found.get("task") == task:
+                counts[found["type"]] = counts.get(found["type"], 0.0) + float(value)
+        return counts
+
     def terminate(self, task_id: str) -> None:
         """What Flower's Terminate button does: ``revoke(task_id, terminate=True)`` (SIGTERM)."""
         request = urllib.request.Request(f"{self.url}/api/task/revoke/{task_id}?terminate=true", method="POST", data=b"")
@@ -170,6 +182,9 @@ def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: 
 
     wait_for(flower_agrees, 60, "Flower to list the failed and needs_review runs as FAILURE")
     assert "RunFailed" in flower.tasks("FAILURE")[bad.id]["exception"]
+    # Flower's metrics count what the runs did: one success (ok), two failures (bad, needs_review).
+    metrics = flower.task_events("browserq.run_template")
+    assert metrics.get("task-succeeded") == 1.0 and metrics.get("task-failed", 0.0) >= 2.0, metrics
     log = cluster.log("w1")
     bad_lines = [line for line in log.splitlines() if bad.id in line]
     assert any("raised expected" in line and "RunFailed" in line for line in bad_lines), bad_lines

@@ -19,6 +19,12 @@ def test_piped_runs_and_show_are_plain_and_complete(tmp_path: Path, site) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warning: step 1: REPEAT_MAX_REACHED" in done.stdout  # 2 of 5 pages: said so
     run_id = done.stdout.split("browserq show ")[-1].split()[0]
+    # `run` itself, piped: lines never folded, each output one `name<TAB>JSON` line (no squeezed table)
+    ran = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+    quotes = json.loads(ran["quotes"])
+    assert len(quotes) == 20 and quotes[0]["author"] == "Albert Einstein"
+    assert any(line.startswith("  HTTP_5XX at step ") and line.endswith(f"{site.url}/status/500 answered HTTP 500")
+               for line in failed.stdout.splitlines()), failed.stdout
 
     listed = browserq(tmp_path, "runs", COLUMNS="")  # no COLUMNS: Rich would assume 80
     rows = [line.split("\t") for line in listed.stdout.splitlines()]

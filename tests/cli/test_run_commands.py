@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from tests.conftest import REPO
 def test_run_show_and_runs(tmp_path: Path, site) -> None:
     done = browserq(tmp_path, "run", "quotes", "-p", f"start_url={site.url}/quotes/", "-p", "max_pages=2")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "COMPLETED" in done.stdout and "quotes (20 records)" in done.stdout
+    assert "COMPLETED" in done.stdout
+    outputs = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+    assert len(json.loads(outputs["quotes"])) == 20  # piped: each output one line of JSON, whole
     assert "✓" in done.stdout  # a line per finished step
     run_id = done.stdout.split("browserq show ")[-1].split()[0]
     shown = browserq(tmp_path, "show", run_id)
