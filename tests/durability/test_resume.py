@@ -82,6 +82,7 @@ def crashing_worker(pg_runtime: Runtime) -> Iterator[Callable[[str, Callable[[],
         "BROWSERQ_ARTIFACTS_DIR": str(settings.artifacts_dir),
         "BROWSERQ_SECRET_KEY": settings.secret_key or "",
         "BROWSERQ_LEASE_TTL_S": "30",
+        "BROWSERQ_CHECKPOINT_INTERVAL_MS": "0",  # the crash points are after automatic checkpoints
     })
 
     def run_and_kill(run_id: str, when: Callable[[], bool]) -> None:
