@@ -7,7 +7,9 @@ heavy way: it injects Playwright's storage script into every page, serialises ev
 database, and opens a page for each origin the context visited that no page shows now. Most
 checkpoints need much less, so :class:`StorageReader` reads:
 
-* cookies through ``context.cookies()`` (the browser's cookie jar, no page involved);
+* cookies through ``context.cookies()`` (the browser's cookie jar, no page involved), after the
+  evaluate below and checked against the page's ``document.cookie`` it returned (a cookie a
+  script just wrote reaches the jar a moment later);
 * the current page's origin with one small evaluate that returns its localStorage items and the
   number of its IndexedDB databases — only when it has some does the full ``storage_state`` run
   (its IndexedDB serialiser is Playwright's; browserq does not write its own);
@@ -29,10 +31,15 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import BrowserContext, Frame, Page
 
-#: One round trip: the origin, its localStorage items, and how many IndexedDB databases it has
+#: How often the cookie jar is read while it lags behind ``document.cookie``, and the wait between.
+COOKIE_READS = 5
+COOKIE_SETTLE_S = 0.02
+
+#: One round trip: the origin, its cookies as the page sees them, its localStorage items, and how many IndexedDB databases it has
 #: (-1 when that cannot be told; then the full storage_state decides).
 _READ_ORIGIN = """async () => {
-  const out = {origin: location.origin, local: [], idb: 0};
+  const out = {origin: location.origin, local: [], idb: 0, cookie: ""};
+  try { out.cookie = document.cookie; } catch (e) {}
   try {
     for (let i = 0; i < localStorage.length; i++) {
       const name = localStorage.key(i);
@@ -88,29 +95,40 @@ class StorageReader:
         """The context's storage in ``storage_state`` form (cookies, origins with their storage)."""
         current = origin_of(page.url)
         seen = set(self.visited)
-        others = seen - {current}
+        if seen - {current} or len(self.context.pages) != 1:  # storage this page cannot read
+            return await self._full(seen)
         found: dict[str, Any] | None = None
-        if current is not None and not others and len(self.context.pages) == 1:
+        if current is None:  # about:blank, data: — no origin storage to read
+            cookies = await self.context.cookies()
+        else:
             found = await page.evaluate(_READ_ORIGIN)
-        if others or len(self.context.pages) != 1 or (found is not None and found["idb"] != 0) or (
-            found is not None and (found["local"] is None or found["origin"] != current)
-        ):
-            storage = await self._full()
-            self.visited -= seen
-            return storage
+            if found["idb"] != 0 or found["local"] is None or found["origin"] != current:
+                return await self._full(seen)
+            cookies = await self._cookies_seen_by(found["cookie"])
         self.cheap_reads += 1
         origins = [o for o in self.previous if o.get("origin") != current]
         if found is not None and found["local"]:
             origins.append({"origin": current, "localStorage": found["local"], "indexedDB": []})
-        cookies = await self.context.cookies()
         self.previous, self.visited = origins, self.visited - seen
         return {"cookies": cookies, "origins": origins}
 
-    async def _full(self) -> dict[str, Any]:
+    async def _cookies_seen_by(self, document_cookie: str) -> list[Any]:
+        """The cookie jar, once it holds what the page's ``document.cookie`` showed: a cookie a
+        script just wrote reaches the browser's jar a moment after the page sees it."""
+        shown = {tuple(part.strip().split("=", 1)) for part in document_cookie.split(";") if "=" in part}
+        cookies: list[Any] = []
+        for _ in range(COOKIE_READS):
+            cookies = await self.context.cookies()
+            if shown <= {(c["name"], c["value"]) for c in cookies}:
+                break
+            await asyncio.sleep(COOKIE_SETTLE_S)
+        return cookies
+
+    async def _full(self, seen: set[str]) -> dict[str, Any]:
         """Playwright's own reading of everything (what every checkpoint did before)."""
         self.full_reads += 1
         storage = await self.context.storage_state(indexed_db=True)
-        self.previous = list(storage.get("origins") or [])
+        self.previous, self.visited = list(storage.get("origins") or []), self.visited - seen
         return storage
 
     async def read_within(self, page: Page, timeout_s: float) -> dict[str, Any]:
