@@ -132,3 +132,34 @@ def test_an_automatic_checkpoint_waits_for_the_interval(sqlite_runtime: Runtime)
         assert runner._checkpoint_due("auto", State)
     finally:
         settings.checkpoint_interval_ms = original
+
+
+def test_an_identity_storage_is_written_at_a_checkpoint_only_when_it_changed(
+    sqlite_runtime: Runtime, demo, interval, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three checkpoints on pages that set nothing: the identity's storage is stored once then
+    (plus once at the run's end, as before), not at every checkpoint."""
+    interval(0)
+    runner = sqlite_runtime.runner
+    stored: list[dict[str, Any]] = []
+    keep = runner._store_identity_storage
+
+    async def counted(state: Any, storage: dict[str, Any]) -> None:
+        stored.append(storage)
+        await keep(state, storage)
+
+    monkeypatch.setattr(runner, "_store_identity_storage", counted)
+    body = """
+    params:
+      base_url: {type: url, required: true}
+    settings: {trace: off}
+    steps:
+      - {action: navigate, url: "${base_url}/quotes/"}
+      - {action: click, selector: "li.next a"}
+      - {action: click, selector: "li.next a"}
+    """
+    outcome = sqlite_runtime.run_loaded(template(body), {"base_url": demo.url}, identity=f"ck-{id(stored)}")
+    assert outcome.status == "completed", outcome
+    run = sqlite_runtime.store.get_run(outcome.run_id)
+    assert run is not None and run.checkpoint is not None and run.checkpoint["seq"] == 3
+    assert len(stored) == 2  # the first checkpoint's, and the run end's
