@@ -16,7 +16,7 @@ checkpoints need much less, so :class:`StorageReader` reads:
 * every other origin as the previous capture (or the storage the context was made with) had it:
   no page of theirs loaded since, so nothing of theirs could change. When one did (a popup, an
   iframe, an earlier page of another origin since the last capture), the full ``storage_state``
-  runs instead.
+  runs instead; so does a page with a frame of another origin now (it may write at any time).
 
 sessionStorage is not kept, as before (``storage_state`` has no place for it).
 """
@@ -95,7 +95,8 @@ class StorageReader:
         """The context's storage in ``storage_state`` form (cookies, origins with their storage)."""
         current = origin_of(page.url)
         seen = set(self.visited)
-        if seen - {current} or len(self.context.pages) != 1:  # storage this page cannot read
+        framed = {origin_of(frame.url) for frame in page.frames} - {None}  # known here, no round trip
+        if (seen | framed) - {current} or len(self.context.pages) != 1:  # storage this page cannot read
             return await self._full(seen)
         found: dict[str, Any] | None = None
         if current is None:  # about:blank, data: — no origin storage to read

@@ -124,6 +124,15 @@ def test_indexeddb_and_other_origins_take_the_full_read_and_are_restored(demo) -
         assert (await _read_back(restored, other))["other"] == "there"
         assert (await _read_back(restored, url))["dbs"] == []
         await restored.close()
+
+        # A frame of another origin on the page may write its storage at any time: the full way,
+        # also at the next read when nothing navigated in between.
+        await page.evaluate("src => new Promise(r => { const f = document.createElement('iframe');"
+                            " f.onload = r; f.src = src; document.body.append(f); })", other)
+        await reader.read(page)
+        framed = await reader.read(page)
+        assert (reader.cheap_reads, reader.full_reads) == (1, 4)
+        assert _origins(framed) == _origins(await context.storage_state(indexed_db=True))
         await context.close()
 
     _with_browser(scenario)
