@@ -211,7 +211,9 @@ class StoreMeter:
                 self._local.depth = depth
                 if depth == 0:
                     self._add(
-                        **{"calls": 1, f"call:{name}": 1, "store_s": time.perf_counter() - started}
+                        **{"calls": 1, f"call:{name}": 1, "store_s": time.perf_counter() - started,
+                           # a step end stored with the run's checkpoint (journal → write_steps)
+                           "checkpoints": int(kwargs.get("checkpoint") is not None)}
                     )
 
         return timed
@@ -232,6 +234,35 @@ class StoreMeter:
             return Counter(self.totals)
 
 
+class DriverMeter:
+    """Messages browserq's Playwright client sends its driver, by method (each one a round
+    trip), counted at the pipe. Only those sent from threads other than the main one: (a) runs
+    on the main thread's loop, browserq on its own loop thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.totals: Counter[str] = Counter()
+        self._main = threading.main_thread()
+
+    def install(self) -> None:
+        from playwright._impl.transport import PipeTransport
+
+        send = PipeTransport.send
+        meter = self
+
+        def counted(transport: Any, message: dict[str, Any]) -> None:
+            if threading.current_thread() is not meter._main:
+                with meter._lock:
+                    meter.totals.update({"driver": 1, f"driver:{message.get('method')}": 1})
+            send(transport, message)
+
+        PipeTransport.send = counted  # type: ignore[method-assign]
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.totals)
+
+
 class ViaBrowserq:
     """One Runtime (its own Chromium and store); ``trace_off`` runs the same templates with
     ``trace: off`` (loaded from the edited YAML text) to price the on_failure tracing."""
@@ -241,6 +272,7 @@ class ViaBrowserq:
         self.runtime = Runtime(settings)
         self.site_url = site_url
         self.meter = StoreMeter()
+        self.driver = DriverMeter()
         self.last_run_ids: dict[str, str] = {}
         self.store_use: dict[bool, list[Counter[str]]] = {False: [], True: []}
         self.contexts: list[int] = []
@@ -249,6 +281,7 @@ class ViaBrowserq:
     def start(self) -> None:
         self.runtime.start()
         self.meter.install(self.runtime.store)
+        self.driver.install()
 
     def stop(self) -> None:
         self.runtime.stop()
@@ -276,7 +309,7 @@ class ViaBrowserq:
         return self._untraced[name]
 
     def iterate(self, trace_off: bool = False) -> tuple[list[dict[str, Any]], str]:
-        before = self.meter.snapshot()
+        before = self.meter.snapshot() + self.driver.snapshot()
         contexts0 = self.runtime.pool.contexts_created
         outcomes = {}
         for name, params in self._params().items():
@@ -285,7 +318,7 @@ class ViaBrowserq:
             else:
                 outcomes[name] = self.runtime.run_local(name, params)
         self._wait_for_spares()
-        used = self.meter.snapshot()
+        used = self.meter.snapshot() + self.driver.snapshot()
         used.subtract(before)
         for run in outcomes.values():
             if run.status != "completed":
@@ -377,7 +410,11 @@ def store_summary(per_iteration: list[Counter[str]]) -> dict[str, Any]:
         return round(statistics.median(c[key] for c in per_iteration) * scale, 1)
 
     methods = sorted({k for c in per_iteration for k in c if k.startswith("call:")})
+    driver_methods = sorted({k for c in per_iteration for k in c if k.startswith("driver:")})
     return {
+        "checkpoints": med("checkpoints"),
+        "driver_messages": med("driver"),
+        "driver_messages_by_method": {k[7:]: med(k) for k in driver_methods},
         "calls": med("calls"),
         "calls_by_method": {k[5:]: med(k) for k in methods},
         "ms_in_store_calls": med("store_s", 1000),
@@ -575,6 +612,13 @@ def print_table(result: dict[str, Any]) -> None:
         f"{st['ms_in_store_calls']:.1f} ms ({st['ms_executing_sql']:.1f} ms)",
     )
     detail.add_row("Store calls / commits", f"{st['calls']:g} / {st['commits']:g}")
+    detail.add_row("checkpoints written", f"{st['checkpoints']:g}")
+    by = st["driver_messages_by_method"]
+    detail.add_row(
+        "driver messages (storageState / cookies / evaluateExpression)",
+        f"{st['driver_messages']:g} ({by.get('storageState', 0):g} / {by.get('cookies', 0):g} / "
+        f"{by.get('evaluateExpression', 0):g})",
+    )
     detail.add_row(
         "SQL statements (INSERT/UPDATE/DELETE)", f"{st['sql_statements']:g} ({st['sql_writes']:g})"
     )

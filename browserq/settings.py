@@ -140,6 +140,12 @@ class Settings(BaseSettings):
         "together at most this often (and at every checkpoint, side effect and run end); a SIGKILL loses at "
         "most this much recorded progress, redone on resume. 0 = every record at once (suggested: 1000).",
     )
+    checkpoint_interval_ms: int = Field(
+        5000, ge=0, le=3_600_000,
+        description="At most one automatic checkpoint (checkpoints: auto, a step that landed on a new page) per "
+        "this interval; side effects and checkpoint: true are always checkpointed. A crash redoes at most this "
+        "much read-only work on resume. 0 = after every step that lands on a new page.",
+    )
     max_worker_losses: int = Field(
         3, ge=0, description="Takeovers after dead workers before a run fails as poison."
     )

@@ -59,6 +59,9 @@ def make_settings(tmp: Path, **overrides: object) -> Settings:
         "artifacts_dir": tmp / "artifacts",
         "secret_key": TEST_SECRET_KEY,
         "step_retry_delay_s": 0.05,
+        # The suite's resume tests expect a checkpoint after every new page (the behaviour they
+        # were written for); tests/runner/test_checkpoint_interval.py covers the interval itself.
+        "checkpoint_interval_ms": 0,
     }
     values.update(overrides)
     return load_settings(**values)

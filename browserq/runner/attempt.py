@@ -227,12 +227,9 @@ class AttemptMixin(RunnerBase):
         for warning in tried.warnings:
             self._warn(state, path, warning["code"], warning["message"])
         tsettings = state.request.loaded.template.settings
-        if (
-            "~" not in path
-            and not tried.skipped
-            and self._wants_checkpoint(step, tried.url_before, tried.page.url, tsettings)
-        ):
-            checkpoint = await self._checkpoint(path, state)
+        reason = self._checkpoint_reason(step, tried.url_before, tried.page.url, tsettings)
+        if "~" not in path and not tried.skipped and self._checkpoint_due(reason, state):
+            checkpoint = await self._checkpoint(path, state, auto=reason == "auto")
         await self._record_end(
             state, tried.record, step, tried.number, tried.started, path, status, None,
             tried.output, checkpoint, tried.warnings,

@@ -5,6 +5,12 @@ of pass 3 of the repeat at step 1. A checkpoint records the path of the last ste
 page URL, the browser storage (cookies, localStorage, IndexedDB), the outputs so far and the state
 of every enclosing repeat. A resumed run restores the storage in a fresh context, opens the URL,
 and skips every step up to and including that path.
+
+When one is taken (:meth:`browserq.runner.recovery.RecoveryMixin._checkpoint_due`): after every
+side effect and ``checkpoint: true`` step, and after a step that landed on a new page at most once
+per ``BROWSERQ_CHECKPOINT_INTERVAL_MS``. Steps after the last checkpoint are redone on resume;
+none of them is a side effect (each has its own checkpoint), so fewer automatic checkpoints only
+mean more read-only work redone. How its storage is read: :mod:`browserq.runner.storage`.
 """
 
 from __future__ import annotations

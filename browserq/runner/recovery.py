@@ -9,7 +9,6 @@ login steps once, then the step again.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -23,6 +22,7 @@ from browserq.guards import check_url
 from browserq.runner.base import RunnerBase, domain_failure
 from browserq.runner.checkpoint import Checkpoint
 from browserq.runner.state import RunState
+from browserq.runner.storage import digest
 from browserq.templates import ActionStep, render
 
 log = structlog.get_logger(__name__)
@@ -99,29 +99,56 @@ class RecoveryMixin(RunnerBase):
         return True
 
     @staticmethod
-    def _wants_checkpoint(step: ActionStep, url_before: str, url_after: str, tsettings: Any) -> bool:
-        """Explicit checkpoints, every side effect, and (``checkpoints: auto``) every step that
-        landed on a new page."""
+    def _checkpoint_reason(step: ActionStep, url_before: str, url_after: str, tsettings: Any) -> str | None:
+        """``"asked"``: an explicit ``checkpoint: true`` or a side effect (always taken);
+        ``"auto"``: (``checkpoints: auto``) a step that landed on a new page; else None."""
         if step.checkpoint or step.side_effect:
-            return True
-        return tsettings.checkpoints == "auto" and url_after != url_before and url_after.startswith("http")
+            return "asked"
+        if tsettings.checkpoints == "auto" and url_after != url_before and url_after.startswith("http"):
+            return "auto"
+        return None
 
-    async def _checkpoint(self, path: str, state: RunState) -> dict[str, Any]:
-        """What a resumed run needs to continue after ``path`` (stored with the step's result)."""
-        assert state.browser.context is not None and state.browser.page is not None
+    def _checkpoint_due(self, reason: str | None, state: RunState) -> bool:
+        """At most one automatic checkpoint per BROWSERQ_CHECKPOINT_INTERVAL_MS since the run's
+        start or its last checkpoint of any kind: a crash redoes at most that much read-only
+        work (steps after a checkpoint are redone anyway; no side effect lies among them, each
+        is followed by a checkpoint of its own). Asked-for checkpoints are always due."""
+        if reason is None:
+            return False
+        if reason == "asked" or self.settings.checkpoint_interval_ms == 0:
+            return True
+        waited_ms = (time.monotonic() - state.last_checkpoint_at) * 1000
+        return waited_ms >= self.settings.checkpoint_interval_ms
+
+    async def _checkpoint(self, path: str, state: RunState, *, auto: bool = False) -> dict[str, Any] | None:
+        """What a resumed run needs to continue after ``path`` (stored with the step's result).
+
+        ``auto``: None when nothing a resume needs changed since the last checkpoint (same page,
+        storage, outputs and warnings): resuming from that one redoes only read-only steps that
+        found nothing new, so the write is skipped. An asked-for checkpoint is always written —
+        its path is what marks a side effect as done."""
+        browser = state.browser
+        assert browser.context is not None and browser.page is not None and browser.storage is not None
         timeout_s = state.request.loaded.template.settings.step_timeout_s
-        try:  # reading IndexedDB runs in the page: a busy page would hold the run here
-            storage = await asyncio.wait_for(state.browser.context.storage_state(indexed_db=True), timeout_s)
+        try:  # reading storage runs in the page: a busy page would hold the run here
+            storage = await browser.storage.read_within(browser.page, timeout_s)
         except TimeoutError:
             await self._unblock(state)
-            storage = await asyncio.wait_for(state.browser.context.storage_state(indexed_db=True), timeout_s)
-        if state.request.identity is not None:
-            await self._store_identity_storage(state, storage)
+            storage = await browser.storage.read_within(browser.page, timeout_s)
+        outputs = json.loads(json.dumps(state.outputs, default=str))
+        storage_digest = digest(storage)
+        fingerprint = digest([browser.page.url, storage_digest, outputs, state.warnings])
+        if auto and fingerprint == state.checkpoint_digest:
+            return None
+        if state.request.identity is not None and storage_digest != state.identity_storage_digest:
+            await self._store_identity_storage(state, storage)  # only when it changed
+            state.identity_storage_digest = storage_digest
         state.checkpoint_seq += 1
+        state.checkpoint_digest, state.last_checkpoint_at = fingerprint, time.monotonic()
         checkpoint = Checkpoint(
             path=path,
-            url=state.browser.page.url,
-            outputs=json.loads(json.dumps(state.outputs, default=str)),
+            url=browser.page.url,
+            outputs=outputs,
             loops=[dict(loop) for loop in state.loops],
             storage=storage,
             seq=state.checkpoint_seq,

@@ -38,6 +38,7 @@ from browserq.runner.recovery import RecoveryMixin
 from browserq.runner.session import SessionMixin
 from browserq.runner.state import RunOutcome, RunRequest, RunState, StepListener
 from browserq.runner.steps import StepsMixin
+from browserq.runner.storage import StorageReader, digest
 from browserq.runner.trace import open_trace
 from browserq.runner.watchdog import PageWatchdog
 from browserq.secrets import SecretBox
@@ -120,6 +121,8 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             state.warnings = list(request.resume.warnings)
             state.cursor = ResumeCursor(request.resume)
             state.checkpoint_seq = request.resume.seq
+        if request.identity_storage:
+            state.identity_storage_digest = digest(request.identity_storage)
         state.budget = OutputBudget.of(state.outputs, self.settings.max_run_output_bytes)
         return state
 
@@ -169,6 +172,8 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             network_entries=self.settings.snapshot_network_entries,
         )
         context.set_default_timeout(tsettings.step_timeout_s * 1000)
+        request = state.request
+        browser.storage = StorageReader(context, request.resume.storage if request.resume else request.identity_storage)
         await self._install_limits(context, state)
         browser.trace = await open_trace(
             context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1

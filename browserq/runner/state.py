@@ -9,6 +9,7 @@ keeps (outputs, warnings, loops).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from browserq.proxies import Proxy
 from browserq.redact import Redactor
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
+from browserq.runner.storage import StorageReader
 from browserq.runner.trace import TraceRecorder
 from browserq.runner.watchdog import PageWatchdog
 from browserq.templates import LoadedTemplate
@@ -112,6 +114,7 @@ class BrowserParts:
     blocked: BlockStats | None = None  # resources blocked by block_resources
     proxy: Proxy | None = None
     activity: PageActivity | None = None  # the last console lines and responses, for a snapshot
+    storage: StorageReader | None = None  # reads the context's storage for checkpoints
 
 
 @dataclass
@@ -147,6 +150,9 @@ class RunState:
     budget: OutputBudget | None = None  # the run's outputs within BROWSERQ_MAX_RUN_OUTPUT_BYTES
     cursor: ResumeCursor | None = None
     checkpoint_seq: int = 0
+    last_checkpoint_at: float = field(default_factory=time.monotonic)  # the automatic ones' interval
+    checkpoint_digest: str | None = None  # what the last checkpoint held (page, storage, outputs)
+    identity_storage_digest: str | None = None  # the identity's storage as last stored
     relogged: set[str] = field(default_factory=set)  # steps retried after a new login
     last_navigation: str | None = None  # the URL the last navigate step asked for
 

@@ -74,7 +74,8 @@ def submit(runtime: Runtime, body: str, params: dict) -> str:
 
 @pytest.fixture
 def crashing_worker(pg_runtime: Runtime) -> Iterator[Callable[[str, Callable[[], bool]], None]]:
-    """Start a worker process on a run and SIGKILL it as soon as ``when()`` is true."""
+    """Start a worker process on a run and SIGKILL it as soon as ``when()`` is true (with a
+    checkpoint after every new page unless ``interval_ms`` says otherwise)."""
     procs: list[subprocess.Popen] = []
     settings = pg_runtime.settings
     env = browserq_env({
@@ -84,10 +85,10 @@ def crashing_worker(pg_runtime: Runtime) -> Iterator[Callable[[str, Callable[[],
         "BROWSERQ_LEASE_TTL_S": "30",
     })
 
-    def run_and_kill(run_id: str, when: Callable[[], bool]) -> None:
+    def run_and_kill(run_id: str, when: Callable[[], bool], interval_ms: str = "0") -> None:
         proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("crashy_worker.py")), run_id],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            env={**env, "BROWSERQ_CHECKPOINT_INTERVAL_MS": interval_ms}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )
         procs.append(proc)
 
@@ -154,6 +155,27 @@ def test_unknown_side_effect_with_postcondition_is_recovered_not_repeated(
     send = [s for s in pg_runtime.store.steps(run_id) if s.step_path == "6"]
     assert [s.status for s in send] == ["unknown", "succeeded"]
     assert send[1].output["recovered"] is True
+
+
+def test_with_a_long_checkpoint_interval_a_side_effect_is_still_probed_not_repeated(
+    pg_runtime: Runtime, demo, crashing_worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No automatic checkpoint before the side effect: the resumed run starts over, redoes the
+    read-only steps (login, fills) and probes the send instead of sending again."""
+    monkeypatch.setattr(pg_runtime.runner.settings, "checkpoint_interval_ms", 3_600_000)
+    postcondition = 'postcondition: {url: "${base_url}/account/tickets?ref=${run.id}", selector: "#ticket-found"}'
+    run_id = submit(pg_runtime, ORDER % postcondition, {"base_url": demo.url, "password": "s3cret-pass"})
+    demo.confirm_delay_ms = 5000
+    crashing_worker(run_id, lambda: demo.submissions_with(run_id) == 1, interval_ms="3600000")
+    demo.confirm_delay_ms = 0
+    assert pg_runtime.store.get_run(run_id).checkpoint is None  # four new pages, none checkpointed
+    outcome = pg_runtime.run_to_end(run_id)
+    assert outcome.status == "completed", outcome
+    assert demo.submissions_with(run_id) == 1  # never re-executed blindly
+    steps = pg_runtime.store.steps(run_id)
+    assert not [s for s in steps if s.action == "resume"]  # nothing to resume from: started over
+    assert [s.status for s in steps if s.step_path == "6"] == ["unknown", "succeeded"]
+    assert pg_runtime.store.get_run(run_id).checkpoint["path"] == "6"  # the side effect's own
 
 
 def test_unknown_side_effect_without_postcondition_needs_review(pg_runtime: Runtime, demo, crashing_worker) -> None:

@@ -45,6 +45,7 @@ def worker_settings(
         "BROWSERQ_QUEUE": queue,
         "BROWSERQ_SECRET_KEY": secret_key,
         "BROWSERQ_STEP_RETRY_DELAY_S": "0.05",
+        "BROWSERQ_CHECKPOINT_INTERVAL_MS": "0",  # a checkpoint after every new page (chaos, resume)
     }
 
 
