@@ -119,7 +119,7 @@ def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: St
     had = f"failed with {end['error_code']}" if end.get("error_code") else f"had {end['status']}"
     refused = StepFailed(
         Codes.STORE_WRITE_FAILED,
-        f"the database refused this step's record ({first_line(exc)}); the step {had}",
+        f"the database refused the record of step {record.path} ({first_line(exc)}); the step {had}",
     )
     log.error("step record refused", run_id=run_id, step=record.path, error=first_line(exc))
     minimal = {"status": "failed", "error_code": refused.code.code, "error_message": refused.message,

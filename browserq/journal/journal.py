@@ -154,7 +154,7 @@ class RunJournal:
 
         A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
         one that says so, and ``StepFailed(STORE_WRITE_FAILED)`` is raised."""
-        self._raise_failed(barrier=durable or checkpoint is not None)
+        earlier = self._take_failed(barrier=durable or checkpoint is not None)
         redactor = self.redactor
         end = dict(
             status=status,
@@ -165,14 +165,23 @@ class RunJournal:
             retryable=failure.retryable if failure else None,
             warnings=warnings,
         )
+        try:
+            await self._end(record, end, checkpoint, durable=durable or checkpoint is not None)
+        except StepFailed:
+            if earlier is None:
+                raise
+        if earlier is not None:  # an earlier step's refusal, met by a background flush
+            raise earlier
+
+    async def _end(self, record: StepRecord, end: dict[str, Any], checkpoint: dict[str, Any] | None,
+                   *, durable: bool) -> None:
         held = self._open.pop(record, None)
         if held is not None:  # its start is still held back: one finished row
             held.end, held.finished_at, held.checkpoint = end, utcnow(), checkpoint
-            if durable or checkpoint is not None:
+            if durable:
                 await self._flush()
             return
-        await self._add(Entry(record, end=end, finished_at=utcnow(), checkpoint=checkpoint),
-                        durable=durable or checkpoint is not None)
+        await self._add(Entry(record, end=end, finished_at=utcnow(), checkpoint=checkpoint), durable=durable)
 
     # --- artifacts -----------------------------------------------------------------------------
     async def artifact(
@@ -230,8 +239,14 @@ class RunJournal:
         if self._timer is not None:  # waiting: nothing to wait for any more
             self._timer.cancel()
             self._timer = None
-        self._raise_failed(barrier=True)
-        await self._flush()
+        earlier = self._take_failed(barrier=True)
+        try:
+            await self._flush()
+        except StepFailed:
+            if earlier is None:
+                raise
+        if earlier is not None:  # a refusal a background flush met: what followed is written too
+            raise earlier
 
     async def _add(self, entry: Entry, *, durable: bool = False) -> None:
         """Hold ``entry`` back, or (durable, or no buffering) write it with all held back."""
@@ -295,6 +310,16 @@ class RunJournal:
         """Another worker owns the run: drop what is held back, write nothing more."""
         self._lost = exc
         self._pending, self._open = [], {}
+
+    def _take_failed(self, *, barrier: bool) -> StepFailed | None:
+        """Like :meth:`_raise_failed`, but a refused record is returned, not raised: the caller
+        writes its own record first (a step end, a flush), then raises it — so no step is left
+        ``started``, and nothing that followed is dropped, behind an earlier step's refusal."""
+        try:
+            self._raise_failed(barrier=barrier)
+        except StepFailed as refused:
+            return refused
+        return None
 
     def _raise_failed(self, *, barrier: bool) -> None:
         """Raise what a background flush met: a lost lease at every call; an outage at the next
