@@ -504,3 +504,42 @@ def test_a_step_ending_after_a_background_refusal_is_recorded_before_it_surfaces
     ]
     run = store.get_run(run_id)
     assert run is not None and run.checkpoint == {"path": "1", "seq": 1}
+
+
+def test_a_batch_write_renews_the_lease_so_the_heartbeat_needs_no_transaction(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leased run's batch write renews its lease and reads the cancel request: the heartbeat
+    right after it commits nothing and still learns of the cancel; without a fresh write (or
+    with FRESH_RENEWAL_S=0) it renews in a transaction of its own, as before."""
+    from browserq.journal import journal as journal_module
+
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=0, lease_ttl_s=30.0)
+    commits = _commits(store)
+
+    async def scenario() -> None:
+        expires = store.get_run(run_id).lease_expires_at  # type: ignore[union-attr]
+        await _step(journal, "0")
+        assert store.get_run(run_id).lease_expires_at > expires  # type: ignore[union-attr,operator]
+        commits.clear()
+        assert await journal.renew_lease(30.0) is None
+        assert commits == []
+        store.request_cancel(run_id, reason="operator said stop")
+        await _step(journal, "1")
+        commits.clear()
+        assert await journal.renew_lease(30.0) == "operator said stop"
+        assert commits == []
+
+    asyncio.run(scenario())
+    other_id, other_token = _leased_run(store)
+    monkeypatch.setattr(journal_module, "FRESH_RENEWAL_S", 0.0)
+    other = _journal(store, tmp_path, other_id, other_token, flush_ms=0, lease_ttl_s=30.0)
+
+    async def unfresh() -> None:
+        await _step(other, "0")
+        commits.clear()
+        assert await other.renew_lease(30.0) is None
+        assert len(commits) == 1
+
+    asyncio.run(unfresh())

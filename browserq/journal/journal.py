@@ -22,6 +22,9 @@ The durability contract (what the runner may rely on):
   what is held back is dropped. ``flush_ms=0``: every record is written when it is made.
 * A step end that carries a checkpoint is durable whatever the caller passes (the journal
   enforces it): a checkpoint is only worth something once it is stored.
+* The lease: every batch write of a leased run also renews the run's lease and reads its cancel
+  request (same transaction, the run row is locked by the fence anyway), so
+  :meth:`RunJournal.renew_lease` skips its own transaction right after one (``FRESH_RENEWAL_S``).
 * Calls that return an answer (:meth:`RunJournal.renew_lease`) and the identity's records
   (:meth:`RunJournal.identity_storage`, :meth:`RunJournal.identity_proxy`) always reach the store
   at once: they are fenced by other leases and read by other runs (the identity's next run must
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,7 +59,7 @@ from typing import Any
 import structlog
 
 from browserq.errors import StepFailed
-from browserq.journal.batch import Entry, StepRecord, write_batch
+from browserq.journal.batch import Entry, LeaseWatch, StepRecord, write_batch
 from browserq.recordable import dumps
 from browserq.redact import Redactor
 from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store, StoreUnavailable
@@ -63,6 +67,11 @@ from browserq.store.artifacts import StoredFile
 from browserq.store.models import utcnow
 
 log = structlog.get_logger(__name__)
+
+#: A lease renewal a batch write made at most this long ago (and at most a third of the lease)
+#: stands in for the heartbeat's own: its transaction is skipped. A cancel request is then seen
+#: by the writes (at least every ``flush_ms`` while steps run) or by the heartbeat after next.
+FRESH_RENEWAL_S = 1.0
 
 #: Step outputs larger than this are stored in the step record as a summary only.
 MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
@@ -84,6 +93,7 @@ class RunJournal:
         redactor: Redactor,
         identity: IdentityLease | None = None,
         flush_ms: int = 0,
+        lease_ttl_s: float | None = None,
     ) -> None:
         if flush_ms < 0:
             raise ValueError(f"flush_ms must be >= 0, got {flush_ms}")
@@ -102,6 +112,8 @@ class RunJournal:
         self._timer: asyncio.Task[None] | None = None  # the background flush, while it waits
         self._failed: BaseException | None = None  # what the background flush hit, raised next
         self._lost: LeaseLost | None = None
+        # Batch writes renew the lease on the way (a leased run's): see renew_lease.
+        self._watch = LeaseWatch(lease_ttl_s) if token is not None and lease_ttl_s else None
 
     @property
     def artifact_base(self) -> Path:
@@ -170,6 +182,7 @@ class RunJournal:
         except StepFailed:
             if earlier is None:
                 raise
+        earlier = earlier or self._take_failed(barrier=durable or checkpoint is not None)
         if earlier is not None:  # an earlier step's refusal, met by a background flush
             raise earlier
 
@@ -202,9 +215,19 @@ class RunJournal:
 
     # --- the lease -----------------------------------------------------------------------------
     async def renew_lease(self, ttl_s: float) -> str | None:
-        """Renew the run's lease (always at once); return the cancel reason when a cancel was
-        requested, else None. Raises ``LeaseLost`` when another worker owns the run now."""
+        """Renew the run's lease; return the cancel reason when a cancel was requested, else
+        None. Raises ``LeaseLost`` when another worker owns the run now. Every batch write of a
+        leased run renews the lease and reads the cancel request in its own (fenced) transaction:
+        when one did within ``FRESH_RENEWAL_S`` (and a third of the lease), this call needs no
+        transaction — it returns what that write saw."""
         assert self.token is not None, "only a leased run renews its lease"
+        watch = self._watch
+        if watch is None:  # from now on batch writes renew it too
+            self._watch = watch = LeaseWatch(ttl_s)
+        elif watch.cancel_reason is not None:
+            return watch.cancel_reason
+        elif watch.renewed_at is not None and time.monotonic() - watch.renewed_at < min(ttl_s / 3, FRESH_RENEWAL_S):
+            return None  # a batch write renewed it (and saw no cancel request) just now
         try:
             view = await self._write(self.store.renew_lease, self.run_id, token=self.token, ttl_s=ttl_s)
         except LeaseLost as exc:
@@ -245,6 +268,8 @@ class RunJournal:
         except StepFailed:
             if earlier is None:
                 raise
+        # (also what a background flush that held the lock before this one met)
+        earlier = earlier or self._take_failed(barrier=True)
         if earlier is not None:  # a refusal a background flush met: what followed is written too
             raise earlier
 
@@ -278,7 +303,7 @@ class RunJournal:
             if not entries:
                 return
             write = asyncio.ensure_future(
-                asyncio.to_thread(write_batch, self.store, self.run_id, self.token, entries, own)
+                asyncio.to_thread(write_batch, self.store, self.run_id, self.token, entries, own, self._watch)
             )
             try:
                 refusal = await asyncio.shield(write)
