@@ -52,6 +52,11 @@ class Entry:
     artifact: dict[str, Any] | None = None
 
 
+#: Batch writes renew the run's lease at most this often (the journal's heartbeat skips its own
+#: renewal after one that is less than FRESH_RENEWAL_S old: see RunJournal.renew_lease).
+RENEW_EVERY_S = 0.5
+
+
 @dataclass
 class LeaseWatch:
     """The run's lease as the journal's fenced writes renew it on the way (``ttl_s``): when one
@@ -61,6 +66,11 @@ class LeaseWatch:
     ttl_s: float
     renewed_at: float | None = None
     cancel_reason: str | None = None
+
+    def due(self) -> bool:
+        """Whether the next write should renew: not when one did less than RENEW_EVERY_S ago
+        (with ``flush_ms=0`` every record is a write: one lease update per record is waste)."""
+        return self.renewed_at is None or time.monotonic() - self.renewed_at >= RENEW_EVERY_S
 
     def saw(self, lease: LeaseSeen | None) -> None:
         if lease is not None and lease.renewed:
@@ -125,7 +135,7 @@ def _store(
         return
     checkpoint = next((e.checkpoint for e in reversed(entries) if e.checkpoint is not None), None)
     written = store.write_steps(run_id, records, token=token, checkpoint=checkpoint,
-                                renew_ttl_s=watch.ttl_s if watch is not None else None)
+                                renew_ttl_s=watch.ttl_s if watch is not None and watch.due() else None)
     if watch is not None:
         watch.saw(written.lease)
     for record, index in refs.items():
