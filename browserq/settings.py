@@ -135,10 +135,10 @@ class Settings(BaseSettings):
         30.0, ge=1, description="A running run's lease lasts this long; renewed every third of it."
     )
     journal_flush_ms: int = Field(
-        0, ge=0, le=60_000,
+        1000, ge=0, le=60_000,
         description="Hold back step and artifact records that need not be durable at once and write them "
         "together at most this often (and at every checkpoint, side effect and run end); a SIGKILL loses at "
-        "most this much recorded progress, redone on resume. 0 = every record at once (suggested: 1000).",
+        "most this much recorded progress, redone on resume. 0 = every record at once.",
     )
     checkpoint_interval_ms: int = Field(
         5000, ge=0, le=3_600_000,

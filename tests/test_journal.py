@@ -454,3 +454,94 @@ def test_a_refusal_met_in_the_background_surfaces_at_the_next_flush(store: Store
     (step,) = store.steps(run_id)
     assert (step.status, step.error_code) == ("failed", "STORE_WRITE_FAILED")
     assert store.artifacts(run_id)[0].step_attempt_id == step.id
+
+
+def test_a_step_ending_after_a_background_refusal_is_recorded_before_it_surfaces(
+    store: Store, tmp_path: Path
+) -> None:
+    """The refusal of step 0 met in the background surfaces at step 1's checkpoint end — after
+    that end and its checkpoint are written (step 1 is never left ``started`` behind it), naming
+    step 0; a flush after another background refusal still writes what followed it."""
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=20)
+    _refuse_succeeded_steps(store)
+
+    async def rows(n: int) -> None:
+        for _ in range(200):  # a condition polled, not a timing assert
+            if len(store.steps(run_id)) >= n:
+                return
+            await asyncio.sleep(0.05)
+        pytest.fail(f"the background flush did not write {n} rows")
+
+    try:
+        async def scenario() -> None:
+            refused = await journal.step_started(path="0", step_id="refused", attempt=1, action="get",
+                                                 inputs={}, url_before=None)
+            await journal.step_finished(refused, status="succeeded", url_after=None)
+            await rows(1)
+            later = await _step(journal, "1")  # its start reaches the store in the background
+            await rows(2)
+            with pytest.raises(StepFailed) as raised:
+                await journal.step_finished(later, status="failed", url_after=None,
+                                            failure=StepFailed(Codes.TIMEOUT, "slow"),
+                                            checkpoint={"path": "1", "seq": 1})
+            assert raised.value.code is Codes.STORE_WRITE_FAILED and "step 0" in raised.value.message
+            again = await journal.step_started(path="2", step_id="refused", attempt=1, action="get",
+                                               inputs={}, url_before=None)
+            await journal.step_finished(again, status="succeeded", url_after=None)
+            await rows(3)
+            last = await _step(journal, "3")
+            with pytest.raises(StepFailed) as flushed:
+                await journal.flush()
+            assert "step 2" in flushed.value.message and last.attempt_id is not None
+
+        asyncio.run(scenario())
+    finally:
+        _drop_refusal(store)
+    assert [(s.step_path, s.status, s.error_code) for s in store.steps(run_id)] == [
+        ("0", "failed", "STORE_WRITE_FAILED"), ("1", "failed", "TIMEOUT"),
+        ("2", "failed", "STORE_WRITE_FAILED"), ("3", "started", None),
+    ]
+    run = store.get_run(run_id)
+    assert run is not None and run.checkpoint == {"path": "1", "seq": 1}
+
+
+def test_a_batch_write_renews_the_lease_so_the_heartbeat_needs_no_transaction(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leased run's batch write renews its lease and reads the cancel request: the heartbeat
+    right after it commits nothing and still learns of the cancel; without a fresh write (or
+    with FRESH_RENEWAL_S=0) it renews in a transaction of its own, as before."""
+    from browserq.journal import batch as batch_module
+    from browserq.journal import journal as journal_module
+
+    monkeypatch.setattr(batch_module, "RENEW_EVERY_S", 0.0)  # every write renews (default: 0.5 s)
+    run_id, token = _leased_run(store)
+    journal = _journal(store, tmp_path, run_id, token, flush_ms=0, lease_ttl_s=30.0)
+    commits = _commits(store)
+
+    async def scenario() -> None:
+        expires = store.get_run(run_id).lease_expires_at  # type: ignore[union-attr]
+        await _step(journal, "0")
+        assert store.get_run(run_id).lease_expires_at > expires  # type: ignore[union-attr,operator]
+        commits.clear()
+        assert await journal.renew_lease(30.0) is None
+        assert commits == []
+        store.request_cancel(run_id, reason="operator said stop")
+        await _step(journal, "1")
+        commits.clear()
+        assert await journal.renew_lease(30.0) == "operator said stop"
+        assert commits == []
+
+    asyncio.run(scenario())
+    other_id, other_token = _leased_run(store)
+    monkeypatch.setattr(journal_module, "FRESH_RENEWAL_S", 0.0)
+    other = _journal(store, tmp_path, other_id, other_token, flush_ms=0, lease_ttl_s=30.0)
+
+    async def unfresh() -> None:
+        await _step(other, "0")
+        commits.clear()
+        assert await other.renew_lease(30.0) is None
+        assert len(commits) == 1
+
+    asyncio.run(unfresh())

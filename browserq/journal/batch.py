@@ -8,6 +8,7 @@ The functions here are synchronous: the journal runs them in a thread, one batch
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +18,7 @@ import structlog
 
 from browserq.errors import Codes, StepFailed, StoreError
 from browserq.store import LeaseLost, Store, StoreUnavailable
+from browserq.store.leases import LeaseSeen
 from browserq.store.models import utcnow
 from browserq.store.plumbing import first_line
 from browserq.store.steps import ArtifactRow, StepEnd, StepRow
@@ -50,16 +52,44 @@ class Entry:
     artifact: dict[str, Any] | None = None
 
 
+#: Batch writes renew the run's lease at most this often (the journal's heartbeat skips its own
+#: renewal after one that is less than FRESH_RENEWAL_S old: see RunJournal.renew_lease).
+RENEW_EVERY_S = 0.5
+
+
+@dataclass
+class LeaseWatch:
+    """The run's lease as the journal's fenced writes renew it on the way (``ttl_s``): when one
+    last did (``time.monotonic()``) and the cancel request one saw — what lets the heartbeat skip
+    its own transaction while steps are being written. Written from the writer thread."""
+
+    ttl_s: float
+    renewed_at: float | None = None
+    cancel_reason: str | None = None
+
+    def due(self) -> bool:
+        """Whether the next write should renew: not when one did less than RENEW_EVERY_S ago
+        (with ``flush_ms=0`` every record is a write: one lease update per record is waste)."""
+        return self.renewed_at is None or time.monotonic() - self.renewed_at >= RENEW_EVERY_S
+
+    def saw(self, lease: LeaseSeen | None) -> None:
+        if lease is not None and lease.renewed:
+            self.renewed_at = time.monotonic()
+            self.cancel_reason = self.cancel_reason or lease.cancel_reason
+
+
 def write_batch(
-    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None
+    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None,
+    watch: LeaseWatch | None = None,
 ) -> StepFailed | None:
     """Write ``entries`` in one transaction; return the ``STORE_WRITE_FAILED`` failure when the
     database refused one of them (LeaseLost and StoreUnavailable are raised as they are).
 
     ``own``: the durable start the caller is about to act on; it is not written when an earlier
-    record was refused (the caller raises instead of dispatching the step)."""
+    record was refused (the caller raises instead of dispatching the step). ``watch``: renew the
+    run's lease in the same transactions and note what they saw."""
     try:
-        _store(store, run_id, token, entries)
+        _store(store, run_id, token, entries, watch)
         return None
     except (LeaseLost, StoreUnavailable):
         raise
@@ -72,7 +102,7 @@ def write_batch(
         if refusal is not None and entry is own:
             continue
         try:
-            _store(store, run_id, token, [entry])
+            _store(store, run_id, token, [entry], watch)
         except (LeaseLost, StoreUnavailable):
             raise
         except StoreError as exc:
@@ -81,7 +111,9 @@ def write_batch(
     return refusal
 
 
-def _store(store: Store, run_id: str, token: int | None, entries: Sequence[Entry]) -> None:
+def _store(
+    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
+) -> None:
     """The entries as store records, written together; the ids of new step rows resolved."""
     records: list[StepRow | StepEnd | ArtifactRow] = []
     refs: dict[StepRecord, int] = {}
@@ -102,9 +134,12 @@ def _store(store: Store, run_id: str, token: int | None, entries: Sequence[Entry
     if not records:
         return
     checkpoint = next((e.checkpoint for e in reversed(entries) if e.checkpoint is not None), None)
-    ids = store.write_steps(run_id, records, token=token, checkpoint=checkpoint)
+    written = store.write_steps(run_id, records, token=token, checkpoint=checkpoint,
+                                renew_ttl_s=watch.ttl_s if watch is not None and watch.due() else None)
+    if watch is not None:
+        watch.saw(written.lease)
     for record, index in refs.items():
-        record.attempt_id = ids[index]
+        record.attempt_id = written.ids[index]
 
 
 def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: StoreError) -> StepFailed:
@@ -119,7 +154,7 @@ def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: St
     had = f"failed with {end['error_code']}" if end.get("error_code") else f"had {end['status']}"
     refused = StepFailed(
         Codes.STORE_WRITE_FAILED,
-        f"the database refused this step's record ({first_line(exc)}); the step {had}",
+        f"the database refused the record of step {record.path} ({first_line(exc)}); the step {had}",
     )
     log.error("step record refused", run_id=run_id, step=record.path, error=first_line(exc))
     minimal = {"status": "failed", "error_code": refused.code.code, "error_message": refused.message,
@@ -131,4 +166,4 @@ def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: St
     return refused
 
 
-__all__ = ["Entry", "StepRecord", "write_batch"]
+__all__ = ["Entry", "LeaseWatch", "StepRecord", "write_batch"]

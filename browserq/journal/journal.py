@@ -22,6 +22,9 @@ The durability contract (what the runner may rely on):
   what is held back is dropped. ``flush_ms=0``: every record is written when it is made.
 * A step end that carries a checkpoint is durable whatever the caller passes (the journal
   enforces it): a checkpoint is only worth something once it is stored.
+* The lease: every batch write of a leased run also renews the run's lease and reads its cancel
+  request (same transaction, the run row is locked by the fence anyway), so
+  :meth:`RunJournal.renew_lease` skips its own transaction right after one (``FRESH_RENEWAL_S``).
 * Calls that return an answer (:meth:`RunJournal.renew_lease`) and the identity's records
   (:meth:`RunJournal.identity_storage`, :meth:`RunJournal.identity_proxy`) always reach the store
   at once: they are fenced by other leases and read by other runs (the identity's next run must
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,7 +59,7 @@ from typing import Any
 import structlog
 
 from browserq.errors import StepFailed
-from browserq.journal.batch import Entry, StepRecord, write_batch
+from browserq.journal.batch import Entry, LeaseWatch, StepRecord, write_batch
 from browserq.recordable import dumps
 from browserq.redact import Redactor
 from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store, StoreUnavailable
@@ -63,6 +67,11 @@ from browserq.store.artifacts import StoredFile
 from browserq.store.models import utcnow
 
 log = structlog.get_logger(__name__)
+
+#: A lease renewal a batch write made at most this long ago (and at most a third of the lease)
+#: stands in for the heartbeat's own: its transaction is skipped. A cancel request is then seen
+#: by the writes (at least every ``flush_ms`` while steps run) or by the heartbeat after next.
+FRESH_RENEWAL_S = 1.0
 
 #: Step outputs larger than this are stored in the step record as a summary only.
 MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
@@ -84,6 +93,7 @@ class RunJournal:
         redactor: Redactor,
         identity: IdentityLease | None = None,
         flush_ms: int = 0,
+        lease_ttl_s: float | None = None,
     ) -> None:
         if flush_ms < 0:
             raise ValueError(f"flush_ms must be >= 0, got {flush_ms}")
@@ -102,6 +112,8 @@ class RunJournal:
         self._timer: asyncio.Task[None] | None = None  # the background flush, while it waits
         self._failed: BaseException | None = None  # what the background flush hit, raised next
         self._lost: LeaseLost | None = None
+        # Batch writes renew the lease on the way (a leased run's): see renew_lease.
+        self._watch = LeaseWatch(lease_ttl_s) if token is not None and lease_ttl_s else None
 
     @property
     def artifact_base(self) -> Path:
@@ -154,7 +166,7 @@ class RunJournal:
 
         A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
         one that says so, and ``StepFailed(STORE_WRITE_FAILED)`` is raised."""
-        self._raise_failed(barrier=durable or checkpoint is not None)
+        earlier = self._take_failed(barrier=durable or checkpoint is not None)
         redactor = self.redactor
         end = dict(
             status=status,
@@ -165,14 +177,24 @@ class RunJournal:
             retryable=failure.retryable if failure else None,
             warnings=warnings,
         )
+        try:
+            await self._end(record, end, checkpoint, durable=durable or checkpoint is not None)
+        except StepFailed:
+            if earlier is None:
+                raise
+        earlier = earlier or self._take_failed(barrier=durable or checkpoint is not None)
+        if earlier is not None:  # an earlier step's refusal, met by a background flush
+            raise earlier
+
+    async def _end(self, record: StepRecord, end: dict[str, Any], checkpoint: dict[str, Any] | None,
+                   *, durable: bool) -> None:
         held = self._open.pop(record, None)
         if held is not None:  # its start is still held back: one finished row
             held.end, held.finished_at, held.checkpoint = end, utcnow(), checkpoint
-            if durable or checkpoint is not None:
+            if durable:
                 await self._flush()
             return
-        await self._add(Entry(record, end=end, finished_at=utcnow(), checkpoint=checkpoint),
-                        durable=durable or checkpoint is not None)
+        await self._add(Entry(record, end=end, finished_at=utcnow(), checkpoint=checkpoint), durable=durable)
 
     # --- artifacts -----------------------------------------------------------------------------
     async def artifact(
@@ -193,9 +215,19 @@ class RunJournal:
 
     # --- the lease -----------------------------------------------------------------------------
     async def renew_lease(self, ttl_s: float) -> str | None:
-        """Renew the run's lease (always at once); return the cancel reason when a cancel was
-        requested, else None. Raises ``LeaseLost`` when another worker owns the run now."""
+        """Renew the run's lease; return the cancel reason when a cancel was requested, else
+        None. Raises ``LeaseLost`` when another worker owns the run now. Every batch write of a
+        leased run renews the lease and reads the cancel request in its own (fenced) transaction:
+        when one did within ``FRESH_RENEWAL_S`` (and a third of the lease), this call needs no
+        transaction — it returns what that write saw."""
         assert self.token is not None, "only a leased run renews its lease"
+        watch = self._watch
+        if watch is None:  # from now on batch writes renew it too
+            self._watch = watch = LeaseWatch(ttl_s)
+        elif watch.cancel_reason is not None:
+            return watch.cancel_reason
+        elif watch.renewed_at is not None and time.monotonic() - watch.renewed_at < min(ttl_s / 3, FRESH_RENEWAL_S):
+            return None  # a batch write renewed it (and saw no cancel request) just now
         try:
             view = await self._write(self.store.renew_lease, self.run_id, token=self.token, ttl_s=ttl_s)
         except LeaseLost as exc:
@@ -230,8 +262,16 @@ class RunJournal:
         if self._timer is not None:  # waiting: nothing to wait for any more
             self._timer.cancel()
             self._timer = None
-        self._raise_failed(barrier=True)
-        await self._flush()
+        earlier = self._take_failed(barrier=True)
+        try:
+            await self._flush()
+        except StepFailed:
+            if earlier is None:
+                raise
+        # (also what a background flush that held the lock before this one met)
+        earlier = earlier or self._take_failed(barrier=True)
+        if earlier is not None:  # a refusal a background flush met: what followed is written too
+            raise earlier
 
     async def _add(self, entry: Entry, *, durable: bool = False) -> None:
         """Hold ``entry`` back, or (durable, or no buffering) write it with all held back."""
@@ -263,7 +303,7 @@ class RunJournal:
             if not entries:
                 return
             write = asyncio.ensure_future(
-                asyncio.to_thread(write_batch, self.store, self.run_id, self.token, entries, own)
+                asyncio.to_thread(write_batch, self.store, self.run_id, self.token, entries, own, self._watch)
             )
             try:
                 refusal = await asyncio.shield(write)
@@ -295,6 +335,16 @@ class RunJournal:
         """Another worker owns the run: drop what is held back, write nothing more."""
         self._lost = exc
         self._pending, self._open = [], {}
+
+    def _take_failed(self, *, barrier: bool) -> StepFailed | None:
+        """Like :meth:`_raise_failed`, but a refused record is returned, not raised: the caller
+        writes its own record first (a step end, a flush), then raises it — so no step is left
+        ``started``, and nothing that followed is dropped, behind an earlier step's refusal."""
+        try:
+            self._raise_failed(barrier=barrier)
+        except StepFailed as refused:
+            return refused
+        return None
 
     def _raise_failed(self, *, barrier: bool) -> None:
         """Raise what a background flush met: a lost lease at every call; an outage at the next

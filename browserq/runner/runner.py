@@ -113,6 +113,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             redactor=redactor,
             identity=request.identity,
             flush_ms=self.settings.journal_flush_ms,
+            lease_ttl_s=request.lease_ttl_s,
         )
         timeout_s = request.loaded.template.settings.timeout_s
         state = RunState(request=request, redactor=redactor, deadline=time.monotonic() + timeout_s, journal=journal)

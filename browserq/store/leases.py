@@ -315,4 +315,35 @@ class LeaseMethods(TransitionMethods):
         )
 
 
-__all__ = ["LeaseMethods"]
+@dataclass(frozen=True)
+class LeaseSeen:
+    """What a fenced batch write saw of the run's lease when it renewed it on the way
+    (:func:`renew_in`): ``renewed`` (the run is still running under this token: its lease now
+    lasts ``ttl_s`` more) and the cancel requested, if any — so the worker's next heartbeat may
+    skip a transaction of its own."""
+
+    renewed: bool
+    cancel_reason: str | None = None
+
+
+def renew_in(s: Session, run_id: str, token: int, ttl_s: float) -> LeaseSeen:
+    """Renew the lease inside the caller's (fenced) transaction, as :meth:`LeaseMethods.renew_lease`
+    would, and read the cancel request with it. A run that is no longer running (or whose lease
+    was released) is left alone: the heartbeat's own renewal then raises LeaseLost."""
+    now = utcnow()
+    query = (
+        update(Run)
+        .where(Run.id == run_id, Run.lease_token == token, Run.status == RunStatus.RUNNING.value,
+               Run.lease_owner.is_not(None))
+        .values(lease_expires_at=now + timedelta(seconds=ttl_s), heartbeat_at=now)
+        .returning(Run.cancel_requested_at, Run.cancel_reason)
+        .execution_options(synchronize_session=False)
+    )
+    row = s.execute(query).one_or_none()
+    if row is None:
+        return LeaseSeen(renewed=False)
+    reason = None if row.cancel_requested_at is None else str(row.cancel_reason or "cancelled")
+    return LeaseSeen(renewed=True, cancel_reason=reason)
+
+
+__all__ = ["LeaseMethods", "LeaseSeen", "renew_in"]

@@ -16,25 +16,20 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import Codes, StoreError
-from browserq.store.models import Artifact, Run, StepAttempt, StepStatus, utcnow
+from browserq.store.leases import LeaseSeen, renew_in
+from browserq.store.models import Artifact, StepAttempt, StepStatus, utcnow
 from browserq.store.plumbing import StoreBase
+from browserq.store.step_rows import (
+    checked_end,
+    end_values,
+    insert_artifact_row,
+    insert_step_row,
+    save_checkpoint,
+)
 from browserq.store.views import ArtifactView, StepView, to_view
 
 WORKER_LOST_CODE = Codes.WORKER_LOST.code
 WORKER_LOST_MESSAGE = "the worker stopped before this step reported a result"
-
-_FINAL_STEP_STATUSES = frozenset(
-    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.UNKNOWN}
-)
-
-
-def _step_status(status: StepStatus | str) -> StepStatus:
-    try:
-        return StepStatus(status)
-    except ValueError:
-        allowed = ", ".join(s.value for s in StepStatus)
-        raise ValueError(f"unknown step status {status!r}; expected one of {allowed}") from None
-
 
 class StepStart(TypedDict):
     """What a step attempt's record starts with (the keyword arguments of ``start_step`` and
@@ -82,6 +77,15 @@ class ArtifactRow:
     step_ref: int | None = None
 
 
+@dataclass(frozen=True)
+class WrittenSteps:
+    """What :meth:`StepMethods.write_steps` wrote: each record's row id, in order, and what it saw
+    of the run's lease when it renewed it (None when not asked to)."""
+
+    ids: list[int | None]
+    lease: LeaseSeen | None = None
+
+
 class StepMethods(StoreBase):
     """The step-attempt and artifact repository of :class:`browserq.store.Store`."""
 
@@ -107,7 +111,7 @@ class StepMethods(StoreBase):
         def body(s: Session, retried: bool) -> int:
             if token is not None:
                 self._fence(s, run_id, token, action)
-            return _insert_step_row(s, retried, columns, status=status, reason=reason)
+            return insert_step_row(s, retried, columns, status=status, reason=reason)
 
         return self._tx(action, body, write=True)
 
@@ -133,7 +137,7 @@ class StepMethods(StoreBase):
         never recorded as done without the checkpoint that covers it, nor the other way round).
         """
         action = f"finishing step attempt {step_attempt_id}"
-        fields = _checked_end(dict(
+        fields = checked_end(dict(
             status=status, url_after=url_after, output=output, error_code=error_code,
             error_message=error_message, retryable=retryable, warnings=warnings,
         ))
@@ -172,13 +176,13 @@ class StepMethods(StoreBase):
                 StepAttempt.id == step_attempt_id,
                 StepAttempt.status == StepStatus.STARTED.value,
             )
-            .values(**_end_values(fields), finished_at=now, duration_ms=duration_ms)
+            .values(**end_values(fields), finished_at=now, duration_ms=duration_ms)
             .execution_options(synchronize_session=False)
         )
         if result.rowcount == 0:
             raise StoreError(f"cannot finish step attempt {step_attempt_id}: it is already finished")
         if checkpoint is not None:
-            _save_checkpoint(s, found.run_id, checkpoint)
+            save_checkpoint(s, found.run_id, checkpoint)
 
     def write_steps(
         self,
@@ -187,35 +191,41 @@ class StepMethods(StoreBase):
         *,
         token: int | None = None,
         checkpoint: dict[str, Any] | None = None,
-    ) -> list[int | None]:
+        renew_ttl_s: float | None = None,
+    ) -> WrittenSteps:
         """Write several records of one run in ONE transaction, in order: the journal's held-back
         step starts and ends and artifact rows (one commit instead of one per record), and the
         run's ``checkpoint`` with them. Returns each record's row id (a :class:`StepEnd`'s is
-        its step attempt's). All or nothing: a refused record refuses the whole batch."""
+        its step attempt's). All or nothing: a refused record refuses the whole batch.
+
+        ``renew_ttl_s`` (with ``token``): also renew the run's lease and read its cancel request
+        in the same transaction (the row is locked by the fence anyway): a running run's
+        heartbeat then needs no transaction of its own while its steps are being written."""
         action = f"recording {len(records)} step and artifact records of run {run_id}"
 
-        def body(s: Session, retried: bool) -> list[int | None]:
+        def body(s: Session, retried: bool) -> WrittenSteps:
             if token is not None:
                 self._fence(s, run_id, token, action)
             ids: list[int | None] = []
             for record in records:
                 if isinstance(record, StepRow):
-                    end = _checked_end(record.end) if record.end is not None else None
-                    ids.append(_insert_step_row(
+                    end = checked_end(record.end) if record.end is not None else None
+                    ids.append(insert_step_row(
                         s, retried, record.start, status=StepStatus.STARTED, at=record.started_at,
                         end=end, finished_at=record.finished_at,
                     ))
                 elif isinstance(record, StepEnd):
                     self._finish_step_row(
-                        s, retried, record.step_attempt_id, _checked_end(record.end), now=record.finished_at
+                        s, retried, record.step_attempt_id, checked_end(record.end), now=record.finished_at
                     )
                     ids.append(record.step_attempt_id)
                 else:
                     step = record.step_attempt_id if record.step_ref is None else ids[record.step_ref]
-                    ids.append(_insert_artifact_row(s, retried, {**record.fields, "step_attempt_id": step}))
+                    ids.append(insert_artifact_row(s, retried, {**record.fields, "step_attempt_id": step}))
             if checkpoint is not None:
-                _save_checkpoint(s, run_id, checkpoint)
-            return ids
+                save_checkpoint(s, run_id, checkpoint)
+            renewed = renew_in(s, run_id, token, renew_ttl_s) if token is not None and renew_ttl_s else None
+            return WrittenSteps(ids, renewed)
 
         return self._tx(action, body, write=True)
 
@@ -285,7 +295,7 @@ class StepMethods(StoreBase):
         def body(s: Session, retried: bool) -> int:
             if token is not None:
                 self._fence(s, run_id, token, action)
-            return _insert_artifact_row(s, retried, fields)
+            return insert_artifact_row(s, retried, fields)
 
         return self._tx(action, body, write=True)
 
@@ -298,94 +308,6 @@ class StepMethods(StoreBase):
         )
 
 
-def _insert_step_row(
-    s: Session,
-    retried: bool,
-    columns: dict[str, Any],
-    *,
-    status: StepStatus,
-    reason: str | None = None,
-    at: datetime | None = None,
-    end: dict[str, Any] | None = None,
-    finished_at: datetime | None = None,
-) -> int:
-    """Insert one step attempt row (``end``: already finished); a retried write returns the row
-    its earlier try committed."""
-    if retried:
-        # (run, run attempt, step path, step attempt) names one step execution.
-        earlier = s.scalar(
-            select(StepAttempt.id)
-            .where(
-                StepAttempt.run_id == columns["run_id"],
-                StepAttempt.run_attempt == columns["run_attempt"],
-                StepAttempt.step_path == columns["step_path"],
-                StepAttempt.attempt == columns["attempt"],
-            )
-            .order_by(StepAttempt.id.desc())
-            .limit(1)
-        )
-        if earlier is not None:
-            return earlier
-    now = at or utcnow()
-    row = StepAttempt(**columns, status=status.value, started_at=now)
-    if status is StepStatus.SKIPPED:
-        row.finished_at = now
-        row.duration_ms = 0.0
-        row.url_after = columns["url_before"]
-        row.error_message = reason
-    if end is not None:
-        done = finished_at or now
-        for name, value in _end_values(end).items():
-            setattr(row, name, value)
-        row.finished_at = done
-        row.duration_ms = max(0.0, (done - now).total_seconds() * 1000.0)
-    s.add(row)
-    s.flush()
-    return row.id
-
-
-def _checked_end(end: dict[str, Any]) -> dict[str, Any]:
-    """``end`` with its status checked: a final one (a ValueError otherwise)."""
-    final = _step_status(end["status"])
-    if final not in _FINAL_STEP_STATUSES:
-        raise ValueError(f"a step end needs a final status, got {final.value!r}")  # finish_step's too
-    return {**end, "status": final}
-
-
-_END_COLUMNS = ("url_after", "output", "error_code", "error_message", "retryable")
-
-
-def _end_values(fields: dict[str, Any]) -> dict[str, Any]:
-    """The columns a step end sets (its timestamps aside)."""
-    ended = {name: fields.get(name) for name in _END_COLUMNS}
-    return {"status": fields["status"].value, **ended, "warnings": fields.get("warnings") or None}
-
-
-def _save_checkpoint(s: Session, run_id: str, checkpoint: dict[str, Any]) -> None:
-    query = update(Run).where(Run.id == run_id).values(checkpoint=checkpoint)
-    s.execute(query.execution_options(synchronize_session=False))
-
-
-def _insert_artifact_row(s: Session, retried: bool, fields: dict[str, Any]) -> int:
-    """Insert one artifact row; a retried write returns the row its earlier try committed."""
-    if retried:
-        earlier = s.scalar(
-            select(Artifact.id)
-            .where(
-                Artifact.run_id == fields["run_id"],
-                Artifact.path == fields["path"],
-                Artifact.sha256 == fields["sha256"],
-                Artifact.kind == fields["kind"],
-            )
-            .order_by(Artifact.id.desc())
-            .limit(1)
-        )
-        if earlier is not None:
-            return earlier
-    row = Artifact(**fields, created_at=utcnow())
-    s.add(row)
-    s.flush()
-    return int(row.id)
-
-
-__all__ = ["WORKER_LOST_CODE", "WORKER_LOST_MESSAGE", "ArtifactRow", "StepEnd", "StepMethods", "StepRow"]
+__all__ = [
+    "WORKER_LOST_CODE", "WORKER_LOST_MESSAGE", "ArtifactRow", "StepEnd", "StepMethods", "StepRow", "WrittenSteps",
+]

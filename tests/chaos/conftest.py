@@ -194,6 +194,7 @@ def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
             "PYTHONUNBUFFERED": "1",
             "CHAOS_TAG": tag,
         })
+        env.update(journal_setting())
         env.update(extra)
         directory = tmp_path / f"cluster{len(clusters)}"
         directory.mkdir()
@@ -206,6 +207,14 @@ def make_cluster(tmp_path: Path, pg_url: str) -> Iterator[Any]:
     finally:
         for cluster in clusters:
             cluster.close()
+
+
+def journal_setting() -> dict[str, str]:
+    """``BROWSERQ_JOURNAL_FLUSH_MS`` of this process, when set, for the workers too (browserq_env
+    drops this process's settings): the chaos suite then runs under that journal buffering, e.g.
+    ``BROWSERQ_JOURNAL_FLUSH_MS=0`` to compare with the unbuffered journal."""
+    value = os.environ.get("BROWSERQ_JOURNAL_FLUSH_MS")
+    return {} if value is None else {"BROWSERQ_JOURNAL_FLUSH_MS": value}
 
 
 @contextmanager

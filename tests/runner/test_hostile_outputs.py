@@ -308,18 +308,22 @@ def test_the_run_outputs_stay_within_the_run_limit(small_limits: Runtime, pages:
 # --- a database that refuses a write -----------------------------------------------------------
 
 
-def _refuse(runtime: Runtime, table: str, when: str, name: str) -> list[str]:
-    """DDL for a trigger that makes the database itself refuse matching updates of ``table``."""
+def _refuse(runtime: Runtime, table: str, when: str, name: str, *, inserts: bool = False) -> list[str]:
+    """DDL for a trigger that makes the database itself refuse matching updates of ``table``
+    (``inserts``: matching inserts too — a buffered step's start and end are one insert)."""
     if runtime.store.dialect == "postgresql":
+        ops = "INSERT OR UPDATE" if inserts else "UPDATE"
         return [
             f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger AS $$ BEGIN "
             f"IF {when} THEN RAISE EXCEPTION 'refused by the test trigger'; END IF; "
             "RETURN NEW; END $$ LANGUAGE plpgsql",
-            f"CREATE TRIGGER {name} BEFORE UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION {name}()",
+            f"CREATE TRIGGER {name} BEFORE {ops} ON {table} FOR EACH ROW EXECUTE FUNCTION {name}()",
         ]
+    ops = [("", "UPDATE")] + ([("_insert", "INSERT")] if inserts else [])
     return [
-        f"CREATE TRIGGER {name} BEFORE UPDATE ON {table} WHEN {when} "
+        f"CREATE TRIGGER {name}{suffix} BEFORE {op} ON {table} WHEN {when} "
         "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END"
+        for suffix, op in ops
     ]
 
 
@@ -330,7 +334,7 @@ def refusing(any_runtime: Runtime) -> Iterator[Runtime]:
     statements = _refuse(any_runtime, "runs", "NEW.status = 'completed' AND NEW.template_name LIKE 'refuse_end%'",
                          "bq_test_refuse_end")
     statements += _refuse(any_runtime, "step_attempts", "NEW.status = 'succeeded' AND NEW.step_id = 'refused'",
-                          "bq_test_refuse_step")
+                          "bq_test_refuse_step", inserts=True)
     _drop_triggers(any_runtime)
     with any_runtime.store.engine.begin() as conn:
         for statement in statements:
@@ -342,7 +346,8 @@ def refusing(any_runtime: Runtime) -> Iterator[Runtime]:
 def _drop_triggers(runtime: Runtime) -> None:
     pg = runtime.store.dialect == "postgresql"
     with runtime.store.engine.begin() as conn:
-        for name, table in (("bq_test_refuse_end", "runs"), ("bq_test_refuse_step", "step_attempts")):
+        for name, table in (("bq_test_refuse_end", "runs"), ("bq_test_refuse_step", "step_attempts"),
+                            ("bq_test_refuse_step_insert", "step_attempts")):
             conn.execute(text(f"DROP TRIGGER IF EXISTS {name}" + (f" ON {table}" if pg else "")))
             if pg:
                 conn.execute(text(f"DROP FUNCTION IF EXISTS {name}()"))
@@ -366,7 +371,15 @@ def test_a_refused_end_write_ends_the_run_store_write_failed(refusing: Runtime, 
     assert [s.status for s in refusing.store.steps(outcome.run_id)] == ["succeeded", "succeeded"]
 
 
-def test_a_refused_step_record_ends_the_run_with_the_step_recorded(refusing: Runtime, pages: str) -> None:
+@pytest.mark.parametrize("flush_ms", [0, 60_000], ids=["unbuffered", "buffered"])
+def test_a_refused_step_record_ends_the_run_with_the_step_recorded(
+    refusing: Runtime, pages: str, flush_ms: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unbuffered, the refusal surfaces at the refused step, which ends the run there. Buffered
+    (held until the run's end: no background flush within it), it surfaces at the flush that
+    wrote it: the steps after it ran and are recorded too, and the run still ends
+    STORE_WRITE_FAILED with the refused step recorded as such (its message names it)."""
+    monkeypatch.setattr(refusing.settings, "journal_flush_ms", flush_ms)
     pid = refusing.pool.pid
     loaded = template(
         f"""
@@ -379,12 +392,16 @@ def test_a_refused_step_record_ends_the_run_with_the_step_recorded(refusing: Run
     )
     outcome = refusing.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "STORE_WRITE_FAILED"
-    assert outcome.error_step_path == "1"
+    assert "record of step 1 " in outcome.error_message and "had succeeded" in outcome.error_message
     assert_ended_with_records(refusing, outcome)
-    steps = refusing.store.steps(outcome.run_id)
-    assert [(s.step_id, s.status, s.error_code) for s in steps] == [
-        (None, "succeeded", None), ("refused", "failed", "STORE_WRITE_FAILED"),
-    ]
+    steps = [(s.step_id, s.status, s.error_code) for s in refusing.store.steps(outcome.run_id)]
+    if flush_ms == 0:
+        assert outcome.error_step_path == "1"
+        assert steps == [(None, "succeeded", None), ("refused", "failed", "STORE_WRITE_FAILED")]
+    else:
+        assert steps == [
+            (None, "succeeded", None), ("refused", "failed", "STORE_WRITE_FAILED"), (None, "succeeded", None),
+        ]
     assert_browser_usable(refusing, pid)
 
 

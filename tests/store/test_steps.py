@@ -248,7 +248,7 @@ def test_write_steps_writes_a_batch_in_one_transaction(store: Store) -> None:
             ],
             token=lease.token,
             checkpoint={"path": "1"},
-        )
+        ).ids
     finally:
         event.remove(store.engine, "commit", count)
     assert len(commits) == 1
@@ -277,3 +277,27 @@ def test_write_steps_is_all_or_nothing_and_fenced(store: Store) -> None:
         store.write_steps(run_id, [StepRow(_start(run_id, "0"), utcnow())], token=lease.token,
                           checkpoint={"path": "0"})
     assert store.steps(run_id) == [] and store.get_run(run_id).checkpoint is None  # type: ignore[union-attr]
+
+
+def test_write_steps_renews_the_lease_and_reads_the_cancel_request_on_the_way(store: Store) -> None:
+    """``renew_ttl_s``: the batch's one transaction also pushes the lease's expiry (as
+    renew_lease would) and returns the cancel request; a run no longer running is not renewed."""
+    run_id, lease = run_in(store, S.RUNNING)
+    assert lease is not None
+    before = store.get_run(run_id)
+    assert before is not None and before.lease_expires_at is not None
+    written = store.write_steps(run_id, [StepRow(_start(run_id, "0"), utcnow())], token=lease.token,
+                                renew_ttl_s=3600)
+    assert written.lease is not None and (written.lease.renewed, written.lease.cancel_reason) == (True, None)
+    after = store.get_run(run_id)
+    assert after is not None and after.lease_expires_at is not None and after.heartbeat_at is not None
+    assert after.lease_expires_at > before.lease_expires_at + timedelta(minutes=30)
+    assert store.write_steps(run_id, [StepRow(_start(run_id, "1"), utcnow())], token=lease.token).lease is None
+    store.request_cancel(run_id, reason="stop it")
+    written = store.write_steps(run_id, [StepRow(_start(run_id, "2"), utcnow())], token=lease.token,
+                                renew_ttl_s=60)
+    assert written.lease is not None and written.lease.cancel_reason == "stop it"
+    store.transition(run_id, "cancelled", reason="cancelled", token=lease.token)  # not running any more
+    written = store.write_steps(run_id, [StepRow(_start(run_id, "3"), utcnow())], token=lease.token,
+                                renew_ttl_s=60)
+    assert written.lease is not None and not written.lease.renewed
