@@ -15,52 +15,16 @@ from typing import Any, ClassVar
 
 import pytest
 from playwright._impl.connection import Connection
-from playwright.async_api import Browser, Page, Playwright, async_playwright
+from playwright.async_api import Page
 
 from browserq.actions import StepContext, handler_for, locate, present
-from browserq.browsers import EventLoopThread
-from browserq.browsers.launcher import launch_chromium
 from browserq.redact import Redactor
 from browserq.templates import ExtractStep, TemplateSettings
-from tests.conftest import make_settings
+from tests.support.chromium import LaunchedChromium as Chromium
+from tests.support.chromium import chromium_fixture
 from tests.support.http import serve_http
 
-
-class Chromium:
-    """A Chromium launched by browserq's launcher, driven on a browserq loop thread."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.loop = EventLoopThread().start()
-        self.playwright: Playwright = self.run(async_playwright().start())
-        self.browser: Browser
-        self.browser, _ = self.run(launch_chromium(self.playwright, make_settings(tmp_path)))
-
-    def run(self, coro: Any, timeout: float = 60) -> Any:
-        return self.loop.run(coro, timeout=timeout)
-
-    def on_page(self, act: Any) -> Any:
-        """``act(page)`` in a fresh context."""
-
-        async def go() -> Any:
-            context = await self.browser.new_context()
-            try:
-                return await act(await context.new_page())
-            finally:
-                await context.close()
-
-        return self.run(go())
-
-    def close(self) -> None:
-        self.run(self.browser.close())
-        self.run(self.playwright.stop())
-        self.loop.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
-    browser = Chromium(tmp_path_factory.mktemp("chromium"))
-    yield browser
-    browser.close()
+chromium = chromium_fixture()
 
 
 @contextmanager

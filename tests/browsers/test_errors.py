@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Error, Page, Playwright, async_playwright
+from playwright.async_api import Error, Page
 
-from browserq.browsers import EventLoopThread
 from browserq.browsers.errors import (
     NET_ERROR_TABLE,
     NET_ERRORS,
@@ -23,11 +22,10 @@ from browserq.browsers.errors import (
     net_error_code,
     translate,
 )
-from browserq.browsers.launcher import launch_chromium
 from browserq.errors import Codes, ConfigError, ErrorClass, InfrastructureError, StepFailed
 from browserq.proxies import AUTH, FAILURE_KINDS, REFUSED, TUNNEL, classify_error, parse_proxy
-from tests.conftest import make_settings
 from tests.proxies.servers import AuthProxy, ForbiddenProxy, RefusingProxy, TargetServer, free_port
+from tests.support.chromium import LaunchedChromium, chromium_fixture
 
 # --- the table -----------------------------------------------------------------------------------
 
@@ -83,17 +81,8 @@ def test_what_is_not_playwright_is_internal_and_step_failures_pass_through() -> 
 # --- real Chromium -------------------------------------------------------------------------------
 
 
-class Chromium:
-    """A Chromium launched by browserq's launcher, driven on browserq's loop thread."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.loop = EventLoopThread().start()
-        self.playwright: Playwright = self.run(async_playwright().start())
-        self.browser: Browser
-        self.browser, _ = self.run(launch_chromium(self.playwright, make_settings(tmp_path)))
-
-    def run(self, coro: Any, timeout: float = 60) -> Any:
-        return self.loop.run(coro, timeout=timeout)
+class Chromium(LaunchedChromium):
+    """browserq's Chromium, asked how an action's exception translates."""
 
     def failure(self, act: Any, *, proxy: dict[str, str] | None = None, **translate_options: Any) -> StepFailed:
         """Run ``act(page)`` in a fresh context; the StepFailed its exception translates to."""
@@ -111,17 +100,8 @@ class Chromium:
 
         return self.run(go())
 
-    def close(self) -> None:
-        self.run(self.browser.close())
-        self.run(self.playwright.stop())
-        self.loop.stop()
 
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
-    browser = Chromium(tmp_path_factory.mktemp("chromium"))
-    yield browser
-    browser.close()
+chromium = chromium_fixture(Chromium)
 
 
 @pytest.fixture(scope="module")
