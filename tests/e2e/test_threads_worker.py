@@ -52,7 +52,7 @@ params:
 settings: {allow_eval: true, trace: off}
 steps:
   - {action: navigate, url: "${url}"}
-  - {action: eval, expression: "new Promise((ok) => setTimeout(() => ok(1), 4000))", into: waited}
+  - {action: eval, expression: "new Promise((ok) => setTimeout(() => ok(1), 12000))", into: waited}
   - {action: get, what: title, into: title}
 """
 RUNS = 6
@@ -61,7 +61,9 @@ CONCURRENCY = 3
 
 @pytest.fixture
 def threads_config(tmp_path: Path, pg_url: str) -> WorkerEnv:
-    templates = write_templates(tmp_path / "templates", {"slot": SLOT_TEMPLATE, "slow": SLOW_TEMPLATE})
+    # Names of their own: the session's database already holds other tests' "slow" template, and a
+    # used name@version never takes another body.
+    templates = write_templates(tmp_path / "templates", {"k_slot": SLOT_TEMPLATE, "k_slow": SLOW_TEMPLATE})
     config = worker_env(tmp_path, pg_url, REDIS_URL, templates)
     config.env["BROWSERQ_RESULT_BACKEND"] = REDIS_URL
     return config
@@ -93,7 +95,7 @@ def test_threads_worker_runs_k_runs_at_once_in_contexts_of_one_browser(threads_c
     code = (
         "import json\n"
         "from browserq import run_template\n"
-        f"results = [run_template.delay('slot', params={{'url': '{demo.url}/quotes/'}}) for _ in range({RUNS})]\n"
+        f"results = [run_template.delay('k_slot', params={{'url': '{demo.url}/quotes/'}}) for _ in range({RUNS})]\n"
         "print(json.dumps([r.get(timeout=240) for r in results]))\n"
     )
     done = run_producer(threads_config, code, timeout=300)
@@ -125,7 +127,7 @@ def running(pg_url: str) -> int:
     try:
         with engine.connect() as conn:
             return conn.execute(sa.text(
-                "select count(*) from runs where template_name = 'slow' and status = 'running'")).scalar() or 0
+                "select count(*) from runs where template_name = 'k_slow' and status = 'running'")).scalar() or 0
     finally:
         engine.dispose()
 
@@ -138,7 +140,7 @@ def test_a_browser_crash_under_k_runs_in_flight_is_one_relaunch_and_every_run_co
     code = (
         "import json\n"
         "from browserq import run_template\n"
-        f"results = [run_template.delay('slow', params={{'url': '{demo.url}/quotes/'}}) for _ in range({CONCURRENCY})]\n"
+        f"results = [run_template.delay('k_slow', params={{'url': '{demo.url}/quotes/'}}) for _ in range({CONCURRENCY})]\n"
         "print(json.dumps([r.get(timeout=240) for r in results]))\n"
     )
     producer = subprocess.Popen([sys.executable, "-c", code], env=config.env, cwd=REPO,
@@ -146,9 +148,12 @@ def test_a_browser_crash_under_k_runs_in_flight_is_one_relaunch_and_every_run_co
     try:
         deadline = time.monotonic() + 120
         while running(pg_url) < CONCURRENCY:
-            assert time.monotonic() < deadline and producer.poll() is None, "the K runs never ran together"
+            if producer.poll() is not None:
+                raise AssertionError(f"the producer ended before the K runs ran together: {producer.communicate()}"
+                                     + config.log.read_text()[-3000:])
+            assert time.monotonic() < deadline, f"the K runs never ran together ({running(pg_url)} running)"
             time.sleep(0.2)
-        time.sleep(1.0)  # into their 4 s wait
+        time.sleep(1.0)  # into their 12 s wait (long, so runs started seconds apart on a loaded machine still overlap)
         (root,) = browser_roots(descendants(proc.pid))
         os.kill(root, signal.SIGKILL)
         out, err = producer.communicate(timeout=280)

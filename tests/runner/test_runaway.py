@@ -70,6 +70,9 @@ def test_every_action_on_a_busy_page_ends_at_its_timeout(sqlite_runtime: Runtime
     lines = [f'  - {{action: navigate, url: "{demo.url}/quotes/"}}']
     for action in actions:
         lines.append(f'  - {{action: eval, expression: "{ARM}"}}')
+        # The armed loop starts at the page's next timer task; a protocol message may be served
+        # before it, so give it a moment (a wait is a sleep in Python: it does not touch the page).
+        lines.append("  - {action: wait, ms: 300}")
         lines.append("  - " + action[:-1] + ", timeout_s: 2, continue_on_error: true}")
     lines.append('  - {action: eval, expression: "document.title", into: alive}')
     loaded = template(
@@ -80,7 +83,7 @@ def test_every_action_on_a_busy_page_ends_at_its_timeout(sqlite_runtime: Runtime
     assert outcome.status == "completed", outcome
     assert outcome.outputs["alive"].startswith("Quotes")  # the page answers again after all that
     records = sqlite_runtime.store.steps(outcome.run_id)
-    busy = [s for s in records if s.step_path in {str(2 * i + 2) for i in range(len(actions))}]
+    busy = [s for s in records if s.step_path in {str(3 * i + 3) for i in range(len(actions))}]
     assert [s.action for s in busy] == [a.split(",")[0].split(": ")[1] for a in actions]
     for record in busy:
         assert record.status == "failed", (record.action, record.status)
