@@ -25,8 +25,8 @@ from browserq.proxies.config import (
 )
 from browserq.proxies.health import Availability, ProxyHealth, ProxyStats, make_redis
 from browserq.proxies.manager import ProxyManager, Reservation
-from browserq.proxies.spares import ProxySpares, proxy_context_options
 from browserq.proxies.rotation import ProxyRotator, normalize_domain
+from browserq.proxies.spares import ProxySpares, proxy_context_options
 
 __all__ = [
     "AUTH",

@@ -35,7 +35,6 @@ from browserq.proxies.config import Proxy, ProxyConfig
 from browserq.proxies.health import DEFAULT_NAMESPACE, ProxyHealth, ProxyStats, make_redis
 from browserq.proxies.rotation import ProxyRotator
 
-
 #: Most reservations kept at once (the oldest is forgotten): a pool asks for one per spare.
 MAX_RESERVATIONS = 8
 

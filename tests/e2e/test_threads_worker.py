@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 import sqlalchemy as sa
 
 from tests.conftest import REPO
