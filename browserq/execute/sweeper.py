@@ -34,6 +34,7 @@ from sqlalchemy.pool import NullPool
 
 from browserq.settings import Settings
 from browserq.store import Store, normalize_url
+from browserq.store.errors import StoreUnavailable
 
 log = structlog.get_logger(__name__)
 
@@ -188,6 +189,9 @@ class FleetSweeper:
             log.info("this process now runs the fleet's sweeper", owner=self.owner)
         try:
             return self.sweep(self.store, self.settings)
+        except StoreUnavailable:  # an outage, not a fault of the sweep: the runs it would find wait
+            log.warning("sweep skipped: the database is unreachable; trying again next interval", owner=self.owner)
+            return None
         except Exception as exc:
             log.warning("sweep failed; trying again next interval", owner=self.owner, error=_first_line(exc))
             return None

@@ -153,3 +153,27 @@ def test_sweeper_thread_keeps_running_while_the_database_is_unreachable(tmp_path
     for _ in range(3):
         assert sweeper.tick() is None
     assert sweeper.alive and log == []
+
+
+def test_a_sweep_that_meets_an_outage_is_skipped_quietly(tmp_path: Path, sweepers) -> None:
+    """The lock holds but the store is out mid-sweep: the tick is skipped with one line that says
+    the database is unreachable — no exception class, which reads like a run that gave up."""
+    from structlog.testing import capture_logs
+
+    from browserq.store.errors import StoreUnavailable
+
+    settings = _migrated(make_settings(tmp_path))
+
+    def outage(store: Store, settings: Settings) -> int:
+        raise StoreUnavailable("looking for stuck runs")
+
+    sweeper = FleetSweeper(settings, outage, owner="during-outage")
+    try:
+        with capture_logs() as logs:
+            assert sweeper.tick() is None
+        lines = [entry["event"] for entry in logs]
+        assert any("database is unreachable" in line for line in lines), lines
+        assert "StoreUnavailable" not in repr(logs)
+        assert sweeper.holding  # the lock is kept: the next interval sweeps again
+    finally:
+        sweeper.stop()
