@@ -5,7 +5,8 @@ run and closed after it, which is what actually releases memory. Two things keep
 critical path and keep memory flat:
 
 * **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts, each with its page open, are created in the
-  background while runs execute; a run whose options match a spare's exactly (nothing special, or
+  background when a run's context closes (while its records are written and the next task
+  arrives; a run that comes before its spare is ready waits for it); a run whose options match a spare's exactly (nothing special, or
   the same proxy when proxies are configured: see :mod:`~browserq.browsers.spares`) takes one
   instead of waiting for ``new_context`` + ``new_page``. A context is never handed to a second run.
 * **recycling** — after ``BROWSERQ_BROWSER_MAX_CONTEXTS`` contexts, after
@@ -87,6 +88,8 @@ DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
     "viewport": {"width": 1366, "height": 768},
     "accept_downloads": False,
 }
+#: How long a run waits for a spare that is being made before it makes a context of its own.
+SPARE_WAIT_S = 5.0
 
 
 class BrowserPool:
@@ -241,6 +244,8 @@ class BrowserPool:
         instance = await self._ensure_browser()
         options = normalized_options(identity_seed, region, options)
         key = spare_key(options)
+        if key is not None:
+            await self._spare_in_the_making(key)
         if key is not None and self._spares:
             spare, dead = self._spares.take(key, instance)
             for other in [*dead, *self._spares.unwanted(pending_keys(self._plan))]:
@@ -248,12 +253,22 @@ class BrowserPool:
             if spare is not None:
                 self._hand_out(spare.context, instance)
                 self.spare_hits += 1
-                self._schedule_refill()
-                return spare.context
+                return spare.context  # the next spare is made when a run's context closes
         context = await self._create(instance, options)
         self._hand_out(context, instance)
-        self._schedule_refill()
         return context
+
+    async def _spare_in_the_making(self, key: str) -> None:
+        """Wait (at most SPARE_WAIT_S) for a refill under way that may bring a spare with ``key``:
+        finishing it is quicker than a second context made beside it, and two made at once slow
+        each other (and the pages of runs in flight) down."""
+        task = self._refill_task
+        if task is None or task.done():
+            return
+        pending = pending_keys(self._plan)
+        if pending is not None and key not in pending:
+            return
+        await asyncio.wait({task}, timeout=SPARE_WAIT_S)
 
     async def _create(self, instance: Instance, options: dict[str, Any]) -> BrowserContext:
         options = dict(options)
@@ -304,6 +319,10 @@ class BrowserPool:
         if instance is None:
             return
         instance.in_use.discard(context)
+        # The next spare is made now, while the run's records are written and the next task comes:
+        # made as soon as a spare is taken, it ran beside that run's first navigation and slowed it
+        # by about as much as the spare saved (bench/README.md, "spares").
+        self._schedule_refill()
         if instance.retiring and not instance.in_use and instance in self._draining:
             self._draining.remove(instance)
             await close_browser(instance)

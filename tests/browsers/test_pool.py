@@ -56,6 +56,31 @@ def test_runs_take_prewarmed_spares_that_are_fresh(loop, tmp_path, site) -> None
         loop.run(pool.stop())
 
 
+def test_the_next_spare_is_made_after_a_run_and_the_next_run_waits_for_it(loop, tmp_path) -> None:
+    """A spare made while a run's page loads slows that page about as much as the spare saves
+    (bench/README.md), so the pool makes it when the run's context closes; a run that comes
+    while it is being made takes it instead of making a second context beside it."""
+    pool = started_pool(loop, tmp_path, context_prewarm=1)
+    try:
+        made = pool.contexts_created
+
+        async def back_to_back() -> None:
+            first = await pool.new_context()
+            await _settle()
+            assert pool.spare_contexts == 0  # nothing made beside the running run
+            await pool.close_context(first)  # the refill starts here…
+            second = await pool.new_context()  # …and this run waits for it
+            assert pool.spare_hits == 2
+            assert pool.contexts_created == made + 1  # only the spare the second run took
+            await pool.close_context(second)
+
+        loop.run(back_to_back(), timeout=60)
+        loop.run(_settle())
+        assert pool.spare_contexts == 1 and pool.open_contexts == 0
+    finally:
+        loop.run(pool.stop())
+
+
 async def _settle() -> None:
     import asyncio
 
