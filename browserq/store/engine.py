@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,11 @@ PG_LIVENESS_OPTIONS: dict[str, int] = {
     "keepalives_count": 3,
     "tcp_user_timeout": 30_000,
 }
+#: A pooled PostgreSQL connection idle longer than this is pinged before it is handed out. A busy
+#: connection is not: a ping per checkout was one more round trip — and one more transaction in
+#: the server's counters — for every transaction of every run, and a connection that died while
+#: in use is handled anyway (the store retries the whole transaction on a new one).
+PG_PING_AFTER_IDLE_S = 30.0
 #: SQLSTATEs worth retrying the whole transaction for (besides every connection-level error):
 #: admin/crash shutdown, "the database system is starting up", too many connections,
 #: serialization failure and deadlock (the transaction was rolled back either way).
@@ -127,7 +133,8 @@ def create_store_engine(
     (not the sqlite3 module) emits BEGIN: ``BEGIN IMMEDIATE`` when the connection carries the
     execution option ``{SQLITE_BEGIN_OPTION: "IMMEDIATE"}`` (writes take the lock up front and
     wait for it), a plain deferred ``BEGIN`` otherwise. That makes transactions (and DDL) real
-    transactions on every Python version. PostgreSQL: ``pool_pre_ping`` and a connect timeout.
+    transactions on every Python version. PostgreSQL: a ping for connections idle over ``PG_PING_AFTER_IDLE_S``
+    and a connect timeout.
     """
     url = normalize_url(database_url)
     kwargs: dict[str, Any] = {"echo": echo, "json_serializer": _json_serializer}
@@ -150,20 +157,42 @@ def create_store_engine(
                     f"cannot use database {mask_url(url)}: cannot create its folder {folder}: "
                     f"{e.strerror or e}"
                 ) from None
-    elif backend == "postgresql":
-        kwargs["pool_pre_ping"] = True
-        if url.get_driver_name() == "psycopg":
-            connect_args: dict[str, Any] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
-            connect_args.update(PG_LIVENESS_OPTIONS)
-            kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in url.query}
+    elif backend == "postgresql" and url.get_driver_name() == "psycopg":
+        connect_args: dict[str, Any] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+        connect_args.update(PG_LIVENESS_OPTIONS)
+        kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in url.query}
     try:
         engine = create_engine(url, **kwargs)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as e:
         raise StoreError(f"cannot use database {mask_url(url)}: {e}") from None
     if backend == "sqlite":
         _install_sqlite_hooks(engine)
+    elif backend == "postgresql":
+        _install_idle_ping(engine, PG_PING_AFTER_IDLE_S)
     _install_text_cleaning(engine)
     return engine
+
+
+def _install_idle_ping(engine: Engine, idle_s: float) -> None:
+    """``pool_pre_ping``, but only for a connection that sat in the pool longer than ``idle_s``:
+    a dead one is replaced before use (SQLAlchemy retries a checkout that raises
+    ``DisconnectionError`` with a new connection)."""
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["browserq_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("browserq_idle_since")
+        if since is None or time.monotonic() - since < idle_s:
+            return
+        try:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("select 1")
+            dbapi_connection.rollback()
+        except Exception as e:
+            raise exc.DisconnectionError(f"pooled connection idle {time.monotonic() - since:.0f} s is gone: {e}") from e
 
 
 def _install_sqlite_hooks(engine: Engine) -> None:

@@ -249,3 +249,58 @@ def test_sqlite_lock_contention_is_waited_out(tmp_path) -> None:
         released.join()
         holder.close()
         store.dispose()
+
+
+def _terminate_other_sessions(url: str) -> int:
+    """End every server session of ``url``'s database but this one (what a PostgreSQL restart,
+    a failover or an idle-connection reaper does to a pool)."""
+    database = make_url(url).database
+    with psycopg.connect(PG_ADMIN_URL.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
+        rows = conn.execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
+            (database,),
+        ).fetchall()
+    return len(rows)
+
+
+def test_an_idle_connection_that_died_is_replaced_before_use(
+    proxied: tuple[str, TcpProxy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection idle past PG_PING_AFTER_IDLE_S is pinged, and one that died meanwhile is
+    replaced before use — no error, no retry."""
+    from browserq.store import engine as store_engine
+
+    url, _proxy = proxied
+    monkeypatch.setattr(store_engine, "PG_PING_AFTER_IDLE_S", 0.5)
+    store = Store(url, retry_window_s=10)
+    try:
+        run_id = new_run(store)
+        assert store.get_run(run_id) is not None
+        assert _terminate_other_sessions(url) >= 1  # the pooled connection's session is gone
+        time.sleep(0.7)
+        retried: list[str] = []
+        monkeypatch.setattr(plumbing.log, "warning", lambda event_, **kw: retried.append(event_))
+        run = store.get_run(run_id)
+        assert run is not None and run.id == run_id
+        assert retried == []  # the ping found the dead connection; no transaction failed
+    finally:
+        store.dispose()
+
+
+def test_a_connection_that_died_in_use_costs_one_retry(proxied: tuple[str, TcpProxy], monkeypatch) -> None:
+    """A busy connection is not pinged (a ping per checkout was one more round trip, and one more
+    server transaction, for every transaction of every run), so one killed between two
+    transactions fails the next — which the store retries whole on a new connection."""
+    url, _proxy = proxied
+    store = Store(url, retry_window_s=10)
+    try:
+        run_id = new_run(store)
+        assert store.get_run(run_id) is not None
+        assert _terminate_other_sessions(url) >= 1
+        retried: list[str] = []
+        monkeypatch.setattr(plumbing.log, "warning", lambda event_, **kw: retried.append(event_))
+        run = store.get_run(run_id)
+        assert run is not None and run.id == run_id
+        assert retried == ["database error, retrying"]
+    finally:
+        store.dispose()
