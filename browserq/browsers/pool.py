@@ -4,11 +4,10 @@ The browser is launched once and reused; a *context* (cookies, storage, cache) i
 run and closed after it, which is what actually releases memory. Two things keep that off a run's
 critical path and keep memory flat:
 
-* **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts, each with its page open, are created in the
-  background when a run's context closes (while its records are written and the next task
-  arrives; a run that comes before its spare is ready waits for it); a run whose options match a spare's exactly (nothing special, or
-  the same proxy when proxies are configured: see :mod:`~browserq.browsers.spares`) takes one
-  instead of waiting for ``new_context`` + ``new_page``. A context is never handed to a second run.
+* **spares** — ``BROWSERQ_CONTEXT_PREWARM`` contexts, each with its page open, are made in the
+  background when a run's context closes; a run whose options match a spare's exactly (nothing
+  special, or the same proxy: see :mod:`~browserq.browsers.spares`) takes one instead of waiting
+  for ``new_context`` + ``new_page``. A context is never handed to a second run.
 * **recycling** — after ``BROWSERQ_BROWSER_MAX_CONTEXTS`` contexts, after
   ``BROWSERQ_BROWSER_MAX_AGE_S``, or when the RSS of the browser's whole process tree passes
   ``BROWSERQ_BROWSER_MAX_RSS_MB``, a new browser takes the new runs while the old one *drains*:
@@ -67,19 +66,13 @@ from browserq.browsers.spares import (
     open_page,
     pending_keys,
     spare_key,
+    wait_for_spare,
 )
 from browserq.errors import InfrastructureError
 from browserq.settings import Settings
 
-__all__ = [
-    "CLOSE_TIMEOUT_S",
-    "DEFAULT_CONTEXT_OPTIONS",
-    "RSS_CHECK_EVERY",
-    "BrowserPool",
-    "BrowserUnusable",
-    "SparePlan",
-    "driver_closed",
-]
+__all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_CONTEXT_OPTIONS", "RSS_CHECK_EVERY", "BrowserPool", "BrowserUnusable",
+           "SparePlan", "driver_closed"]
 
 log = structlog.get_logger(__name__)
 
@@ -88,8 +81,6 @@ DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
     "viewport": {"width": 1366, "height": 768},
     "accept_downloads": False,
 }
-#: How long a run waits for a spare that is being made before it makes a context of its own.
-SPARE_WAIT_S = 5.0
 
 
 class BrowserPool:
@@ -113,10 +104,12 @@ class BrowserPool:
         self.unusable: str | None = None
         self.contexts_created = 0
         self.spare_hits = 0
+        self._stopping = False
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Start the driver, launch Chromium, warm it with one page and fill the spares."""
+        self._stopping = False
         if self._playwright is None:
             self._playwright = await start_driver()
         await self._ensure_browser()
@@ -126,10 +119,13 @@ class BrowserPool:
             await page.goto("about:blank")
         finally:
             await self.close_context(context)
-        await self._refill()
+        self._schedule_refill()  # the spares are ready on return
+        if self._refill_task is not None:
+            await asyncio.gather(self._refill_task, return_exceptions=True)
 
     async def stop(self) -> None:
         """Close every context, every browser and the driver; safe to call twice."""
+        self._stopping = True  # no spare is made for a run that will not come
         if self._refill_task is not None:
             self._refill_task.cancel()
             await asyncio.gather(self._refill_task, return_exceptions=True)
@@ -245,7 +241,7 @@ class BrowserPool:
         options = normalized_options(identity_seed, region, options)
         key = spare_key(options)
         if key is not None:
-            await self._spare_in_the_making(key)
+            await wait_for_spare(self._refill_task, self._plan, key)
         if key is not None and self._spares:
             spare, dead = self._spares.take(key, instance)
             for other in [*dead, *self._spares.unwanted(pending_keys(self._plan))]:
@@ -257,18 +253,6 @@ class BrowserPool:
         context = await self._create(instance, options)
         self._hand_out(context, instance)
         return context
-
-    async def _spare_in_the_making(self, key: str) -> None:
-        """Wait (at most SPARE_WAIT_S) for a refill under way that may bring a spare with ``key``:
-        finishing it is quicker than a second context made beside it, and two made at once slow
-        each other (and the pages of runs in flight) down."""
-        task = self._refill_task
-        if task is None or task.done():
-            return
-        pending = pending_keys(self._plan)
-        if pending is not None and key not in pending:
-            return
-        await asyncio.wait({task}, timeout=SPARE_WAIT_S)
 
     async def _create(self, instance: Instance, options: dict[str, Any]) -> BrowserContext:
         options = dict(options)
@@ -319,10 +303,7 @@ class BrowserPool:
         if instance is None:
             return
         instance.in_use.discard(context)
-        # The next spare is made now, while the run's records are written and the next task comes:
-        # made as soon as a spare is taken, it ran beside that run's first navigation and slowed it
-        # by about as much as the spare saved (bench/README.md, "spares").
-        self._schedule_refill()
+        self._schedule_refill()  # now, not at hand-out: see spares.wait_for_spare
         if instance.retiring and not instance.in_use and instance in self._draining:
             self._draining.remove(instance)
             await close_browser(instance)
@@ -330,7 +311,7 @@ class BrowserPool:
 
     # --- spares ------------------------------------------------------------------------------
     def _schedule_refill(self) -> None:
-        if self._settings.context_prewarm <= 0:
+        if self._settings.context_prewarm <= 0 or self._stopping:
             return
         if self._refill_task is None or self._refill_task.done():
             self._refill_task = asyncio.get_running_loop().create_task(self._refill())

@@ -15,6 +15,7 @@ are still expected (a proxy that cooled down is not): spares nobody will ask for
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -26,7 +27,8 @@ from playwright.async_api import BrowserContext
 from browserq.browsers.instance import Instance
 
 __all__ = ["PlainSpares", "Spare", "SparePlan", "Spares", "asked_for", "normalized_options", "open_page", "pending_keys",
-           "spare_key"]
+           "spare_key",
+           "wait_for_spare"]
 
 
 class SparePlan(Protocol):
@@ -77,6 +79,25 @@ def asked_for(asked: dict[str, Any]) -> tuple[dict[str, Any], str]:
     if key is None:
         raise ValueError("a spare plan asked for options with which no run takes a spare")
     return options, key
+
+
+#: How long a run waits for a spare that is being made before it makes a context of its own.
+SPARE_WAIT_S = 5.0
+
+
+async def wait_for_spare(refill: asyncio.Task[None] | None, plan: SparePlan, key: str,
+                         timeout_s: float = SPARE_WAIT_S) -> None:
+    """Wait for a ``refill`` under way that may bring a spare filed under ``key``.
+
+    The pool makes the next spare when a run's context closes, not when a spare is handed out:
+    made at hand-out, it was made beside that run's first navigation and slowed it by about as
+    much as the spare saved (goto 165 against 55 ms, bench/README.md). A run that comes while the
+    spare is being made waits for it: finishing it is quicker than a second context beside it."""
+    if refill is None or refill.done():
+        return
+    pending = pending_keys(plan)
+    if pending is None or key in pending:
+        await asyncio.wait({refill}, timeout=timeout_s)
 
 
 def pending_keys(plan: SparePlan) -> list[str] | None:

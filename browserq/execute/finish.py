@@ -17,6 +17,7 @@ from browserq.errors import Codes, StoreError
 from browserq.execute.attempt import outcome_of
 from browserq.execute.breaker import check_batch
 from browserq.execute.decide import RetryLater, backoff_s
+from browserq.journal.batch import store_records, write_batch
 from browserq.recordable import clean_text, sized
 from browserq.runner import RunOutcome
 from browserq.settings import Settings
@@ -46,7 +47,17 @@ class RunEnds:
         """
         outcome = self.bounded(outcome)
         try:
-            self._record(run_id, token, outcome)
+            try:
+                self._record(run_id, token, outcome)
+            except (LeaseLost, StoreUnavailable):
+                raise
+            except StoreError:
+                if not outcome.journal_tail:
+                    raise
+                # The last steps and the end went together: the steps alone now, one by one where
+                # the database refuses them (each refusal recorded), then the end.
+                outcome = self._without_tail(run_id, token, outcome)
+                self._record(run_id, token, outcome)
         except (LeaseLost, StoreUnavailable):
             raise
         except StoreError as exc:
@@ -69,7 +80,19 @@ class RunEnds:
             check_batch(self.store, batch_id)
         return outcome
 
+    def write_tail(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
+        """For an end other than :meth:`finish` (a retry, a hand-back): the journal's held-back
+        records first, on their own. Returns the outcome to act on (failed when one was refused)."""
+        return self._without_tail(run_id, token, outcome) if outcome.journal_tail else outcome
+
+    def _without_tail(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
+        refusal = write_batch(self.store, run_id, token, outcome.journal_tail, None)
+        if refusal is not None:
+            return RunOutcome(run_id, "failed", {}, refusal.code.code, refusal.message, outcome.error_step_path)
+        return replace(outcome, journal_tail=[])
+
     def _record(self, run_id: str, token: int, outcome: RunOutcome) -> None:
+        records, _ = store_records(outcome.journal_tail)
         self.store.finish_run(
             run_id,
             status=outcome.status,
@@ -81,6 +104,7 @@ class RunEnds:
             worker=self.owner,
             reason=outcome.error_message if outcome.status == "needs_review" else None,
             warnings=outcome.warnings,
+            steps=records,
         )
 
     def bounded(self, outcome: RunOutcome) -> RunOutcome:

@@ -266,6 +266,7 @@ class Runtime:
             return outcome
         self.identities.release(request)
         if self.pool.unusable is not None:
+            self.ends.write_tail(run.id, lease.token, outcome)
             self._hand_back(run.id, lease.token, self.pool.unusable)
         return self._act(Failure.of_outcome(outcome), run, lease, loaded, request, resumes)
 
@@ -286,6 +287,9 @@ class Runtime:
                           backoff_max_s=self.settings.run_retry_backoff_max_s)
         if isinstance(decision, Finish):
             return self.ends.finish(run.id, lease.token, decision.outcome, run.batch_id)
+        written = self.ends.write_tail(run.id, lease.token, failure.outcome)  # (a completed run's)
+        if written.status != failure.outcome.status:  # a held-back record was refused
+            return self.ends.finish(run.id, lease.token, written, run.batch_id)
         if isinstance(decision, ResumeNow):
             self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner, token=lease.token)
             return _RESUME

@@ -111,10 +111,8 @@ def write_batch(
     return refusal
 
 
-def _store(
-    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
-) -> None:
-    """The entries as store records, written together; the ids of new step rows resolved."""
+def store_records(entries: Sequence[Entry]) -> tuple[list[StepRow | StepEnd | ArtifactRow], dict[StepRecord, int]]:
+    """The entries as the store's records, and where each new step row is among them."""
     records: list[StepRow | StepEnd | ArtifactRow] = []
     refs: dict[StepRecord, int] = {}
     for entry in entries:
@@ -131,6 +129,14 @@ def _store(
         else:
             assert entry.end is not None and entry.finished_at is not None
             records.append(StepEnd(record.attempt_id, entry.end, entry.finished_at))
+    return records, refs
+
+
+def _store(
+    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
+) -> None:
+    """The entries as store records, written together; the ids of new step rows resolved."""
+    records, refs = store_records(entries)
     if not records:
         return
     checkpoint = next((e.checkpoint for e in reversed(entries) if e.checkpoint is not None), None)
@@ -166,4 +172,4 @@ def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: St
     return refused
 
 
-__all__ = ["Entry", "LeaseWatch", "StepRecord", "write_batch"]
+__all__ = ["Entry", "LeaseWatch", "StepRecord", "store_records", "write_batch"]

@@ -17,9 +17,13 @@ The durability contract (what the runner may rely on):
   is written in ONE transaction (:meth:`browserq.store.Store.write_steps`), together with the
   durable record that asked for it. Records reach the store in the order they happened, so a
   durable record also makes every earlier one durable. A step whose start and end are both held
-  back becomes one finished row. The runner calls :meth:`RunJournal.flush` before it returns the
-  run's outcome (which the caller then records); after ``LeaseLost`` it writes nothing more, and
-  what is held back is dropped. ``flush_ms=0``: every record is written when it is made.
+  back becomes one finished row. Before the runner returns a run's outcome it calls
+  :meth:`RunJournal.flush` — or, for a completed run, :meth:`RunJournal.take_tail`: what is held
+  back then travels with the outcome and is written in the same transaction as the run's end
+  (``RunEnds.finish``), so a short read-only run costs: its record, its lease, its end (plus a
+  background batch every ``flush_ms`` and its checkpoints). After ``LeaseLost`` it writes
+  nothing more, and what is held back is dropped. ``flush_ms=0``: every record is written when
+  it is made.
 * A step end that carries a checkpoint is durable whatever the caller passes (the journal
   enforces it): a checkpoint is only worth something once it is stored.
 * The lease: every batch write of a leased run also renews the run's lease and reads its cancel
@@ -272,6 +276,29 @@ class RunJournal:
         earlier = earlier or self._take_failed(barrier=True)
         if earlier is not None:  # a refusal a background flush met: what followed is written too
             raise earlier
+
+    async def take_tail(self) -> list[Entry]:
+        """What is still held back, handed to the caller to write with the run's end in one
+        transaction (``RunEnds.finish``); nothing is held back afterwards. Like :meth:`flush`,
+        it waits for a batch in flight and raises what the store said about earlier records
+        (a refusal a background flush met: then the tail is written here, as by flush)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._failed is not None or self._lost is not None:
+            await self.flush()
+            return []
+        async with self._lock:
+            if self._inflight is not None:
+                await asyncio.wait([self._inflight])
+                self._inflight = None
+            if self._lost is not None:
+                raise self._lost
+            if self._failed is None:
+                entries, self._pending, self._open = self._pending, [], {}
+                return entries
+        await self.flush()  # the batch that was in flight met a refusal: raise it as flush does
+        return []
 
     async def _add(self, entry: Entry, *, durable: bool = False) -> None:
         """Hold ``entry`` back, or (durable, or no buffering) write it with all held back."""

@@ -24,6 +24,7 @@ from browserq.browsers.errors import first_line
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
 from browserq.journal import ArtifactDir, LeaseLost, RunJournal, Store, StoreUnavailable
+from browserq.journal.batch import Entry
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
 from browserq.recordable import clean_text
@@ -220,11 +221,17 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             await self._save_identity(state)
             await self._finish_context(context, state.browser.activity, state, failure if status == "failed" else None)
         await self._report_proxy(state, status, failure)
+        tail: list[Entry] = []
         try:
-            await state.journal.flush()
+            if status == "completed":  # a completed run ends: its last records go with that end
+                tail = await state.journal.take_tail()
+            else:  # its end may be a retry or a resume: every record is in the store first
+                await state.journal.flush()
         except StepFailed as refused:  # STORE_WRITE_FAILED: the database refused a held-back record
             status, failure = "failed", refused
-        return self._outcome(state, status, failure)
+        outcome = self._outcome(state, status, failure)
+        outcome.journal_tail = tail
+        return outcome
 
     async def _heartbeat(self, state: RunState, main: asyncio.Task[Any]) -> None:
         """Renew the lease while the run progresses; stop the run if it was lost or cancelled."""

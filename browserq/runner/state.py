@@ -20,6 +20,7 @@ from browserq.actions.outputs import OutputBudget
 from browserq.browsers.domains import BlockLog
 from browserq.errors import Codes, ErrorClass
 from browserq.journal import IdentityLease, RunJournal, StepRecord
+from browserq.journal.batch import Entry
 from browserq.limits import BlockStats, NavigationGate
 from browserq.proxies import Proxy
 from browserq.redact import Redactor
@@ -61,6 +62,8 @@ class RunOutcome:
     lease_lost: bool = False  # another worker took the run over: nothing may be written
     #: ``[{step, code, message}]``: where a limit cut the result short (see actions.notices).
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: The journal's records still held back (a completed run's): written with the run's end.
+    journal_tail: list[Entry] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def error_class(self) -> ErrorClass | None:

@@ -37,7 +37,10 @@ from browserq.store.errors import LeaseLost, StoreUnavailable
 from browserq.store.models import Run, RunStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from browserq.settings import Settings
+    from browserq.store.steps import ArtifactRow, StepEnd, StepRow
 
 log = structlog.get_logger(__name__)
 
@@ -226,6 +229,13 @@ class StoreBase:
                 status=row.status,
                 action=action,
             )
+
+    def _write_step_records(
+        self, s: Session, retried: bool, records: Sequence[StepRow | StepEnd | ArtifactRow]
+    ) -> list[int | None]:
+        """Step and artifact records inside the caller's transaction (``StepMethods`` has it:
+        declared here so a run's end can write its last steps with it)."""
+        raise NotImplementedError
 
 
 __all__ = [

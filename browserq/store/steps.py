@@ -206,28 +206,35 @@ class StepMethods(StoreBase):
         def body(s: Session, retried: bool) -> WrittenSteps:
             if token is not None:
                 self._fence(s, run_id, token, action)
-            ids: list[int | None] = []
-            for record in records:
-                if isinstance(record, StepRow):
-                    end = checked_end(record.end) if record.end is not None else None
-                    ids.append(insert_step_row(
-                        s, retried, record.start, status=StepStatus.STARTED, at=record.started_at,
-                        end=end, finished_at=record.finished_at,
-                    ))
-                elif isinstance(record, StepEnd):
-                    self._finish_step_row(
-                        s, retried, record.step_attempt_id, checked_end(record.end), now=record.finished_at
-                    )
-                    ids.append(record.step_attempt_id)
-                else:
-                    step = record.step_attempt_id if record.step_ref is None else ids[record.step_ref]
-                    ids.append(insert_artifact_row(s, retried, {**record.fields, "step_attempt_id": step}))
+            ids = self._write_step_records(s, retried, records)
             if checkpoint is not None:
                 save_checkpoint(s, run_id, checkpoint)
             renewed = renew_in(s, run_id, token, renew_ttl_s) if token is not None and renew_ttl_s else None
             return WrittenSteps(ids, renewed)
 
         return self._tx(action, body, write=True)
+
+    def _write_step_records(
+        self, s: Session, retried: bool, records: Sequence[StepRow | StepEnd | ArtifactRow]
+    ) -> list[int | None]:
+        """The records, in order, inside the caller's transaction; their row ids."""
+        ids: list[int | None] = []
+        for record in records:
+            if isinstance(record, StepRow):
+                end = checked_end(record.end) if record.end is not None else None
+                ids.append(insert_step_row(
+                    s, retried, record.start, status=StepStatus.STARTED, at=record.started_at,
+                    end=end, finished_at=record.finished_at,
+                ))
+            elif isinstance(record, StepEnd):
+                self._finish_step_row(
+                    s, retried, record.step_attempt_id, checked_end(record.end), now=record.finished_at
+                )
+                ids.append(record.step_attempt_id)
+            else:
+                step = record.step_attempt_id if record.step_ref is None else ids[record.step_ref]
+                ids.append(insert_artifact_row(s, retried, {**record.fields, "step_attempt_id": step}))
+        return ids
 
     def mark_interrupted_steps(self, run_id: str, *, before_attempt: int) -> list[StepView]:
         """Step attempts left ``started`` by run attempts before ``before_attempt`` (their worker

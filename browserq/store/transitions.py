@@ -8,8 +8,9 @@ bumps the token, which fences the old holder out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,6 +21,9 @@ from browserq.store.models import Run, RunStatus, RunTransition, utcnow
 from browserq.store.plumbing import StoreBase, run_status_value
 from browserq.store.states import FINISHED, LEGAL
 from browserq.store.views import RunView, TransitionView, to_view
+
+if TYPE_CHECKING:
+    from browserq.store.steps import ArtifactRow, StepEnd, StepRow
 
 #: The error code of a run that ends cancelled.
 CANCELLED_CODE = Codes.CANCELLED.code
@@ -208,8 +212,12 @@ class TransitionMethods(StoreBase):
         worker: str | None = None,
         reason: str | None = None,
         warnings: list[dict[str, Any]] | None = None,
+        steps: Sequence[StepRow | StepEnd | ArtifactRow] = (),
     ) -> None:
         """Move the run to ``status`` (through the state machine) with its outputs and error.
+
+        ``steps``: the journal's last held-back records (see ``Store.write_steps``), written
+        first in the same transaction — a run's end and its last steps cost one commit.
 
         A final status sets ``finished_at``; a non-final one (e.g. ``retrying``) clears it.
         ``token``: fence the write with the caller's lease. ``worker`` defaults to the run's
@@ -232,6 +240,8 @@ class TransitionMethods(StoreBase):
                 return
             if token is not None:
                 self._fence_run(run, token, action)
+            if steps:
+                self._write_step_records(s, retried, steps)
             now = utcnow()
             self._apply_transition(
                 s,

@@ -148,6 +148,36 @@ def test_a_tenant_without_slots_waits_as_long_as_its_policy_says(runtime: Runtim
     assert run.status == "retrying" and run.lease_owner is None and "paused" in run.status_reason
 
 
+def test_a_read_only_run_writes_its_last_steps_with_its_end(pg_runtime: Runtime, demo,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9, goal 3: a read-only run without checkpoints costs its record, its lease and its
+    end — the journal's held-back steps go in the end's transaction, not one of their own."""
+    settings = pg_runtime.settings.model_copy(update={"journal_flush_ms": 60_000})
+    own = Runtime(settings).start()
+    try:
+        body = QUICK.replace("settings: {trace: off,", "settings: {trace: off, checkpoints: explicit,")
+        prepared = prepare_loaded(template(body), {"base_url": demo.url})
+        actions: list[str] = []
+        real = own.store._tx
+
+        def recording(action: str, body_: Any, **kwargs: Any) -> Any:
+            actions.append(action)
+            return real(action, body_, **kwargs)
+
+        monkeypatch.setattr(own.store, "_tx", recording)
+        record_run(own.store, prepared, secret_box=None)
+        outcome = own.execute(prepared.run_id)
+        monkeypatch.undo()
+        assert outcome.status == "completed", outcome
+        writes = [a for a in actions if not a.startswith(("reading", "renewing the lease"))]
+        assert [w.split()[0] for w in writes if "template" not in w] == ["creating", "acquiring", "finishing"], actions
+        steps = own.store.steps(prepared.run_id)
+        assert [(s.action, s.status) for s in steps] == [("navigate", "succeeded"), ("get", "succeeded")]
+        assert all(s.finished_at is not None for s in steps)
+    finally:
+        own.stop()
+
+
 def test_one_execution_costs_two_transactions_besides_its_steps(runtime: Runtime, demo,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Lease + running + the run read in one transaction, the end (status, outputs, transition,
