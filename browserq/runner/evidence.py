@@ -62,8 +62,10 @@ class EvidenceMixin(RunnerBase):
         """Unblock the page, then snapshot (failures), blocked requests and the trace."""
         tsettings = state.request.loaded.template.settings
         usable = self.pool.connected and not state.browser.crashed and state.browser.page is not None
-        if usable and state.browser.watchdog is not None and not state.browser.page_dropped:
-            # A script still running in the page would stall the screenshot, the DOM and the trace.
+        needs_page = failure is not None or (state.browser.trace is not None and state.browser.trace.started)
+        if usable and needs_page and state.browser.watchdog is not None and not state.browser.page_dropped:
+            # A script still running in the page would stall the screenshot, the DOM and the trace
+            # (a run that leaves neither does not ask: closing its context needs no answer from it).
             unblocked = await state.browser.watchdog.unblock(stop_loading=failure is not None)
             state.browser.page_dropped = unblocked is PageState.DROPPED
         usable = usable and not state.browser.page_dropped

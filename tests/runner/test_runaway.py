@@ -179,3 +179,31 @@ def test_a_catastrophic_url_regex_from_a_param_cannot_stall_the_worker(sqlite_ru
     assert outcome.error_step_path == "1"
     assert sqlite_runtime.pool.pid == pid_before
     _next_run_completes(sqlite_runtime, demo.url)
+
+
+def test_a_run_that_completes_with_a_runaway_script_armed_still_closes_its_context(
+    sqlite_runtime: Runtime, demo
+) -> None:
+    """A completed run leaves no snapshot or trace, so its end does not wait for the page to
+    answer: its context is closed with the loop still running, promptly, and the browser serves
+    the next run."""
+    import time
+
+    pid_before = sqlite_runtime.pool.pid
+    armed = template(
+        """
+        settings: {allow_eval: true, trace: off}
+        steps:
+          - {action: navigate, url: "%s/quotes/"}
+          - {action: eval, expression: "%s", into: armed}
+        """
+        % (demo.url, ARM)
+    )
+    began = time.monotonic()
+    outcome = sqlite_runtime.run_loaded(armed)
+    took = time.monotonic() - began
+    assert outcome.status == "completed" and outcome.outputs["armed"] == 1, outcome
+    assert took < 15, f"the run's end waited {took:.1f} s for a busy page"  # a close bound, not a timing
+    assert sqlite_runtime.pool.open_contexts == 0
+    _next_run_completes(sqlite_runtime, demo.url)
+    assert sqlite_runtime.pool.pid == pid_before
