@@ -266,6 +266,17 @@ def browserq_env(database_url: str, broker_url: str, queue: str, artifacts: Path
     }
 
 
+def worker_settings(pairs: list[str]) -> dict[str, str]:
+    """``--set key=value`` as the workers' ``BROWSERQ_KEY`` environment (e.g. context_prewarm=0)."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set expects KEY=VALUE, got {pair!r}")
+        env[f"BROWSERQ_{key.strip().upper()}"] = value
+    return env
+
+
 def start_worker(name: str, env: dict[str, str], concurrency: int, pool: str, tmp: Path) -> Worker:
     """``browserq worker --concurrency N [--pool threads]``, waiting for Celery's "ready."."""
     cli = Path(sys.executable).with_name("browserq")
@@ -459,6 +470,7 @@ class Bench:
         a, url = self.args, self.start_url
         queue = f"bq_bench_{uuid.uuid4().hex[:8]}"
         env = browserq_env(database_url, a.broker, queue, tmp / "artifacts")
+        env.update(worker_settings(a.set))
         os.environ.update(env)  # this process is the producer, with the workers' settings
         from browserq import celery_app
         from browserq.settings import reset_settings_cache
@@ -553,6 +565,7 @@ def collect(bench: Bench, load_start: float) -> dict[str, Any]:
         "workload": {"jobs": a.jobs, "pages_per_job": PAGES_PER_JOB, "records_per_page": QUOTES_PER_PAGE,
                      "concurrency": a.concurrency, "rounds": a.rounds},
         "browserq_revision": browserq_revision(),
+        "worker_settings": worker_settings(a.set),
         "database": mask_url(a.db),
         "broker": a.broker,
         "machine": {
@@ -588,6 +601,8 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"browserq {result['browserq_revision']} · {m['chromium']} · playwright {m['playwright']} · "
           f"crawlee {m['crawlee'] or '-'} · python {m['python']} · {m['cpus']} CPUs, load average "
           f"{m['load_average_1m_at_start']} at start, {m['load_average_1m_at_end']} at end")
+    if result["worker_settings"]:
+        print("worker settings: " + " ".join(f"{k}={v}" for k, v in result["worker_settings"].items()))
     print(f"{'way':<52} {'pages/s (median)':>16}   rounds")
     for way, label in LABELS.items():
         if way in result["ways"]:
@@ -648,6 +663,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", default=DEFAULT_BROKER, help=f"Redis broker URL (default {DEFAULT_BROKER})")
     parser.add_argument("--ways", default=",".join(ALL_WAYS), help="comma-separated ways to run (default: all)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a browserq setting for the workers (BROWSERQ_KEY), e.g. --set context_prewarm=0")
     args = parser.parse_args(argv)
     args.ways = [w.strip() for w in args.ways.split(",") if w.strip()]
     unknown = set(args.ways) - set(ALL_WAYS)
