@@ -27,8 +27,7 @@ from playwright.async_api import BrowserContext
 from browserq.browsers.instance import Instance
 
 __all__ = ["PlainSpares", "Spare", "SparePlan", "Spares", "asked_for", "normalized_options", "open_page", "pending_keys",
-           "spare_key",
-           "wait_for_spare"]
+           "spare_key", "wait_for_spare"]
 
 
 class SparePlan(Protocol):

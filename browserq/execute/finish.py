@@ -42,22 +42,13 @@ class RunEnds:
     def finish(self, run_id: str, token: int, outcome: RunOutcome, batch_id: str | None) -> RunOutcome:
         """Record the run's end (outputs bounded) and check its batch.
 
-        One transaction: status, outputs, error and transition together; leaving ``running``
-        under our own token gives the lease back in it (no separate release).
+        One transaction: status, outputs, error and transition together, with the journal's last
+        held-back steps (``outcome.journal_tail``); leaving ``running`` under our own token gives
+        the lease back in it (no separate release).
         """
         outcome = self.bounded(outcome)
         try:
-            try:
-                self._record(run_id, token, outcome)
-            except (LeaseLost, StoreUnavailable):
-                raise
-            except StoreError:
-                if not outcome.journal_tail:
-                    raise
-                # The last steps and the end went together: the steps alone now, one by one where
-                # the database refuses them (each refusal recorded), then the end.
-                outcome = self._without_tail(run_id, token, outcome)
-                self._record(run_id, token, outcome)
+            outcome = self._record_with_tail(run_id, token, outcome)
         except (LeaseLost, StoreUnavailable):
             raise
         except StoreError as exc:
@@ -80,16 +71,34 @@ class RunEnds:
             check_batch(self.store, batch_id)
         return outcome
 
-    def write_tail(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
-        """For an end other than :meth:`finish` (a retry, a hand-back): the journal's held-back
-        records first, on their own. Returns the outcome to act on (failed when one was refused)."""
-        return self._without_tail(run_id, token, outcome) if outcome.journal_tail else outcome
+    def write_tail(self, run_id: str, token: int, outcome: RunOutcome) -> None:
+        """For an end other than :meth:`finish` (a completed run handed back): the journal's
+        held-back records first, on their own (a refused one is recorded as such)."""
+        if outcome.journal_tail:
+            self._without_tail(run_id, token, outcome)
 
     def _without_tail(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
         refusal = write_batch(self.store, run_id, token, outcome.journal_tail, None)
         if refusal is not None:
             return RunOutcome(run_id, "failed", {}, refusal.code.code, refusal.message, outcome.error_step_path)
         return replace(outcome, journal_tail=[])
+
+    def _record_with_tail(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
+        """The end and the last steps together; when the database refuses that, the steps alone
+        (one by one where refused, each refusal recorded), then the end. Returns what was recorded."""
+        if not outcome.journal_tail:
+            self._record(run_id, token, outcome)
+            return outcome
+        try:
+            self._record(run_id, token, outcome)
+            return outcome
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except StoreError:
+            pass
+        outcome = self._without_tail(run_id, token, outcome)
+        self._record(run_id, token, outcome)
+        return outcome
 
     def _record(self, run_id: str, token: int, outcome: RunOutcome) -> None:
         records, _ = store_records(outcome.journal_tail)

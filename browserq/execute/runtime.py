@@ -287,9 +287,6 @@ class Runtime:
                           backoff_max_s=self.settings.run_retry_backoff_max_s)
         if isinstance(decision, Finish):
             return self.ends.finish(run.id, lease.token, decision.outcome, run.batch_id)
-        written = self.ends.write_tail(run.id, lease.token, failure.outcome)  # (a completed run's)
-        if written.status != failure.outcome.status:  # a held-back record was refused
-            return self.ends.finish(run.id, lease.token, written, run.batch_id)
         if isinstance(decision, ResumeNow):
             self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner, token=lease.token)
             return _RESUME

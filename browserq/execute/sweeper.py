@@ -33,8 +33,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from browserq.settings import Settings
-from browserq.store import Store, normalize_url
-from browserq.store.errors import StoreUnavailable
+from browserq.store import Store, StoreUnavailable, normalize_url
 
 log = structlog.get_logger(__name__)
 

@@ -263,9 +263,7 @@ class RunJournal:
     async def flush(self) -> None:
         """Every record so far is in the store when this returns (in one transaction); raises
         what the store said about any of them, also what a background flush met."""
-        if self._timer is not None:  # waiting: nothing to wait for any more
-            self._timer.cancel()
-            self._timer = None
+        self._cancel_timer()
         earlier = self._take_failed(barrier=True)
         try:
             await self._flush()
@@ -282,22 +280,13 @@ class RunJournal:
         transaction (``RunEnds.finish``); nothing is held back afterwards. Like :meth:`flush`,
         it waits for a batch in flight and raises what the store said about earlier records
         (a refusal a background flush met: then the tail is written here, as by flush)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._failed is not None or self._lost is not None:
-            await self.flush()
-            return []
+        self._cancel_timer()
         async with self._lock:
-            if self._inflight is not None:
-                await asyncio.wait([self._inflight])
-                self._inflight = None
-            if self._lost is not None:
-                raise self._lost
+            await self._settle_inflight()
             if self._failed is None:
                 entries, self._pending, self._open = self._pending, [], {}
                 return entries
-        await self.flush()  # the batch that was in flight met a refusal: raise it as flush does
+        await self.flush()  # a background batch met a refusal or an outage: raise it as flush does
         return []
 
     async def _add(self, entry: Entry, *, durable: bool = False) -> None:
@@ -321,11 +310,7 @@ class RunJournal:
     async def _flush(self, own: Entry | None = None) -> None:
         """Write everything held back in one transaction, one batch at a time, in order."""
         async with self._lock:
-            if self._inflight is not None:  # a cancelled writer's batch is still being written
-                await asyncio.wait([self._inflight])
-                self._inflight = None
-            if self._lost is not None:
-                raise self._lost
+            await self._settle_inflight()
             entries, self._pending, self._open = self._pending, [], {}
             if not entries:
                 return
@@ -347,6 +332,21 @@ class RunJournal:
                 raise
         if refusal is not None:
             raise refusal
+
+    def _cancel_timer(self) -> None:
+        """A barrier is here: the background flush waiting has nothing left to wait for."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def _settle_inflight(self) -> None:
+        """(Under the lock.) Wait for a batch a cancelled writer left being written; raise a lost
+        lease: nothing may be written or taken after it."""
+        if self._inflight is not None:
+            await asyncio.wait([self._inflight])
+            self._inflight = None
+        if self._lost is not None:
+            raise self._lost
 
     def _note_inflight(self, write: asyncio.Future[Any]) -> None:
         """What a batch written after its writer was cancelled ended with: raised next."""

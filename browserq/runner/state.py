@@ -62,7 +62,8 @@ class RunOutcome:
     lease_lost: bool = False  # another worker took the run over: nothing may be written
     #: ``[{step, code, message}]``: where a limit cut the result short (see actions.notices).
     warnings: list[dict[str, Any]] = field(default_factory=list)
-    #: The journal's records still held back (a completed run's): written with the run's end.
+    #: The journal's records still held back — only a completed run's, which decide() always
+    #: finishes: RunEnds.finish writes them with the run's end (a hand-back, before it).
     journal_tail: list[Entry] = field(default_factory=list, repr=False, compare=False)
 
     @property
