@@ -51,6 +51,7 @@ import yaml
 from playwright.async_api import Browser, async_playwright
 from sqlalchemy import event
 
+from browserq.browsers import flags
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
 from browserq.demo.site import DEMO_PASSWORD, DEMO_USERNAME, DemoSite
 from browserq.execute.runtime import Runtime
@@ -93,19 +94,28 @@ SQL_WRITES = ("INSERT", "UPDATE", "DELETE")
 
 # --- (a) hand-written Playwright --------------------------------------------------------------
 class LaunchedChromium:
-    """One Chromium launched with the executable and flags browserq uses (shared by the benches'
-    hand-written ways)."""
+    """One Chromium with browserq's executable (shared by the benches' hand-written ways).
+
+    Its flags are those a hand-written script on this machine needs (``chromium_launch_args()``:
+    the closed-network hygiene and the sandbox choice); with ``tuned`` also browserq's throughput
+    flags (``browsers.flags.tuned_args``), to tell browserq's Chromium tuning from its own work.
+    """
 
     settings: Settings
+    tuned: bool = False
     _pw: Any = None
     browser: Browser | None = None
+
+    def launch_args(self) -> list[str]:
+        args = self.settings.chromium_launch_args()
+        return flags.tuned_args(args, headless=self.settings.headless) if self.tuned else args
 
     async def start(self) -> None:
         self._pw = await async_playwright().start()
         self.browser = await self._pw.chromium.launch(
             executable_path=self.settings.resolve_chromium(),
             headless=self.settings.headless,
-            args=self.settings.chromium_launch_args(),
+            args=self.launch_args(),
             chromium_sandbox=self.settings.chromium_sandbox,
         )
 
@@ -485,6 +495,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             configure_logging(settings)
             loop = asyncio.Runner()  # (a) lives on this thread's loop; browserq has its own thread
             hand = HandWritten(settings, site.url, tmp / "handwritten")
+            hand.tuned = args.tuned_raw
             bq = ViaBrowserq(settings, site.url)
             try:
                 loop.run(hand.start())
@@ -551,6 +562,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "scrape_and_form",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "iterations": args.iterations,
+        "tuned_raw": args.tuned_raw,
         "browserq_revision": browserq_revision(),
         "settings_overrides": args.overrides,
         "database": mask_url(args.db) if args.db else "sqlite (temporary file)",
@@ -663,6 +675,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="override a browserq setting (repeatable; VALUE is YAML), e.g. --set stealth=false",
+    )
+    parser.add_argument(
+        "--tuned-raw", action="store_true",
+        help="launch (a)'s Chromium with browserq's throughput flags too (browsers/flags.py), so b/a "
+             "is browserq's own work only",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
     args = parser.parse_args(argv)

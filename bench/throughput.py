@@ -1,4 +1,4 @@
-"""Benchmark: pages/s of one listing-crawl workload done six ways, side by side in one process run.
+"""Benchmark: pages/s of one listing-crawl workload done eight ways, side by side in one process run.
 
 The workload (issue 9): ``--jobs`` jobs (default 20), each walks the 5 listing pages of the demo
 site's ``/quotes/`` following "Next" (``li.next a``) and extracts the 10 quotes of every page;
@@ -16,8 +16,14 @@ served on 127.0.0.1 by this script. The ways:
 6. ``browserq_threads``: the same through one worker process with ``--pool threads`` (the
    K-runs-per-process mode); reported as not working, with the reason, when it does not work.
 
-Every way uses the same Chromium executable and flags as browserq
-(``settings.resolve_chromium()``, ``settings.chromium_launch_args()``). Ways 3-4 are skipped with
+1t, 2t. ``raw_reused_tuned``, ``raw_fresh_tuned``: ways 1 and 2 on a Chromium that also has
+   browserq's throughput flags (``browsers.flags.tuned_args``): what a hand-written script gains
+   by copying them, so that browserq's own work is compared with the same browser configuration.
+
+Every way uses browserq's Chromium executable (``settings.resolve_chromium()``); ways 1-4 have
+the flags a hand-written script on this machine needs (``settings.chromium_launch_args()``: the
+closed-network hygiene and the sandbox choice), 1t, 2t and browserq's workers add browserq's
+tuning. Ways 3-4 are skipped with
 a clear line when crawlee is not installed (``pip install -e '.[bench]'``). All ways are warmed up
 (the workers: ``2 x concurrency`` runs, so every child has launched its browser), then run in
 interleaved rounds (default 2); pages/s is the median over the rounds. Each job is checked: 5 pages
@@ -30,7 +36,8 @@ timing asserts.
 
     .venv/bin/python bench/throughput.py [--jobs 20] [--concurrency 2] [--rounds 2] [--json]
         [--db postgresql+psycopg://postgres@127.0.0.1:5432/test] [--broker redis://127.0.0.1:6379/12]
-        [--ways raw_reused,raw_fresh,crawlee,crawlee_incognito,browserq,browserq_threads]
+        [--ways raw_reused,raw_fresh,raw_reused_tuned,raw_fresh_tuned,crawlee,crawlee_incognito,
+                browserq,browserq_threads]
 
 Progress goes to stderr; with ``--json`` only the JSON goes to stdout.
 """
@@ -94,6 +101,8 @@ CRAWLEE_MISSING = "skipped: crawlee not installed (pip install -e '.[bench]')"
 LABELS = {
     "raw_reused": "(1) raw Playwright, reused context per lane (floor)",
     "raw_fresh": "(2) raw Playwright, fresh context per job",
+    "raw_reused_tuned": "(1t) as (1), Chromium with browserq's flags",
+    "raw_fresh_tuned": "(2t) as (2), Chromium with browserq's flags",
     "crawlee": "(3) Crawlee PlaywrightCrawler, default",
     "crawlee_incognito": "(4) Crawlee, use_incognito_pages=True",
     "browserq": "(5) browserq .delay(), prefork worker",
@@ -130,11 +139,11 @@ async def walk_listing(page: Page, start_url: str, way: str) -> int:
 class RawPlaywright(LaunchedChromium):
     """One Chromium launched like browserq launches it; ``reuse`` decides per lane or per job."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, tuned: bool = False) -> None:
         self.settings = settings
+        self.tuned = tuned
         self._pw: Any = None
         self.browser: Browser | None = None
-
 
     async def crawl(self, start_url: str, jobs: int, concurrency: int, reuse: bool) -> int:
         """``jobs`` jobs on ``concurrency`` lanes pulling from one queue; returns pages read."""
@@ -439,6 +448,7 @@ class Bench:
     start_url: str
     loop: asyncio.Runner
     raw: RawPlaywright
+    raw_tuned: RawPlaywright
     workers: dict[str, Worker] = field(default_factory=dict)
     probe: StoreProbe | None = None
     ways: dict[str, Callable[[int], int]] = field(default_factory=dict)
@@ -451,11 +461,13 @@ class Bench:
 
     def setup(self, tmp: Path, database_url: str) -> None:
         a, url = self.args, self.start_url
-        self.loop.run(self.raw.start())
-        if "raw_reused" in a.ways:
-            self.add_async("raw_reused", lambda jobs: self.raw.crawl(url, jobs, a.concurrency, True))
-        if "raw_fresh" in a.ways:
-            self.add_async("raw_fresh", lambda jobs: self.raw.crawl(url, jobs, a.concurrency, False))
+        for raw, suffix in ((self.raw, ""), (self.raw_tuned, "_tuned")):
+            if not {f"raw_reused{suffix}", f"raw_fresh{suffix}"} & set(a.ways):
+                continue
+            self.loop.run(raw.start())
+            for way, reuse in ((f"raw_reused{suffix}", True), (f"raw_fresh{suffix}", False)):
+                if way in a.ways:
+                    self.add_async(way, lambda jobs, r=raw, re=reuse: r.crawl(url, jobs, a.concurrency, re))
         for way, incognito in (("crawlee", False), ("crawlee_incognito", True)):
             if way not in a.ways:
                 continue
@@ -535,6 +547,7 @@ class Bench:
         for worker in self.workers.values():
             worker.stop()
         self.loop.run(self.raw.stop())
+        self.loop.run(self.raw_tuned.stop())
         self.loop.close()
 
 
@@ -589,7 +602,7 @@ def collect(bench: Bench, load_start: float) -> dict[str, Any]:
     result["ratios"] = {
         f"{b}/{other}": ratio(result, b, other)
         for b in ("browserq", "browserq_threads")
-        for other in ("raw_fresh", "crawlee", "crawlee_incognito", "raw_reused")
+        for other in ("raw_fresh", "crawlee", "crawlee_incognito", "raw_reused", "raw_fresh_tuned", "raw_reused_tuned")
     }
     return result
 
@@ -639,7 +652,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         tmp = Path(tmp_name)
         os.environ.setdefault("CRAWLEE_STORAGE_DIR", str(tmp / "crawlee"))
         with settings_for(tmp) as settings, DemoSite() as site, database(args.db, tmp) as db_url:
-            bench = Bench(args, settings, f"{site.url}/quotes/", asyncio.Runner(), RawPlaywright(settings))
+            bench = Bench(args, settings, f"{site.url}/quotes/", asyncio.Runner(), RawPlaywright(settings),
+                          RawPlaywright(settings, tuned=True))
             try:
                 bench.setup(tmp, db_url)
                 bench.warm_up()

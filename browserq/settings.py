@@ -91,7 +91,7 @@ class Settings(BaseSettings):
         None, description="Chromium/Chrome executable; autodetected, then Playwright's own build."
     )
     headless: bool = Field(True, description="Run Chromium headless.")
-    chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags.")
+    chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags (feature lists are merged with Playwright's and browserq's).")
     no_sandbox: bool | None = Field(
         None, description="Pass --no-sandbox; default: only when running as root."
     )

@@ -7,8 +7,10 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
+import structlog
 from playwright.async_api import Browser, Playwright
 
+from browserq.browsers import flags
 from browserq.browsers.errors import BrowserLaunchFailed, launch_failure
 from browserq.errors import ConfigError
 from browserq.settings import Settings
@@ -16,6 +18,8 @@ from browserq.settings import Settings
 #: An inert switch that tags the browser's command line so its process can be found again
 #: (Playwright does not expose the PID); Chromium ignores switches it does not know.
 MARKER_SWITCH = "--browserq-instance"
+
+log = structlog.get_logger(__name__)
 
 
 async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[Browser, str]:
@@ -39,6 +43,7 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
         version = _chrome_version(executable) if executable else None
         args += [a for a in stealth.launch_args(chrome_version=version) if a not in args]
         ignore = stealth.ignore_default_args()
+    args = flags.tuned_args(args, headless=settings.headless)
     try:
         browser = await playwright.chromium.launch(
             executable_path=executable,
@@ -52,7 +57,30 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
         )
     except Exception as exc:
         raise launch_failure(exc, executable) from exc
+    _warn_about_dropped_defaults(marker)
     return browser, marker
+
+
+def _warn_about_dropped_defaults(marker: str) -> None:
+    """Say so when our merged feature lists lack a default of the installed Playwright.
+
+    The names are learned by :func:`flags.dropped_defaults` and carried from the next launch on;
+    the warning asks for the mirror in ``browsers/flags.py`` to be brought up to date.
+    """
+    pid = find_browser_pid(marker)
+    if pid is None:  # not Linux, or the process is already gone: nothing to read
+        return
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return
+    dropped = flags.dropped_defaults(cmdline)
+    if dropped:
+        log.warning(
+            "chromium_feature_defaults_dropped", dropped=dropped,
+            hint="this Playwright passes feature defaults browserq does not know; they are added "
+                 "from the next launch on — update PLAYWRIGHT_FEATURE_DEFAULTS in browserq/browsers/flags.py",
+        )
 
 
 @lru_cache(maxsize=4)
