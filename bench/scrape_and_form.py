@@ -129,8 +129,9 @@ class LaunchedChromium:
 class HandWritten(LaunchedChromium):
     """One Chromium launched like browserq launches it; a fresh context per iteration."""
 
-    def __init__(self, settings: Settings, site_url: str, out_dir: Path) -> None:
+    def __init__(self, settings: Settings, site_url: str, out_dir: Path, tuned: bool = False) -> None:
         self.settings = settings
+        self.tuned = tuned
         self.site_url = site_url
         self.out_dir = out_dir
         self._pw: Any = None
@@ -494,8 +495,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             configure_logging(settings)
             loop = asyncio.Runner()  # (a) lives on this thread's loop; browserq has its own thread
-            hand = HandWritten(settings, site.url, tmp / "handwritten")
-            hand.tuned = args.tuned_raw
+            hand = HandWritten(settings, site.url, tmp / "handwritten", tuned=args.tuned_raw)
             bq = ViaBrowserq(settings, site.url)
             try:
                 loop.run(hand.start())

@@ -18,7 +18,8 @@ Two facts drive this module (measured on Debian's Chromium 156 + Playwright 1.65
 
 Playwright does not export its lists, so :data:`PLAYWRIGHT_FEATURE_DEFAULTS` mirrors them, and
 :func:`dropped_defaults` reads the launched browser's command line to find any that a newer
-Playwright added: the launcher logs them once and adds them from the next launch on.
+Playwright added: the launcher logs them once and :func:`learn_defaults` adds them from the next
+launch on.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ LIST_SWITCHES: tuple[str, ...] = (
     "--disable-blink-features",
     "--enable-blink-features",
 )
+
+#: The "enable" switch whose names win over each "disable" switch.
+ENABLE_FOR: dict[str, str] = {
+    "--disable-features": "--enable-features",
+    "--disable-blink-features": "--enable-blink-features",
+}
 
 #: What Playwright 1.65 passes for the list switches (``chromiumSwitches.ts``), kept so that ours,
 #: which come last and win, still carry them.
@@ -93,8 +100,7 @@ def merge_list_switches(args: Iterable[str]) -> list[str]:
             continue
         given.add(switch)
         values.setdefault(switch, []).extend(v.strip() for v in value.split(",") if v.strip())
-    for disable, enable in (("--disable-features", "--enable-features"),
-                            ("--disable-blink-features", "--enable-blink-features")):
+    for disable, enable in ENABLE_FOR.items():
         enabled = set(values.get(enable, ()))
         if enabled and disable in values:
             values[disable] = [v for v in values[disable] if v not in enabled]
@@ -112,20 +118,24 @@ def dropped_defaults(cmdline: Sequence[str]) -> dict[str, list[str]]:
 
     ``cmdline`` is the browser process's command line: Playwright's switches come first and ours
     last, so anything returned here is a default of the installed Playwright that the mirror
-    does not know. Those are remembered and carried by every later launch in this process.
+    does not know (a name the user enabled is left out of a disable list on purpose, so it is
+    not counted).
     """
     seen: dict[str, list[list[str]]] = {}
     for arg in cmdline:
         switch, _, value = arg.partition("=")
         if switch in LIST_SWITCHES:
             seen.setdefault(switch, []).append([v for v in value.split(",") if v])
-    enabled = {v for switch in ("--enable-features", "--enable-blink-features") for v in seen.get(switch, [[]])[-1]}
     dropped: dict[str, list[str]] = {}
     for switch, occurrences in seen.items():
-        # A feature the user enabled is left out of the disable list on purpose.
-        effective = set(occurrences[-1]) | (enabled if switch.startswith("--disable") else set())
-        lost = [v for occ in occurrences[:-1] for v in occ if v not in effective]
+        effective = set(occurrences[-1]) | set(seen.get(ENABLE_FOR.get(switch, ""), [[]])[-1])
+        lost = [v for occurrence in occurrences[:-1] for v in occurrence if v not in effective]
         if lost:
             dropped[switch] = list(dict.fromkeys(lost))
-            _learned_defaults.setdefault(switch, set()).update(lost)
     return dropped
+
+
+def learn_defaults(dropped: dict[str, list[str]]) -> None:
+    """Carry ``dropped`` (see :func:`dropped_defaults`) in every later launch of this process."""
+    for switch, names in dropped.items():
+        _learned_defaults.setdefault(switch, set()).update(names)

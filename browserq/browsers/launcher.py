@@ -64,18 +64,15 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
 def _warn_about_dropped_defaults(marker: str) -> None:
     """Say so when our merged feature lists lack a default of the installed Playwright.
 
-    The names are learned by :func:`flags.dropped_defaults` and carried from the next launch on;
+    The names are learned (:func:`flags.learn_defaults`) and carried from the next launch on;
     the warning asks for the mirror in ``browsers/flags.py`` to be brought up to date.
     """
-    pid = find_browser_pid(marker)
-    if pid is None:  # not Linux, or the process is already gone: nothing to read
+    found = _find_browser(marker)
+    if found is None:  # not Linux, or the process is already gone: nothing to read
         return
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return
-    dropped = flags.dropped_defaults(cmdline)
+    dropped = flags.dropped_defaults(found[1])
     if dropped:
+        flags.learn_defaults(dropped)
         log.warning(
             "chromium_feature_defaults_dropped", dropped=dropped,
             hint="this Playwright passes feature defaults browserq does not know; they are added "
@@ -92,10 +89,16 @@ def _chrome_version(executable: str) -> str | None:
 
 def find_browser_pid(marker: str) -> int | None:
     """PID of the Chromium browser process carrying ``marker`` (Linux /proc), or None."""
+    found = _find_browser(marker)
+    return found[0] if found else None
+
+
+def _find_browser(marker: str) -> tuple[int, list[str]] | None:
+    """PID and command-line arguments of the browser process carrying ``marker``, in one scan."""
     needle = f"{MARKER_SWITCH}={marker}".encode()
     for pid, cmdline in _iter_cmdlines():
         if needle in cmdline and b"--type=" not in cmdline:
-            return pid
+            return pid, cmdline.decode(errors="replace").split("\0")
     return None
 
 

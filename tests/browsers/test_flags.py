@@ -65,7 +65,9 @@ def test_a_switch_only_playwright_sets_is_left_to_playwright() -> None:
 def test_a_default_the_mirror_lacks_is_found_on_the_command_line_and_learned() -> None:
     cmdline = ["chromium", "--disable-features=NewDefault,HttpsUpgrades", "--enable-features=Mine",
                "--disable-features=HttpsUpgrades,Mine"]
-    assert flags.dropped_defaults(cmdline) == {"--disable-features": ["NewDefault"]}
+    dropped = flags.dropped_defaults(cmdline)
+    assert dropped == {"--disable-features": ["NewDefault"]}
+    flags.learn_defaults(dropped)
     assert "NewDefault" in _switch(flags.tuned_args([], headless=True), "--disable-features")
 
 
