@@ -168,6 +168,36 @@ class Settings(BaseSettings):
     auto_migrate: bool = Field(True, description="Upgrade the database schema when a worker or CLI starts.")
     log_level: str = Field("INFO", description="Log level of browserq's structured logs.")
     log_format: Literal["console", "json"] = Field("console", description="Log rendering.")
+    step_log_level: str = Field(
+        "INFO", description="Level of the one log line per finished step attempt (DEBUG hides them at INFO)."
+    )
+
+    # --- operating (browserq.operate: progress, schedules, metrics, readiness) ---------------
+    artifacts_url: str | None = Field(
+        None,
+        description="Where artifacts go: a directory, file:///path or s3://bucket/prefix (default: artifacts_dir).",
+    )
+    s3_endpoint_url: str | None = Field(
+        None, description="Endpoint of an S3-compatible store (MinIO, Ceph, ...); credentials: the AWS_* variables."
+    )
+    progress_interval_ms: int = Field(
+        0, ge=0, description="Least time between two progress updates of a run in the result backend (0 = every step)."
+    )
+    schedules_file: Path | None = Field(
+        None, description="YAML file of scheduled template runs, loaded by browserq beat."
+    )
+    beat_lock_ttl_s: float = Field(
+        30.0, gt=0, description="A beat that stops renewing its fleet-wide lock loses it after this long."
+    )
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="Port each worker serves Prometheus metrics on (unset = no metrics)."
+    )
+    metrics_dir: Path | None = Field(
+        None, description="prometheus_client multiprocess directory (default: a fresh one per worker)."
+    )
+    ready_file: Path | None = Field(
+        None, description="File a worker creates once its browsers are warm and removes on shutdown (healthchecks)."
+    )
 
     # --- proxies (browserq.proxies) ----------------------------------------------------------
     # A string is split on commas/newlines by browserq.proxies.config; a JSON list arrives as a list.

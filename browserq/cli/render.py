@@ -19,6 +19,7 @@ from rich.text import Text
 
 from browserq.errors import BrowserqError
 from browserq.settings import get_settings
+from browserq.store.artifacts import artifact_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -242,7 +243,7 @@ def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) 
             atable.add_column(column, overflow="fold")
         for a in artifacts:
             atable.add_row(a.kind, by_step.get(a.step_attempt_id, "") if a.step_attempt_id else "",
-                           f"{a.size:,} B", str(settings.artifacts_dir / a.path))
+                           f"{a.size:,} B", artifact_store(settings).location(a.path))
         console.print(atable)
     if run_view.outputs:
         for name, value in run_view.outputs.items():
@@ -285,7 +286,7 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
         tsv("kind", "step", "size", "path")
         for a in artifacts:
             tsv(a.kind, by_step.get(a.step_attempt_id, "") if a.step_attempt_id else "", a.size,
-                settings.artifacts_dir / a.path)
+                artifact_store(settings).location(a.path))
     if run.outputs:
         print("\nOutputs")
         for name, value in run.outputs.items():

@@ -47,7 +47,6 @@ from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import (
-    ArtifactDir,
     IdentityError,
     Lease,
     LeaseBusy,
@@ -56,6 +55,7 @@ from browserq.store import (
     RunView,
     Store,
     StoreUnavailable,
+    artifact_store,
 )
 from browserq.templates import LoadedTemplate, TemplateRegistry
 
@@ -76,7 +76,7 @@ class Runtime:
     def __init__(self, settings: Settings | None = None, *, listener: StepListener | None = None) -> None:
         self.settings = settings or get_settings()
         self.store = Store.from_settings(self.settings)
-        self.artifacts = ArtifactDir(self.settings.artifacts_dir)
+        self.artifacts = artifact_store(self.settings)
         self.registry = TemplateRegistry.from_settings(self.settings)
         self.secret_box = SecretBox(self.settings.secret_key)
         #: Encrypts checkpoints of runs with secrets: the real key, else one only this process has.

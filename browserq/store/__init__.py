@@ -2,7 +2,7 @@
 per concern (runs, transitions, leases, steps, batches, identities; see
 :mod:`browserq.store.store`), its errors (:mod:`browserq.store.errors`) and artifact files."""
 
-from browserq.store.artifacts import ArtifactDir, StoredFile
+from browserq.store.artifacts import ArtifactDir, StoredFile, artifact_store
 from browserq.store.engine import create_store_engine, mask_url, normalize_url
 from browserq.store.errors import (
     ArtifactPathDenied,
@@ -82,6 +82,7 @@ __all__ = [
     "StoredFile",
     "TemplateRecord",
     "TransitionView",
+    "artifact_store",
     "check_transition",
     "create_store_engine",
     "find_migrations_dir",

@@ -12,9 +12,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from browserq.guards import artifact_name_problem
 from browserq.store.errors import ArtifactPathDenied
+
+if TYPE_CHECKING:
+    from browserq.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,18 @@ class ArtifactDir:
             raise ArtifactPathDenied(f"artifact path {relative!r} resolves outside {base}")
         return target
 
+    def read_bytes(self, relative: str) -> bytes:
+        """The content of a stored artifact (what ``report`` inlines)."""
+        return self.path_of(relative).read_bytes()
+
+    def local_path(self, relative: str) -> Path:
+        """A file on this host holding the artifact (what ``playwright show-trace`` opens)."""
+        return self.path_of(relative)
+
+    def location(self, relative: str) -> str:
+        """Where a person finds the artifact: what ``show`` prints."""
+        return str(self.base / relative)
+
     def write(self, run_id: str, name: str, data: bytes) -> StoredFile:
         """Atomically write ``data`` to ``<base>/<run_id>/<name>``; ``name`` may have subdirs."""
         run_parts = _relative_parts(run_id, "run id")
@@ -81,3 +97,8 @@ class ArtifactDir:
             sha256=hashlib.sha256(data).hexdigest(),
             absolute=target,
         )
+
+
+def artifact_store(settings: Settings) -> ArtifactDir:
+    """The artifact store the settings name: ``artifacts_url`` when set, else ``artifacts_dir``."""
+    return ArtifactDir(settings.artifacts_dir)
