@@ -20,6 +20,7 @@ step records its predecessors left.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -44,6 +45,7 @@ from browserq.execute.liveness import holder_dead, worker_name
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
+from browserq.runner.events import Observers, RunEnded, RunObserver, RunStarted
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import (
@@ -73,8 +75,13 @@ _RESUME = None
 class Runtime:
     """One process's means to execute runs: browser pool, store, limits, and the durable path."""
 
-    def __init__(self, settings: Settings | None = None, *, listener: StepListener | None = None) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, listener: StepListener | None = None,
+        observers: Iterable[RunObserver] = (),
+    ) -> None:
         self.settings = settings or get_settings()
+        #: Who watches this process's runs (progress, metrics, step logs); ``listener`` joins them.
+        self.observers = Observers(observers)
         self.store = Store.from_settings(self.settings)
         self.artifacts = artifact_store(self.settings)
         self.registry = TemplateRegistry.from_settings(self.settings)
@@ -92,6 +99,7 @@ class Runtime:
             rate_limiter=self.rate_limiter,
             proxies=self.proxies,
             checkpoint_box=self.checkpoint_box,
+            observers=self.observers,
         )
         self.owner = worker_name()
         self.identities = IdentitySlots(self.store, self.secret_box, self.settings, self.owner)
@@ -182,14 +190,19 @@ class Runtime:
         busy run or a process without a usable browser) never leaves the run ``running`` for the
         sweeper to re-send into the same crash: see :meth:`RunEnds.crashed`.
         """
+        result: RunOutcome | RetryLater | None = None
         try:
-            return self._execute(run_id, secrets=secrets, timeout=timeout)
+            result = self._execute(run_id, secrets=secrets, timeout=timeout)
+            return result
         except (RunBusy, LeaseLost, StoreUnavailable, WorkerUnusable):
             raise
         except Exception as exc:
             if not self._started:
                 raise  # this worker cannot run anything (its browser did not start): not the run's fault
-            return self.ends.crashed(run_id, exc)
+            result = self.ends.crashed(run_id, exc)
+            return result
+        finally:
+            self.observers.run_ended(ended_event(run_id, result))
 
     def _execute(
         self, run_id: str, *, secrets: dict[str, Any] | None = None, timeout: float | None = None
@@ -200,6 +213,9 @@ class Runtime:
         if isinstance(lease, RunOutcome):
             return lease
         assert lease.run is not None
+        run = lease.run
+        self.observers.run_started(RunStarted(run.id, run.template_name, run.template_version,
+                                              lease.attempt, self.owner))
         try:
             loaded, params, names = materialize(self.templates, lease.run, secrets, self.secret_box)
         except (TemplateError, ConfigError) as exc:
@@ -314,6 +330,16 @@ class Runtime:
             f"this process could not get a working Chromium ({reason}); run {run_id} was handed "
             "back to be resumed by another worker"
         )
+
+
+def ended_event(run_id: str, result: RunOutcome | RetryLater | None) -> RunEnded:
+    """What observers hear when ``execute`` returns ``result`` (None: it raised — the run was
+    handed back, its lease lost, or the store is down; it goes on elsewhere or later)."""
+    if isinstance(result, RunOutcome):
+        return RunEnded(run_id, result.status, result.error_code)
+    if isinstance(result, RetryLater):
+        return RunEnded(run_id, "retrying", result.outcome.error_code)
+    return RunEnded(run_id, "interrupted")
 
 
 __all__ = ["BROWSER_START_TIMEOUT_S", "IO_THREADS", "RetryLater", "Runtime"]

@@ -135,6 +135,7 @@ class AttemptMixin(RunnerBase):
             durable=bool(step.side_effect),  # a redelivered run must find it before it probes
         )
         tried = Attempt(number, rendered, record, page, url_before, time.monotonic(), failure=failure)
+        self._notify_start(state, path, step, number, url_before)
         if failure is None:
             await self._dispatch(step, path, state, tried)
         if tried.failure is not None:
@@ -333,7 +334,8 @@ class AttemptMixin(RunnerBase):
             state.fail_at(record, path)
             raise
         shown = state.redactor.text(url) if url is not None else None
-        self._notify(path, step.id, step.action, attempt, status, started, failure, shown, state.redactor)
+        self._notify(path, step.id, step.action, attempt, status, started, failure, shown, state.redactor,
+                     state.request.run_id)
 
 
 def _blame_proxy(failure: StepFailed, state: RunState) -> StepFailed:

@@ -21,7 +21,8 @@ from browserq.guards import check_url
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
 from browserq.redact import Redactor
-from browserq.runner.state import RunState, StepEvent, StepListener
+from browserq.runner.events import Observers, StepStarted
+from browserq.runner.state import RunState, StepEvent
 from browserq.runner.watchdog import PageState
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
@@ -38,7 +39,7 @@ class RunnerBase:
 
     pool: BrowserPool
     settings: Settings
-    listener: StepListener | None
+    observers: Observers
     secret_box: SecretBox
     checkpoint_box: SecretBox
     rate_limiter: RateLimiter | None
@@ -81,14 +82,15 @@ class RunnerBase:
         failure: StepFailed | None,
         url: str | None,
         redactor: Redactor | None = None,
+        run_id: str | None = None,
     ) -> None:
-        """Tell the live listener (if any) how a step attempt ended."""
-        if self.listener is None:
+        """Tell the run's observers how a step attempt ended."""
+        if not self.observers:
             return
         message = failure.message if failure else None
         if redactor is not None and message:
             message = redactor.text(message)
-        self.listener(
+        self.observers.step_finished(
             StepEvent(
                 step_path=path,
                 step_id=step_id,
@@ -99,8 +101,24 @@ class RunnerBase:
                 error_code=failure.code.code if failure else None,
                 error_message=message,
                 url=url,
+                run_id=run_id,
             )
         )
+
+    def _notify_start(self, state: RunState, path: str, step: ActionStep, attempt: int, url: str | None) -> None:
+        """Tell the run's observers a step attempt begins (``step`` of ``of``: top-level steps)."""
+        if not self.observers:
+            return
+        self.observers.step_started(StepStarted(
+            run_id=state.request.run_id,
+            step_path=path,
+            step=int(path.split(".", 1)[0]) + 1 if path[:1].isdigit() else 0,
+            of=len(state.request.loaded.template.steps),
+            step_id=step.id,
+            action=step.action,
+            attempt=attempt,
+            url=state.redactor.text(url) if url else url,
+        ))
 
 
 async def missing(page: Page, selector: str, timeout_s: float | None = None) -> bool | None:

@@ -64,7 +64,7 @@ class RecoveryMixin(RunnerBase):
             failure=failure,
         )
         self._notify(path, None, "resume", 1, "failed" if failure else "succeeded", started, failure,
-                     state.redactor.text(page.url), state.redactor)
+                     state.redactor.text(page.url), state.redactor, state.request.run_id)
         if failure:
             state.fail_at(record, path)
             raise failure

@@ -34,6 +34,7 @@ from browserq.runner.attempt import AttemptMixin
 from browserq.runner.base import raise_if_blocked
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import ResumeCursor
+from browserq.runner.events import ListenerObserver, Observers
 from browserq.runner.evidence import EvidenceMixin
 from browserq.runner.recovery import RecoveryMixin
 from browserq.runner.session import SessionMixin
@@ -65,12 +66,15 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         rate_limiter: RateLimiter | None = None,
         proxies: ProxyManager | None = None,
         checkpoint_box: SecretBox | None = None,
+        observers: Observers | None = None,
     ) -> None:
         self.pool = pool
         self.store = store  # handed to each run's journal only
         self.artifacts = artifacts
         self.settings = settings
-        self.listener = listener
+        self.observers = observers if observers is not None else Observers()
+        if listener is not None:
+            self.observers.add(ListenerObserver(listener))
         self.secret_box = secret_box or SecretBox(settings.secret_key)
         # Without BROWSERQ_SECRET_KEY, checkpoints of runs with secrets are encrypted with a key
         # that exists only in this process (see Checkpoint.to_record): never stored in clear.

@@ -98,6 +98,7 @@ class StepEvent:
     error_code: str | None
     error_message: str | None
     url: str | None
+    run_id: str | None = None
 
 
 StepListener = Callable[[StepEvent], None]

@@ -1,0 +1,139 @@
+"""What a run tells whoever watches it while it runs: Flower's progress, metrics, log lines, the CLI.
+
+A :class:`RunObserver` sees four events: a run's execution started, a step attempt started, a step
+attempt finished, the execution ended (for good, or to be retried later). Observers watch; they
+never steer: :class:`Observers` calls each one in turn and an observer that raises is logged once
+per kind and otherwise ignored, so a broken dashboard never fails a run.
+
+Events come from two threads: ``run_started``/``run_ended`` from the thread that executes the
+task, the step events from the worker's event-loop thread. An observer that does I/O (a result
+backend write) must not block the loop: hand the work to a thread of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+import structlog
+
+from browserq.runner.state import StepEvent, StepListener
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """An execution of a recorded run began in this process (its lease is held)."""
+
+    run_id: str
+    template: str
+    version: str
+    attempt: int
+    worker: str
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    """A step attempt is about to act on the page. ``step`` of ``of`` counts top-level steps."""
+
+    run_id: str
+    step_path: str
+    step: int
+    of: int
+    step_id: str | None
+    action: str
+    attempt: int
+    url: str | None
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """An execution ended: ``status`` is the run's final status, or ``retrying`` when the run
+    goes back to the queue. ``duration_s`` is filled in by :class:`Observers`."""
+
+    run_id: str
+    status: str
+    error_code: str | None = None
+    template: str = ""
+    duration_s: float | None = None
+
+
+class RunObserver:
+    """Watches runs; override what you need (every method does nothing here)."""
+
+    def run_started(self, event: RunStarted) -> None:
+        """An execution began."""
+
+    def step_started(self, event: StepStarted) -> None:
+        """A step attempt began."""
+
+    def step_finished(self, event: StepEvent) -> None:
+        """A step attempt ended (succeeded, failed, skipped, ...)."""
+
+    def run_ended(self, event: RunEnded) -> None:
+        """An execution ended."""
+
+
+class ListenerObserver(RunObserver):
+    """A plain step listener (``Runtime(listener=...)``, the CLI's progress lines) as an observer."""
+
+    def __init__(self, listener: StepListener) -> None:
+        self.listener = listener
+
+    def step_finished(self, event: StepEvent) -> None:
+        self.listener(event)
+
+
+class Observers(RunObserver):
+    """Every observer of this process, called in order; each one's failure is contained."""
+
+    def __init__(self, observers: Iterable[RunObserver] = ()) -> None:
+        self._observers: list[RunObserver] = list(observers)
+        self._lock = threading.Lock()
+        self._running: dict[str, tuple[float, str]] = {}  # run id -> (monotonic start, template)
+        self._complained: set[tuple[str, str]] = set()
+
+    def add(self, observer: RunObserver) -> None:
+        with self._lock:
+            self._observers = [*self._observers, observer]
+
+    def __bool__(self) -> bool:
+        return bool(self._observers)
+
+    def run_started(self, event: RunStarted) -> None:
+        with self._lock:
+            self._running[event.run_id] = (time.monotonic(), event.template)
+        self._tell("run_started", event)
+
+    def step_started(self, event: StepStarted) -> None:
+        self._tell("step_started", event)
+
+    def step_finished(self, event: StepEvent) -> None:
+        self._tell("step_finished", event)
+
+    def run_ended(self, event: RunEnded) -> None:
+        """Tell the end of an execution that :meth:`run_started` announced (a duplicate delivery
+        of a finished run, or one busy elsewhere, never started here: nothing to tell)."""
+        with self._lock:
+            started = self._running.pop(event.run_id, None)
+        if started is None:
+            return
+        self._tell("run_ended", replace(event, duration_s=time.monotonic() - started[0],
+                                        template=event.template or started[1]))
+
+    def _tell(self, kind: str, event: object) -> None:
+        for observer in self._observers:
+            try:
+                getattr(observer, kind)(event)
+            except Exception as exc:
+                key = (type(observer).__name__, kind)
+                if key not in self._complained:  # once: a broken observer must not flood the log
+                    self._complained.add(key)
+                    log.warning("run observer failed; ignoring it", observer=key[0], on=kind,
+                                error=f"{type(exc).__name__}: {exc}"[:300])
+
+
+__all__ = ["ListenerObserver", "Observers", "RunEnded", "RunObserver", "RunStarted", "StepStarted"]
