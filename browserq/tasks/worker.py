@@ -25,6 +25,7 @@ from browserq.execute import FleetSweeper, Runtime
 from browserq.logs import configure_logging
 from browserq.settings import Settings, get_settings
 from browserq.store import Store
+from browserq.tasks.observers import worker_observers
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +48,8 @@ def worker_runtime() -> Runtime:
         return runtime
     with _runtime_lock:
         if _runtime is None:
-            _runtime = Runtime(get_settings()).start()
+            settings = get_settings()
+            _runtime = Runtime(settings, observers=worker_observers(settings)).start()
         return _runtime
 
 
@@ -59,7 +61,8 @@ def start_process(sweep: Callable[[Store, Settings], int]) -> None:
     with _runtime_lock:
         if _runtime is None:
             try:
-                _runtime = Runtime(settings.model_copy(update={"auto_migrate": False})).start()
+                _runtime = Runtime(settings.model_copy(update={"auto_migrate": False}),
+                                   observers=worker_observers(settings)).start()
             except ConfigError as exc:  # the first task tries again, and makes way if it still fails
                 log.error("browser did not start in this worker process", error=str(exc)[:300])
                 _runtime = None
