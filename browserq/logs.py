@@ -44,26 +44,70 @@ def scrub_handlers(logger: logging.Logger | None = None) -> None:
             handler.addFilter(SecretsFilter())
 
 
+#: Celery's success line prints the task's return value: a run's whole outputs. Ours says where they are.
+_SUCCESS_WITHOUT_RESULT = "Task %(name)s[%(id)s] succeeded in %(runtime)ss (result in the run store)"
+
+
+class CeleryResultFilter(logging.Filter):
+    """Keep a task's return value (the run's scraped outputs) out of Celery's "succeeded" line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, dict) and "return_value" in record.args:
+            record.msg = _SUCCESS_WITHOUT_RESULT
+        return True
+
+
+def _level(name: str | None, default: int = logging.INFO) -> int:
+    level = logging.getLevelName((name or "").upper())
+    return level if isinstance(level, int) else default
+
+
+def _renderer(settings: Settings) -> Any:
+    if settings.log_format == "json":
+        return structlog.processors.JSONRenderer()
+    return structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+
+
 def configure_logging(settings: Settings) -> None:
-    level = logging.getLevelName(settings.log_level.upper())
-    if not isinstance(level, int):
-        level = logging.INFO
-    renderer = (
-        structlog.processors.JSONRenderer()
-        if settings.log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-    )
+    """One handler on the root logger renders every line — browserq's structured events and the
+    standard ``logging`` records of Celery and libraries — as JSON lines or console text, with
+    each record's own level and no prefix (Celery is told not to set up logging or redirect
+    stdout: see :mod:`browserq.tasks.signals`). Safe to call again (after a fork): the handler is
+    replaced, never doubled."""
+    level = _level(settings.log_level)
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.stdlib.add_logger_name,
+    ]
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,  # a traceback becomes text, so it can be scrubbed
-            _scrub_event,
-            renderer,
-        ],
+        processors=[*shared, _scrub_event, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,  # a traceback becomes text, so it can be scrubbed
+            _scrub_event,
+            _renderer(settings),
+        ],
+        foreign_pre_chain=shared,
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name(HANDLER_NAME)
+    handler.setFormatter(formatter)
+    handler.addFilter(CeleryResultFilter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.captureWarnings(True)  # a Python warning is a log line too (JSON when JSON is asked for)
     scrub_handlers()
+
+
+#: The name of browserq's root handler (so configuring again replaces it).
+HANDLER_NAME = "browserq"

@@ -66,7 +66,6 @@ class RunEnds:
                 error_message=outcome.error_message, error_step_path=outcome.error_step_path,
                 token=token, worker=self.owner,
             )
-        log.info("run finished", run_id=run_id, status=outcome.status, error_code=outcome.error_code)
         if batch_id:
             check_batch(self.store, batch_id)
         return outcome

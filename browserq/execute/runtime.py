@@ -42,6 +42,7 @@ from browserq.execute.errors import RunBusy, WorkerUnusable
 from browserq.execute.finish import RunEnds
 from browserq.execute.identity import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
+from browserq.execute.run_log import RunLog
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
@@ -81,7 +82,7 @@ class Runtime:
     ) -> None:
         self.settings = settings or get_settings()
         #: Who watches this process's runs (progress, metrics, step logs); ``listener`` joins them.
-        self.observers = Observers(observers)
+        self.observers = Observers([RunLog(self.settings.step_log_level), *observers])
         self.store = Store.from_settings(self.settings)
         self.artifacts = artifact_store(self.settings)
         self.registry = TemplateRegistry.from_settings(self.settings)

@@ -112,13 +112,19 @@ class RunnerBase:
         self.observers.step_started(StepStarted(
             run_id=state.request.run_id,
             step_path=path,
-            step=int(path.split(".", 1)[0]) + 1 if path[:1].isdigit() else 0,
+            step=top_level_index(path) + 1,
             of=len(state.request.loaded.template.steps),
             step_id=step.id,
             action=step.action,
             attempt=attempt,
             url=state.redactor.text(url) if url else url,
         ))
+
+
+def top_level_index(path: str) -> int:
+    """The index of the top-level step a step path is in (``"3"``, ``"1[2].0"`` → 3, 1)."""
+    digits = len(path) - len(path.lstrip("0123456789"))
+    return int(path[:digits]) if digits else 0
 
 
 async def missing(page: Page, selector: str, timeout_s: float | None = None) -> bool | None:

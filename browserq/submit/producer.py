@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import structlog
 from celery import Task
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from browserq.errors import BrokerUnavailable
+from browserq.errors import BrokerUnavailable, ParamError
 from browserq.execute import (
     PreparedRun,
     check_identity_request,
@@ -31,6 +32,9 @@ from browserq.store import DuplicateRun, mask_url
 from browserq.submit.services import producer_services
 from browserq.tasks import install_admission, time_limits
 from browserq.templates import render
+from browserq.templates.fields import queue_problem
+
+log = structlog.get_logger(__name__)
 
 SIGNATURE = "run_template(template, params=None, idempotency_key=None, identity=None, identity_pool=None, tenant=None)"
 
@@ -50,7 +54,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     settings = get_settings()
     prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
     check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
-    queue = options.get("queue") or settings.queue
+    queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
     if key is not None:
         existing = store.find_run_by_idempotency_key(key)
@@ -78,7 +82,18 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
             f"could not send the run to the broker at {mask_url(settings.broker_url)}: {exc}. "
             "Is the broker running? (set BROWSERQ_BROKER_URL)"
         ) from exc
+    log.info("run accepted", run_id=prepared.run_id, template=prepared.loaded.name,
+             version=prepared.loaded.template.version, queue=queue)
     return result  # enqueued_at was stamped with the record: the message followed at once
+
+
+def run_queue(prepared: PreparedRun, explicit: Any, default: str) -> Any:
+    """Where the run goes: the caller's ``queue=``, else the template's ``settings.queue``, else
+    ``BROWSERQ_QUEUE``. A queue name given as text is checked (``ParamError``); a kombu ``Queue``
+    object is the caller's business."""
+    if isinstance(explicit, str) and explicit and (problem := queue_problem(explicit)):
+        raise ParamError(prepared.loaded.ref, [problem])
+    return explicit or prepared.loaded.template.settings.queue or default
 
 
 def idempotency_key_for(prepared: PreparedRun, explicit: str | None) -> str | None:
@@ -102,4 +117,4 @@ def cancel_run(run_id: str, reason: str = "cancelled by request") -> str:
 
 install_admission(admit)
 
-__all__ = ["admit", "cancel_run", "idempotency_key_for"]
+__all__ = ["admit", "cancel_run", "idempotency_key_for", "run_queue"]

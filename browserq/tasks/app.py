@@ -49,8 +49,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Flower: task events, started state, args of the (redacted) request. The result backend
         # gets two writes per delivery: STARTED (what AsyncResult.state shows while the run runs;
         # Flower takes it from the task-started event) and the end (SUCCESS, FAILURE with
-        # RunFailed, REVOKED or RETRY), args included in the same rows (result_extended). Nothing
-        # else is written per task: keep it that way.
+        # RunFailed, REVOKED or RETRY), args included in the same rows (result_extended), and
+        # between them at most one PROGRESS per step, throttled (browserq.tasks.progress).
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         "task_track_started": True,
@@ -63,6 +63,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
         "broker_connection_timeout": 4,
         "worker_hijack_root_logger": False,
+        # stdout/stderr stay the process's own: a log line is never re-logged as a WARNING with
+        # Celery's "[time: LEVEL/ForkPoolWorker-N]" prefix (browserq.logs renders every line).
+        "worker_redirect_stdouts": False,
         # The sweeper: re-enqueues runs whose worker vanished or whose message was lost.
         # On its own queue, so a sweep never waits behind a backlog of runs (the backlog may be
         # what it has to rescue); a sweep not taken within one interval is dropped.

@@ -8,6 +8,7 @@
 * ``task_received`` / ``task_prerun``: a ``run_template`` message sent without browserq's
   producer carries params in clear; what Flower, events and the result backend see of it has its
   secret params masked (every param when the template cannot be resolved).
+* ``setup_logging``: browserq's logging set-up replaces Celery's (one format for every line).
 * ``after_setup_logger``: Celery's own log lines are scrubbed of the secrets of running runs.
 """
 
@@ -19,6 +20,8 @@ from typing import Any
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    celeryd_init,
+    setup_logging,
     task_prerun,
     task_received,
     worker_init,
@@ -37,6 +40,14 @@ from browserq.tasks.states import run_id_for
 from browserq.tasks.sweep import sweep_stuck_runs
 from browserq.tasks.worker import start_in_worker, start_process, stop_in_worker, stop_process
 from browserq.templates import TemplateRegistry, secret_names
+
+
+@celeryd_init.connect  # before the worker's first warning (running as root)
+@setup_logging.connect
+def _browserq_logging(**_: Any) -> None:
+    """Celery sets up no logging of its own when ``setup_logging`` has a receiver: browserq's
+    one handler renders Celery's lines too (JSON or console, their real level, no prefix)."""
+    configure_logging(get_settings())
 
 
 @worker_init.connect

@@ -50,13 +50,13 @@ def test_observers_see_each_attempt_in_order_and_a_broken_one_changes_nothing(
     sqlite_runtime: Runtime, demo: Any
 ) -> None:
     recorder = Recorder()
-    sqlite_runtime.observers.add(Broken())
-    sqlite_runtime.observers.add(recorder)
+    before = sqlite_runtime.observers
+    watched = Observers([Broken(), recorder])
+    sqlite_runtime.observers = sqlite_runtime.runner.observers = watched
     try:
         outcome = sqlite_runtime.run_loaded(template(THREE_STEPS), {"base_url": demo.url})
     finally:
-        sqlite_runtime.observers = Observers()  # leave the shared runtime as it was
-        sqlite_runtime.runner.observers = sqlite_runtime.observers
+        sqlite_runtime.observers = sqlite_runtime.runner.observers = before  # as it was
     assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND"
 
     kinds = [type(e).__name__ for e in recorder.events]
