@@ -2,26 +2,21 @@
 #
 # browserq: one image for every role (worker, beat, flower, migrations, CLI).
 #   docker build -t browserq .
-#   docker run --rm --init --shm-size=1g --env-file .env browserq worker
-# docker-compose.yml in this folder runs the whole stack.
+#   docker run --rm --init --shm-size=1g --tmpfs /tmp:mode=1777,size=1g \
+#       -e BROWSERQ_NO_SANDBOX=true --env-file .env browserq worker
+# docker-compose.yml in this folder runs the whole stack (README, "Docker Compose").
+#
+# Versions are pinned: Python packages by constraints.txt (regenerate it from a tested .venv with
+# `.venv/bin/python tests/test_deploy.py > constraints.txt`), Chromium by the Playwright version
+# pinned there. tests/test_deploy.py checks this file, docker-compose.yml and constraints.txt.
 
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
-
-# Debian's Chromium (kept current by bookworm-security) instead of Playwright's downloaded build:
-# it is patched by apt and needs no download at build time. Fonts so pages and screenshots
-# render text; ca-certificates for HTTPS sites.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends \
-        chromium \
-        fonts-liberation \
-        fonts-noto-color-emoji \
-        ca-certificates \
-    && rm -rf /var/lib/apt/lists/*
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PLAYWRIGHT_BROWSERS_PATH=/ms-playwright
 
 # An unprivileged user: a compromised renderer gets no root in the container, and browserq does
 # not add --no-sandbox by itself (it only does as root). Chromium's own sandbox also needs user
@@ -33,36 +28,62 @@ RUN groupadd --system --gid 10001 browserq \
     && mkdir -p /app /data/artifacts \
     && chown browserq:browserq /data/artifacts
 
+# Every runtime dependency at the exact version the test-suite ran with. This layer and the
+# browser's below change only when constraints.txt does, not when browserq's code does.
+COPY constraints.txt /tmp/constraints.txt
+RUN pip install -r /tmp/constraints.txt
+
+# Chromium: the build this Playwright version was made and tested with (Chrome for Testing),
+# never Debian's `chromium` package, whose version drifts away from what Playwright's protocol
+# expects. --with-deps installs the libraries and fonts it needs through apt; --no-shell skips
+# the separate headless shell, since browserq launches this full build (new headless mode).
+# BROWSERQ_CHROMIUM_PATH names it through a stable link: with an explicit path browserq does not
+# autodetect (no /usr/bin/chromium exists here anyway), and the stealth layer can read the
+# browser's version from `chrome --version` before launching it.
+RUN python -m playwright install --with-deps --no-shell chromium \
+    && rm -rf /var/lib/apt/lists/* \
+    && chmod -R a+rX "$PLAYWRIGHT_BROWSERS_PATH" \
+    && mkdir -p /opt/browserq \
+    && ln -s "$(python -c 'from playwright.sync_api import sync_playwright as s; p = s().start(); print(p.chromium.executable_path); p.stop()')" \
+        /opt/browserq/chrome \
+    && /opt/browserq/chrome --version \
+    && test ! -e /usr/bin/chromium
+
 # Install from a scratch copy of the source, then delete it: /app must not hold a second
 # browserq/ tree, since `python -m celery` puts the working directory first on sys.path and would
 # import that instead of the installed package. (pyproject.toml names README.md as the readme,
 # and the wheel bundles alembic/ and templates/ as browserq/_migrations and browserq/_templates.)
+# The dependencies are already installed above and -c keeps pip from moving any of them (one
+# missing from constraints.txt would come in unpinned: tests/test_deploy.py fails on that);
+# `pip check` fails the build if the installed set is inconsistent.
 COPY pyproject.toml README.md /tmp/src/
 COPY alembic /tmp/src/alembic
 COPY templates /tmp/src/templates
 COPY browserq /tmp/src/browserq
-RUN pip install "/tmp/src[flower]" \
-    && rm -rf /tmp/src \
-    && chromium --version
+RUN pip install -c /tmp/constraints.txt "/tmp/src[flower,s3]" \
+    && pip check \
+    && rm -rf /tmp/src /tmp/constraints.txt
 
 # Templates last: editing one does not reinstall the package.
 WORKDIR /app
 COPY templates ./templates
 
-ENV BROWSERQ_CHROMIUM_PATH=/usr/bin/chromium \
+ENV BROWSERQ_CHROMIUM_PATH=/opt/browserq/chrome \
     BROWSERQ_TEMPLATES_DIR=/app/templates \
-    BROWSERQ_ARTIFACTS_DIR=/data/artifacts
+    BROWSERQ_ARTIFACTS_DIR=/data/artifacts \
+    BROWSERQ_READY_FILE=/tmp/browserq-ready
 
 USER browserq
 
-# Flower's port (only used by the flower service).
-EXPOSE 5555
+# Flower's port (flower service) and the workers' Prometheus metrics (BROWSERQ_METRICS_PORT).
+EXPOSE 5555 9100
 
-# Worker liveness: the worker on this container must answer a broker ping. Celery names a worker
-# celery@<hostname> and Docker sets HOSTNAME to the container's hostname. Other roles (beat,
+# Worker readiness: a worker creates BROWSERQ_READY_FILE once its browsers are warm and removes it
+# on shutdown. Keep /tmp on a tmpfs (--tmpfs /tmp; compose does) so a file left by a killed
+# worker does not survive into the restarted container. Roles that are not workers (beat,
 # flower, migrate) override or disable this in docker-compose.yml.
-HEALTHCHECK --interval=60s --timeout=30s --start-period=60s --retries=3 \
-    CMD celery -A browserq.celery_app inspect ping --timeout 10 -d "celery@${HOSTNAME}" > /dev/null || exit 1
+HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
+    CMD test -f "$BROWSERQ_READY_FILE" || exit 1
 
 # Celery's warm shutdown on SIGTERM lets running steps finish; give it time (stop_grace_period).
 STOPSIGNAL SIGTERM
