@@ -56,9 +56,10 @@ class StepContext:
     @property
     def timeout_ms(self) -> float:
         """The step's timeout, shrunk to what is left of the run (that part never below 1 s)
-        and of this step attempt (never 0, which Playwright reads as "no timeout")."""
+        and of this step attempt (never 0, which Playwright reads as "no timeout"). Whole
+        milliseconds: Playwright repeats the number in its message ("Timeout 1000ms exceeded")."""
         now = time.monotonic()
         limit = min(self.timeout_s, max(1.0, self.deadline - now))
         if self.step_deadline is not None:
             limit = min(limit, max(MIN_CALL_TIMEOUT_S, self.step_deadline - now))
-        return limit * 1000
+        return float(max(1, round(limit * 1000)))

@@ -66,8 +66,8 @@ from browserq.errors import StepFailed
 from browserq.journal.batch import Entry, LeaseWatch, StepRecord, write_batch
 from browserq.recordable import dumps
 from browserq.redact import Redactor
-from browserq.store import ArtifactDir, IdentityLease, LeaseLost, Store, StoreUnavailable
-from browserq.store.artifacts import StoredFile
+from browserq.store import IdentityLease, LeaseLost, Store, StoreUnavailable
+from browserq.store.artifacts import ArtifactStore, StoredFile
 from browserq.store.models import utcnow
 
 log = structlog.get_logger(__name__)
@@ -89,7 +89,7 @@ class RunJournal:
     def __init__(
         self,
         store: Store,
-        artifacts: ArtifactDir,
+        artifacts: ArtifactStore,
         *,
         run_id: str,
         run_attempt: int,
@@ -121,8 +121,8 @@ class RunJournal:
 
     @property
     def artifact_base(self) -> Path:
-        """The run's artifact directory (actions check artifact names against it)."""
-        return self.artifacts.base / self.run_id
+        """The run's folder on this host: trace chunks go there, artifact names are checked on it."""
+        return self.artifacts.scratch_dir(self.run_id)
 
     async def _write(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Store calls are synchronous; keep them off the event loop."""
@@ -209,7 +209,7 @@ class RunJournal:
         SIGKILL before it is written leaves a file without a row, of a step redone on resume)."""
         self._raise_failed(barrier=False)
         name = self.redactor.text(name)  # a screenshot named after a param
-        stored: StoredFile = await self._write(self.artifacts.write, self.run_id, name, data)
+        stored: StoredFile = await self._write(self.artifacts.write, self.run_id, name, data, content_type=content_type)
         fields = dict(
             run_id=self.run_id, kind=str(kind), path=stored.path, content_type=content_type,
             size=stored.size, sha256=stored.sha256,

@@ -23,7 +23,7 @@ from browserq.actions.outputs import OutputBudget
 from browserq.browsers.errors import first_line
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
-from browserq.journal import ArtifactDir, LeaseLost, RunJournal, Store, StoreUnavailable
+from browserq.journal import ArtifactStore, LeaseLost, RunJournal, Store, StoreUnavailable
 from browserq.journal.batch import Entry
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
@@ -59,7 +59,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         self,
         pool: BrowserPool,
         store: Store,
-        artifacts: ArtifactDir,
+        artifacts: ArtifactStore,
         settings: Settings,
         listener: StepListener | None = None,
         secret_box: SecretBox | None = None,

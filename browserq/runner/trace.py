@@ -130,6 +130,10 @@ class TraceRecorder:
         for part in self.parts:
             part.unlink(missing_ok=True)
         self.parts = []
+        try:  # a folder made only for the chunks (an object store's scratch) goes with them
+            self.scratch_dir.rmdir()
+        except OSError:
+            pass  # not empty (the run's artifacts beside it, the merged trace), or never made
 
 
 def merge_trace_parts(parts: list[Path], target: Path) -> None:

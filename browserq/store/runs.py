@@ -194,9 +194,9 @@ class RunMethods(StoreBase):
 
     def run_ids_starting_with(self, prefix: str, *, limit: int = 5) -> list[str]:
         """Run ids that begin with ``prefix`` (so people can type a short id)."""
-        cleaned = "".join(ch for ch in prefix.lower() if ch in "0123456789abcdef")
-        if not cleaned:
-            return []
+        cleaned = prefix.strip().lower().replace("-", "")  # a dashed UUID pasted whole is fine
+        if not cleaned or any(ch not in "0123456789abcdef" for ch in cleaned):
+            return []  # "nope" is no run id: never the runs that start with its one hex letter
         query = select(Run.id).where(Run.id.startswith(cleaned)).order_by(Run.id).limit(limit)
         return self._read("looking up a run id", lambda s: list(s.scalars(query)))
 

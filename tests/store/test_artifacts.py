@@ -71,3 +71,17 @@ def test_symlinks_cannot_lead_out(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         ArtifactDir(base).write("run", "x.png", b"x")
     assert list(outside.iterdir()) == []
+
+
+def test_delete_removes_the_file_and_an_emptied_run_folder(tmp_path: Path) -> None:
+    artifacts = ArtifactDir(tmp_path)
+    kept = artifacts.write("run", "a.png", b"a")
+    probe = artifacts.write(".doctor", "probe", b"p")
+    artifacts.delete(probe.path)
+    assert not (tmp_path / ".doctor").exists()
+    artifacts.write("run", "b.png", b"b")
+    artifacts.delete("run/b.png")
+    assert kept.absolute is not None and kept.absolute.read_bytes() == b"a"  # the run folder stays
+    artifacts.delete("run/b.png")  # gone already: no error
+    with pytest.raises(ValueError):
+        artifacts.delete("../outside")

@@ -41,7 +41,7 @@ EXPORTS = [
     "IdentityError", "IdentityLease", "IdentityLeaseLost", "IdentityNotFound", "IdentityView",
     "IllegalTransition", "Lease", "LeaseBusy", "LeaseLost", "Run", "RunAlreadyFinished",
     "RunStatus", "RunTransition", "RunView", "StepAttempt", "StepStatus", "StepView", "Store",
-    "StoreUnavailable", "StoredFile", "TemplateRecord", "TransitionView", "check_transition",
+    "StoreUnavailable", "StoredFile", "TemplateRecord", "TransitionView", "artifact_store", "check_transition",
     "create_store_engine", "find_migrations_dir", "head_revision", "mask_url", "normalize_url",
 ]  # fmt: skip
 
@@ -71,5 +71,21 @@ def test_from_settings(store_url: str) -> None:
     try:
         assert isinstance(store, Store) and store.list_runs() == []
         assert repr(store) == f"Store({store.masked_url!r})"
+    finally:
+        store.dispose()
+
+
+def test_a_short_id_finds_runs_by_prefix_and_a_word_finds_none(store_url: str) -> None:
+    from tests.store.helpers import new_run
+
+    store = Store(store_url)
+    try:
+        run_id = new_run(store, run_id="e" + "0" * 31)
+        dashed = f"{run_id[:8]}-{run_id[8:12]}"
+        assert store.run_ids_starting_with("E000") == [run_id]
+        assert store.run_ids_starting_with(dashed) == [run_id]
+        # "nope" holds one hex letter ("e"): it used to match every run starting with "e"
+        assert store.run_ids_starting_with("nope") == []
+        assert store.run_ids_starting_with("e0z") == []
     finally:
         store.dispose()
