@@ -207,6 +207,15 @@ def runs_table(rows: list[Any]) -> None:
     console.print(table)
 
 
+def trace_commands(artifacts: list[Any]) -> list[str]:
+    """``playwright show-trace <file on this host>`` for each trace of the run (an object
+    store's trace is fetched to a local file first, by the artifact store)."""
+    from browserq.report.evidence import trace
+
+    files = artifact_store(get_settings())
+    return [trace(files, a, "").command for a in artifacts if a.kind == "trace"]
+
+
 def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) -> None:
     """``show`` on a terminal: the run's facts, its history, then tables of steps and artifacts."""
     console.print(Text.assemble(("Run ", "bold"), (run_view.id, "cyan"), "  ", status_text(run_view.status)))
@@ -224,6 +233,8 @@ def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) 
         console.print("  history   " + "  →  ".join(
             f"{t.to_status} ({t.at.strftime('%H:%M:%S')}{', ' + t.reason if t.reason and t.to_status != 'queued' else ''})"
             for t in history), highlight=False)
+    for command in trace_commands(artifacts):
+        console.print(Text.assemble("  trace     ", (command, "bold")), highlight=False, soft_wrap=True)
     table = Table(title="Steps", title_justify="left")
     for column in ("step", "id", "action", "try", "duration", "status", "error", "url after"):
         table.add_column(column, overflow="fold")
@@ -272,6 +283,8 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
         tsv("history", "  →  ".join(
             f"{t.to_status} ({iso(t.at)}{', ' + t.reason if t.reason and t.to_status != 'queued' else ''})"
             for t in history))
+    for command in trace_commands(artifacts):
+        tsv("trace_command", command)
     print("\nSteps")
     tsv("step", "id", "action", "try", "duration_ms", "status", "error", "warnings", "url_after")
     for s in steps:
