@@ -41,6 +41,7 @@ RUN pip install -r /tmp/constraints.txt
 # autodetect (no /usr/bin/chromium exists here anyway), and the stealth layer can read the
 # browser's version from `chrome --version` before launching it.
 RUN python -m playwright install --with-deps --no-shell chromium \
+    && apt-get install -y --no-install-recommends tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && chmod -R a+rX "$PLAYWRIGHT_BROWSERS_PATH" \
     && mkdir -p /opt/browserq \

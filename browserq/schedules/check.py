@@ -1,0 +1,109 @@
+"""Checking the schedules file against the templates, the way the producer will check each fire.
+
+``browserq beat`` (before it starts, and again inside the beat process) and ``browserq schedules
+validate`` run the same checks: the file's shape (:mod:`browserq.schedules.load`), then for every
+enabled entry that its template resolves in the registry, that no secret param is written
+inline, that its references resolve, and that its params pass the producer's own validation
+(:func:`browserq.execute.prepare_run`, the call ``run_template.delay`` makes). A disabled entry is
+checked for shape only: disabling is how an operator keeps an entry that cannot run yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from browserq.errors import ParamError, TemplateError, TemplateInvalid
+from browserq.execute import check_run_options, prepare_run
+from browserq.schedules.load import Loaded, Problem, read_schedules
+from browserq.schedules.model import EnvRef, FileRef, Schedule
+from browserq.schedules.refs import resolve_params
+from browserq.schedules.timing import slot_key
+from browserq.secrets import KEY_HINT, SecretBox
+from browserq.templates import TemplateRegistry, secret_names
+from browserq.templates.params import DEFAULT_MAX_PARAMS_BYTES
+
+#: Any slot: every slot's key has the same length, so one shows whether the name fits.
+SAMPLE_SLOT = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class Checked:
+    """The outcome: the entries beat will fire, the disabled ones, and every problem."""
+
+    loaded: Loaded
+    ready: list[Schedule] = field(default_factory=list)
+    disabled: list[Schedule] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Problem]:
+        return self.loaded.problems
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_schedules(
+    path: Path,
+    registry: TemplateRegistry,
+    secret_box: SecretBox,
+    *,
+    max_params_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
+    reserved: Collection[str] = (),
+) -> Checked:
+    """Read ``path`` and check every entry; ``reserved``: names of the app's own beat entries."""
+    checked = Checked(read_schedules(path))
+    loaded = checked.loaded
+    for schedule in loaded.schedules:
+        problems = []
+        if schedule.name in reserved:
+            problems.append(f"the name is taken by the app's own beat entry {schedule.name!r}; pick another")
+        if schedule.enabled:
+            problems += schedule_problems(schedule, registry, secret_box, max_params_bytes)
+        loaded.problems += [loaded.problem(schedule, p) for p in problems]
+        if not problems:
+            (checked.ready if schedule.enabled else checked.disabled).append(schedule)
+    loaded.problems.sort(key=lambda p: p.line or 0)  # in the file's order (stable within a line)
+    return checked
+
+
+def schedule_problems(
+    schedule: Schedule, registry: TemplateRegistry, secret_box: SecretBox, max_params_bytes: int
+) -> list[str]:
+    """Why ``schedule`` could not be submitted (one line each; empty when it can)."""
+    try:
+        loaded = registry.resolve(schedule.template)
+    except TemplateInvalid as exc:
+        return [f"template {schedule.template!r} is invalid ({exc.source}): {_line(p)}" for p in exc.problems]
+    except TemplateError as exc:
+        return [_line(str(exc))]
+    problems = [
+        f"param {name!r} is secret in template {loaded.ref}: give it by reference, "
+        "{env: VAR} or {file: /path}, never inline"
+        for name in sorted(secret_names(loaded.template))
+        if schedule.params.get(name) is not None and not isinstance(schedule.params[name], EnvRef | FileRef)
+    ]
+    values, unresolved = resolve_params(schedule)
+    problems += unresolved
+    if problems:
+        return problems
+    try:
+        prepared = prepare_run(registry, schedule.template, values, max_params_bytes=max_params_bytes)
+        check_run_options(loaded.ref, idempotency_key=slot_key(schedule.name, SAMPLE_SLOT))
+    except ParamError as exc:
+        return [f"template {exc.template}: {_line(p)}" for p in exc.problems]
+    except TemplateError as exc:
+        return [_line(str(exc))]
+    if prepared.secret_values and not secret_box.enabled:
+        problems.append(f"template {loaded.ref} takes secret params but BROWSERQ_SECRET_KEY is not set; {KEY_HINT}")
+    return problems
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
+__all__ = ["SAMPLE_SLOT", "Checked", "check_schedules", "schedule_problems"]
