@@ -139,7 +139,7 @@ def _demo_summary(results: list[Any], settings: Settings) -> None:
     console.print()
     console.print(table)
     console.print(f"Records:   {masked_db(settings)}   (browserq runs, browserq show RUN_ID)")
-    console.print(f"Artifacts: {settings.artifacts_dir.resolve()}")
+    console.print(f"Artifacts: {settings.artifacts_url or settings.artifacts_dir.resolve()}")
 
 
 def bundled_templates_dir() -> Path:
@@ -181,10 +181,16 @@ def _run_json(run: Any) -> dict[str, Any]:
 def show(
     run_id: Annotated[str, typer.Argument(help="The run id, or a unique prefix of it (browserq runs).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print run, steps and artifacts as JSON.")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="While the run is queued or running, "
+                                         "show its progress live (on stderr); then show it.")] = False,
 ) -> None:
     """Show a run: its outcome, the timeline of every step attempt, and its artifacts."""
     store = open_store()
     run_id = resolve_run_id(store, run_id)
+    if follow:
+        from browserq.cli.follow import follow_run
+
+        follow_run(store, run_id)
     run_view = store.get_run(run_id)
     assert run_view is not None
     steps = store.steps(run_id)

@@ -21,6 +21,7 @@ from browserq.errors import BrowserqError, ParamError
 from browserq.execute import PreparedRun, check_template_pin, prepare_run, record_run
 from browserq.settings import get_settings
 from browserq.store import BatchView
+from browserq.submit.producer import run_queue
 from browserq.submit.services import producer_services
 from browserq.tasks import run_template, time_limits
 
@@ -71,7 +72,7 @@ def run_batch(
     if max_failure_rate is not None:
         breaker = {"min_runs": min_runs or min(10, len(prepared)), "max_failure_rate": max_failure_rate}
     batch_id = uuid.uuid4().hex
-    queue = queue or settings.queue
+    queue = run_queue(prepared[0], queue, settings.queue)
     store.create_batch(
         batch_id=batch_id,
         template_name=loaded.name,

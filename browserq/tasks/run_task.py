@@ -19,6 +19,7 @@ from celery import Task
 from browserq.errors import BrowserqError, ConfigError, RunFailed
 from browserq.execute import RetryLater, RunBusy, Runtime, WorkerUnusable, prepare_run, record_run
 from browserq.tasks.app import TASK_NAME, app
+from browserq.tasks.progress import track_progress
 from browserq.tasks.states import run_id_for, settle
 from browserq.tasks.worker import exit_without_browser, worker_runtime
 
@@ -93,6 +94,7 @@ def run_template(
             return accepted
         run_id, secrets = accepted
     structlog.contextvars.bind_contextvars(run_id=run_id, task_id=self.request.id)
+    progress = track_progress(run_id, self.request)  # its steps become this task's PROGRESS
     try:
         result = runtime.execute(run_id, secrets=secrets)
     except RunBusy as busy:
@@ -102,6 +104,7 @@ def run_template(
     except WorkerUnusable as exc:
         exit_without_browser(exc)
     finally:
+        progress.end()  # no PROGRESS write after this: the final state follows
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
     if isinstance(result, RetryLater):
         runtime.store.mark_enqueued(run_id)

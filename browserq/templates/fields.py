@@ -164,6 +164,33 @@ def valid_name(value: str) -> str:
     return value
 
 
+#: A Celery queue name every broker takes: RabbitMQ reserves ``amq.*``; the store keeps 200 chars.
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+MAX_QUEUE_NAME_LENGTH = 200
+
+
+def queue_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as a queue name (a template's ``queue:``, ``--queue``), or None."""
+    if not isinstance(value, str):
+        return f"queue must be a string, got {show(value)}"
+    if len(value) > MAX_QUEUE_NAME_LENGTH:
+        return f"queue name is {len(value)} characters long; the limit is {MAX_QUEUE_NAME_LENGTH}"
+    if not QUEUE_NAME.match(value) or value.startswith("amq."):
+        return (f"queue {show(value)} must be letters, digits and _ . : @ - (starting with a letter "
+                "or digit, not amq.)")
+    return None
+
+
+def valid_queue(value: str) -> str:
+    problem = queue_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+QueueName = Annotated[str, AfterValidator(valid_queue)]
+
+
 def none_to_empty(value: Any) -> Any:
     """An empty YAML block (``params:`` with nothing under it) means an empty mapping."""
     return {} if value is None else value

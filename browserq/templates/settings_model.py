@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from browserq.limits.specs import parse_rate_map, validate_block_kinds
-from browserq.templates.fields import Retries, RunSeconds, StepSeconds, StrictModel
+from browserq.templates.fields import QueueName, Retries, RunSeconds, StepSeconds, StrictModel
 
 
 def _host_entry(value: str) -> str:
@@ -60,6 +60,9 @@ class TemplateSettings(StrictModel):
     #: allowed_domains are blocked before they are sent; ``strict``: every request is (images,
     #: scripts, fetch/XHR, beacons, WebSockets). Needs allowed_domains.
     network: Literal["open", "strict"] = "open"
+    #: The Celery queue this template's runs are sent to (default BROWSERQ_QUEUE); a caller's
+    #: ``apply_async(queue=...)`` / ``enqueue --queue`` wins. Workers consume it with ``-Q``.
+    queue: QueueName | None = None
 
     @field_validator("rate_limits")
     @classmethod
