@@ -69,6 +69,7 @@ from browserq.browsers.spares import (
     wait_for_spare,
 )
 from browserq.errors import InfrastructureError
+from browserq.metrics import definitions as metrics
 from browserq.settings import Settings
 
 __all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_CONTEXT_OPTIONS", "RSS_CHECK_EVERY", "BrowserPool", "BrowserUnusable",
@@ -97,13 +98,10 @@ class BrowserPool:
         self._refill_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._acquisitions = 0
-        self.launches = 0
-        self.recycles = 0
-        self.driver_restarts = 0
+        self.launches = self.recycles = self.driver_restarts = 0
         #: Why this pool cannot give out contexts any more (None while it can).
         self.unusable: str | None = None
-        self.contexts_created = 0
-        self.spare_hits = 0
+        self.contexts_created = self.spare_hits = 0
         self._stopping = False
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -164,14 +162,13 @@ class BrowserPool:
 
                 self._current.host = await stealth.probe_host(browser)
             self.launches += 1
+            metrics.browser_launched(first=self.launches == 1, replaced_live=current is not None)
             log.info("browser launched", pid=self._current.pid, launches=self.launches)
             return self._current
 
     async def _launch(self) -> tuple[Any, str]:
-        """Launch Chromium; after a failure, once more with a fresh driver; then give up.
-
-        ``launch_chromium`` already raises a :class:`BrowserLaunchFailed` that says what to fix.
-        """
+        """Launch Chromium; after a failure, once more with a fresh driver; then give up
+        (``launch_chromium`` already raises a :class:`BrowserLaunchFailed` that says what to fix)."""
         assert self._playwright is not None
         first_start = self.launches == 0
         try:
@@ -283,6 +280,7 @@ class BrowserPool:
     def _hand_out(self, context: BrowserContext, instance: Instance) -> None:
         instance.in_use.add(context)
         self._owner[context] = instance
+        metrics.contexts_in_use(len(self._owner))
 
     def domain_guard(self, context: BrowserContext) -> DomainGuard:
         """The document guard of the browser that owns ``context`` (a context from new_context)."""
@@ -300,6 +298,7 @@ class BrowserPool:
             except Exception as exc:
                 log.warning("domain guard release failed", error=str(exc))
         await close_quietly(context)
+        metrics.contexts_in_use(len(self._owner))
         if instance is None:
             return
         instance.in_use.discard(context)
@@ -360,6 +359,7 @@ class BrowserPool:
             spares = [spare.context for spare in self._spares.of(instance)]
             self._current = None
             self.recycles += 1
+            metrics.browser_recycled(reason)
         log.info("recycling browser", pid=instance.pid, reason=reason, in_use=len(instance.in_use))
         for context in spares:
             await close_quietly(context)

@@ -14,10 +14,11 @@ from typing import Any
 import structlog
 
 from browserq.execute.decide import excluded_identities
+from browserq.metrics import definitions as metrics
 from browserq.runner import RunRequest
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
-from browserq.store import RunView, Store
+from browserq.store import IdentityBusy, IdentityError, RunView, Store
 
 log = structlog.get_logger(__name__)
 
@@ -53,11 +54,16 @@ class IdentitySlots:
         elif exclude:
             log.info("this store cannot exclude identities; taking the pool's least recently used",
                      run_id=run.id, excluded=exclude)
-        identity = self.store.acquire_identity(
-            run_id=run.id, owner=self.owner,
-            ttl_s=run.timeout_s + self.settings.run_time_limit_margin_s + IDENTITY_LEASE_EXTRA_S,
-            name=run.identity, pool=None if run.identity else run.identity_pool, **extra,
-        )
+        try:
+            identity = self.store.acquire_identity(
+                run_id=run.id, owner=self.owner,
+                ttl_s=run.timeout_s + self.settings.run_time_limit_margin_s + IDENTITY_LEASE_EXTRA_S,
+                name=run.identity, pool=None if run.identity else run.identity_pool, **extra,
+            )
+        except IdentityError as exc:
+            metrics.identity_lease("busy" if isinstance(exc, IdentityBusy) else "unavailable")
+            raise
+        metrics.identity_lease("leased")
         storage = None
         if identity.storage_encrypted:
             storage = self.secret_box.decrypt_json(

@@ -115,6 +115,7 @@ class Runtime:
             return self
         if self.settings.auto_migrate:
             self.store.upgrade()
+        self.artifacts.check()  # a bucket that cannot be used: one ConfigError now, not one per run
         self.loop.start()
         self.loop.loop.set_default_executor(ThreadPoolExecutor(IO_THREADS, thread_name_prefix="browserq-io"))
         try:

@@ -42,6 +42,7 @@ from browserq.limits.specs import (
     parse_rate_map,
     parse_rate_or_unlimited,
 )
+from browserq.metrics import definitions as metrics
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
@@ -213,6 +214,7 @@ class RateLimiter:
         wait = float(wait)
         if not int(taken):
             raise RateLimitTimeout(match.host, match.domain, match.rate, wait, budget)
+        metrics.rate_limit_waited(match.domain if match.domain in self.per_domain else DEFAULT_KEY, wait)
         if wait > 0:
             # the slot is ours already (reserved): sleep until it comes
             await asyncio.sleep(wait)

@@ -33,6 +33,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from browserq.errors import ConfigError
+from browserq.metrics import definitions as metrics
 from browserq.proxies.classify import FAILURE_KINDS
 from browserq.proxies.config import Proxy
 
@@ -181,6 +182,7 @@ class ProxyHealth:
             raise ValueError(
                 f"unknown proxy failure kind {kind!r}; expected one of {', '.join(FAILURE_KINDS)}"
             )
+        metrics.proxy_failed(kind)  # counted here whether or not Redis takes the report
         now = self.clock()
         factor = 1.0 - random.random() * self.jitter
         try:

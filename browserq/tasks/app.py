@@ -77,6 +77,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                 "options": {"expires": settings.sweep_interval_s},
             },
         },
+        # Beat: the entries above plus BROWSERQ_SCHEDULES_FILE, fired only by the beat holding
+        # the fleet-wide lock (README § Schedules). Named by string: beat alone imports it.
+        "beat_scheduler": "browserq.schedules.scheduler:BrowserqScheduler",
     }
 
 

@@ -8,6 +8,10 @@
 * ``task_received`` / ``task_prerun``: a ``run_template`` message sent without browserq's
   producer carries params in clear; what Flower, events and the result backend see of it has its
   secret params masked (every param when the template cannot be resolved).
+* metrics and readiness (:mod:`browserq.metrics.lifecycle`): the metrics directory before the
+  fork (``worker_init``), the ``/metrics`` + ``/ready`` server and the ready file from
+  ``worker_ready`` to ``worker_shutdown``; each child drops the inherited socket and, exiting,
+  its gauges.
 * ``setup_logging``: browserq's logging set-up replaces Celery's (one format for every line).
 * ``after_setup_logger``: Celery's own log lines are scrubbed of the secrets of running runs.
 """
@@ -32,13 +36,20 @@ from celery.signals import (
 )
 
 from browserq.logs import configure_logging, scrub_handlers
+from browserq.metrics import lifecycle as worker_metrics
 from browserq.redact import mask
 from browserq.settings import get_settings
 from browserq.store import Store
 from browserq.tasks.app import TASK_NAME
 from browserq.tasks.states import run_id_for
 from browserq.tasks.sweep import sweep_stuck_runs
-from browserq.tasks.worker import start_in_worker, start_process, stop_in_worker, stop_process
+from browserq.tasks.worker import (
+    runs_in_this_process,
+    start_in_worker,
+    start_process,
+    stop_in_worker,
+    stop_process,
+)
 from browserq.templates import TemplateRegistry, secret_names
 
 
@@ -48,6 +59,12 @@ def _browserq_logging(**_: Any) -> None:
     """Celery sets up no logging of its own when ``setup_logging`` has a receiver: browserq's
     one handler renders Celery's lines too (JSON or console, their real level, no prefix)."""
     configure_logging(get_settings())
+
+
+@worker_init.connect
+def _metrics_before_fork(**_: Any) -> None:
+    """Before any child exists: the directory they record metrics into, no stale ready file."""
+    worker_metrics.prepare(get_settings())
 
 
 @worker_init.connect
@@ -61,12 +78,24 @@ def _migrate_before_fork(**_: Any) -> None:
 
 @worker_process_init.connect
 def _start_browser(**_: Any) -> None:
+    worker_metrics.after_fork()
     start_process(sweep_stuck_runs)
 
 
 @worker_process_shutdown.connect
 def _stop_browser(**_: Any) -> None:
     stop_process()
+    worker_metrics.child_exited()
+
+
+@worker_ready.connect
+def _serve_metrics(sender: Any = None, **_: Any) -> None:
+    """The ready watch and ``/metrics`` + ``/ready``; before a threads pool's browser starts
+    (connected first), so ``/ready`` answers 503 meanwhile."""
+    pool = getattr(sender, "pool", None)
+    controller = getattr(sender, "controller", None)
+    processes = 1 if runs_in_this_process(pool) else getattr(controller, "concurrency", None)
+    worker_metrics.serve(sender.app, processes)
 
 
 @worker_ready.connect
@@ -77,6 +106,12 @@ def _start_threads_runtime(sender: Any = None, **_: Any) -> None:
 @worker_shutdown.connect
 def _stop_threads_runtime(**_: Any) -> None:
     stop_in_worker()
+
+
+@worker_shutdown.connect
+def _stop_metrics(**_: Any) -> None:
+    """After the processes stopped: no endpoint, no ready file, no markers."""
+    worker_metrics.shutdown()
 
 
 # --- params sent without the producer (send_task): never shown or stored in clear -------------

@@ -9,6 +9,9 @@ itself owns the one runtime, started when the worker is ready (:func:`start_in_w
 stopped at its shutdown (:func:`stop_in_worker`); its K task threads share that runtime's browser,
 each run in a context of its own. Tasks that arrive before the worker is ready start it lazily,
 under a lock, so K threads never launch K browsers.
+
+A process whose runtime started is *warm* (:func:`~browserq.metrics.lifecycle.process_warm`):
+the worker's ready file and ``/ready`` say it can take runs (:mod:`browserq.metrics.readiness`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import structlog
 from browserq.errors import ConfigError
 from browserq.execute import FleetSweeper, Runtime
 from browserq.logs import configure_logging
+from browserq.metrics.lifecycle import process_cold, process_warm
 from browserq.settings import Settings, get_settings
 from browserq.store import Store
 from browserq.tasks.observers import worker_observers
@@ -50,6 +54,7 @@ def worker_runtime() -> Runtime:
         if _runtime is None:
             settings = get_settings()
             _runtime = Runtime(settings, observers=worker_observers(settings)).start()
+            process_warm()
         return _runtime
 
 
@@ -63,6 +68,7 @@ def start_process(sweep: Callable[[Store, Settings], int]) -> None:
             try:
                 _runtime = Runtime(settings.model_copy(update={"auto_migrate": False}),
                                    observers=worker_observers(settings)).start()
+                process_warm()  # this process can take runs: readiness (browserq.metrics)
             except ConfigError as exc:  # the first task tries again, and makes way if it still fails
                 log.error("browser did not start in this worker process", error=str(exc)[:300])
                 _runtime = None
@@ -85,6 +91,7 @@ def stop_process() -> None:
             _sweeper.stop()
             _sweeper = None
         if _runtime is not None:
+            process_cold()
             _runtime.stop()
             _runtime = None
 
@@ -122,6 +129,7 @@ def exit_without_browser(exc: BaseException) -> NoReturn:
     log.error("exiting: this worker process has no usable browser", error=str(exc)[:300])
     with _runtime_lock:
         if _runtime is not None:
+            process_cold()
             try:
                 _runtime.stop()
             except Exception as stop_error:

@@ -1,0 +1,16 @@
+"""Operating a worker host: Prometheus metrics and readiness.
+
+* :mod:`~browserq.metrics.definitions` — every ``browserq_*`` metric, with the bounded labels
+  they take, and the one-line calls the browser pool, proxies, limits and identities make;
+* :mod:`~browserq.metrics.observer` — the run observer that counts runs and steps;
+* :mod:`~browserq.metrics.multiproc` — prometheus_client's multiprocess directory, shared by a
+  prefork worker's children;
+* :mod:`~browserq.metrics.collectors` — what is read at scrape time (queue depth, proxy
+  cooldowns, warm processes);
+* :mod:`~browserq.metrics.readiness` — per-process warm markers and the worker's ready file;
+* :mod:`~browserq.metrics.server` — the HTTP server (``/metrics``, ``/ready``);
+* :mod:`~browserq.metrics.lifecycle` — the worker's lifecycle hooks that put them together.
+
+This package imports nothing at load: the browser pool imports ``definitions`` (which needs
+only prometheus_client), and must not pull the runner in with it.
+"""
