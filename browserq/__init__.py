@@ -22,6 +22,9 @@ from browserq.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
+from browserq.logs import library_defaults
+
+library_defaults()  # browserq's events reach the standard logging module unless told otherwise
 
 if TYPE_CHECKING:
     from celery import Celery, Task

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from browserq.redact import scrub_active, scrub_active_data
-from browserq.settings import Settings
+
+if TYPE_CHECKING:
+    from browserq.settings import Settings
 
 
 def _scrub_event(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
@@ -42,6 +44,27 @@ def scrub_handlers(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, SecretsFilter) for f in handler.filters):
             handler.addFilter(SecretsFilter())
+
+
+def library_defaults() -> None:
+    """What ``import browserq`` sets up in a process that has not configured structlog: browserq's
+    events go to the standard ``logging`` module, one logfmt message each, so the embedding
+    application's logging configuration decides what is shown (with none, Python shows warnings
+    and errors on stderr, and a producer's ``run accepted`` lines stay quiet). Workers and the
+    CLI replace this with :func:`configure_logging`."""
+    if structlog.is_configured():
+        return
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.contextvars.merge_contextvars,
+            _scrub_event,
+            structlog.processors.LogfmtRenderer(key_order=["event"], drop_missing=True),
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )
 
 
 #: Celery's success line prints the task's return value: a run's whole outputs. Ours says where they are.

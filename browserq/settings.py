@@ -250,6 +250,20 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("artifacts_url")
+    @classmethod
+    def _artifacts_url_form(cls, value: str | None) -> str | None:
+        """A directory, file:///path or s3://bucket/prefix (checked here, used by artifact_store)."""
+        if value is None or not value.strip():
+            return None
+        from browserq.store.artifact_paths import parse_artifacts_url
+
+        try:
+            parse_artifacts_url(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
     # --- derived values ----------------------------------------------------------------------
     def shared_redis_url(self, explicit: str | None) -> str:
         """The Redis that fleet-wide state (limits, proxy health) lives in: ``explicit`` when set,

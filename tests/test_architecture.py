@@ -58,8 +58,9 @@ PUBLIC_ALL = [
     "run_template",
 ]
 CLI_COMMANDS = [
-    "batch", "beat", "cancel", "db", "db upgrade", "demo", "identities", "identities add",
-    "identities disable", "identities list", "keygen", "proxies", "run", "runs", "settings", "show",
+    "batch", "beat", "cancel", "db", "db upgrade", "demo", "doctor", "enqueue", "identities", "identities add",
+    "identities disable", "identities list", "keygen", "proxies", "report", "run", "runs",
+    "schedules", "schedules list", "schedules validate", "settings", "show",
     "sweep", "templates", "templates list", "templates validate", "worker",
 ]
 ENV_VARS = [

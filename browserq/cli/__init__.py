@@ -2,7 +2,7 @@
 
 The commands live by theme — :mod:`~browserq.cli.run_commands` (run, demo, runs, show, cancel, batch),
 :mod:`~browserq.cli.operations` (worker, beat, sweep, db, settings, proxies, identities, keygen),
-:mod:`~browserq.cli.templates` (templates list/validate) — printed through
+:mod:`~browserq.cli.templates` (templates list/validate), :mod:`~browserq.cli.doctor` (doctor) — printed through
 :mod:`~browserq.cli.render`. This module builds the typer ``app`` from them, in the order
 ``--help`` lists them, and holds :func:`main`, the console script's entry point.
 """
@@ -15,6 +15,8 @@ import sys
 import typer
 from rich.text import Text
 
+from browserq.cli.doctor import doctor
+from browserq.cli.enqueue import enqueue
 from browserq.cli.operations import (
     PASSTHROUGH,
     beat,
@@ -31,6 +33,7 @@ from browserq.cli.operations import (
 )
 from browserq.cli.params import parse_params, undecodable_argument
 from browserq.cli.render import STATUS_MARK, STATUS_STYLE, console, err_console, friendly_errors
+from browserq.cli.report import report
 from browserq.cli.run_commands import (
     MAX_LISTED_RUNS,
     RunStatusChoice,
@@ -42,6 +45,7 @@ from browserq.cli.run_commands import (
     runs,
     show,
 )
+from browserq.cli.schedules import schedules_list, schedules_validate
 from browserq.cli.templates import templates_list, templates_validate
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, load_settings
@@ -70,15 +74,18 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 
 # The order of registration is the order ``browserq --help`` lists the commands.
 app.command()(run)
+app.command()(enqueue)
 app.command()(demo)
 app.command(context_settings=PASSTHROUGH)(worker)
 app.command(context_settings=PASSTHROUGH)(beat)
 app.command()(runs)
 app.command()(show)
+app.command()(report)
 app.command()(cancel)
 app.command()(sweep)
 app.command()(batch)
 app.command()(proxies)
+app.command()(doctor)
 app.command("settings")(show_settings)
 app.command()(keygen)
 
@@ -94,6 +101,12 @@ app.add_typer(identities_app, name="identities")
 identities_app.command("list")(identities_list)
 identities_app.command("add")(identities_add)
 identities_app.command("disable")(identities_disable)
+
+schedules_app = typer.Typer(help="Scheduled template runs (BROWSERQ_SCHEDULES_FILE), fired by beat.",
+                            no_args_is_help=True)
+app.add_typer(schedules_app, name="schedules")
+schedules_app.command("list")(schedules_list)
+schedules_app.command("validate")(schedules_validate)
 
 
 def main() -> None:
@@ -132,6 +145,7 @@ __all__ = [
     "db_app",
     "db_upgrade",
     "demo",
+    "enqueue",
     "err_console",
     "friendly_errors",
     "identities_add",

@@ -19,6 +19,7 @@ from browserq.cli.render import console, fail, friendly_errors
 from browserq.cli.services import masked_db, open_store
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, get_settings
+from browserq.store.artifacts import artifact_store
 
 #: Commands that hand their unknown arguments on to Celery.
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -37,6 +38,7 @@ def worker(
     """
     try:
         argv = worker_argv(get_settings(), concurrency, loglevel, list(ctx.args))
+        artifact_store(get_settings()).check()  # a bucket that cannot be used: refuse to start
     except BrowserqError as exc:
         fail(str(exc))
     os.execv(sys.executable, argv)
@@ -84,8 +86,20 @@ def worker_argv(settings: Settings, concurrency: int, loglevel: str, extra: list
     ]
 
 
+@friendly_errors
 def beat(ctx: typer.Context) -> None:
-    """Start Celery beat (run exactly one). Extra arguments are passed to `celery beat`."""
+    """Start Celery beat with browserq's scheduler: the sweeper plus BROWSERQ_SCHEDULES_FILE.
+
+    The schedules file is checked completely first (exit code 2, one line per problem). Start
+    one on each of several hosts if you like: they share a Redis lock, only its holder fires
+    and the others stand by. Extra arguments are passed to `celery beat`.
+    """
+    from browserq.cli.schedules import preflight
+
+    settings = get_settings()
+    count = preflight(settings)
+    if settings.schedules_file is not None:
+        console.print(f"{count} schedule(s) from {settings.schedules_file} checked", style="dim", highlight=False)
     argv = [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "beat", *ctx.args]
     os.execv(sys.executable, argv)
 

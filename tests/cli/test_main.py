@@ -53,11 +53,13 @@ def test_help_lists_the_commands_in_their_order() -> None:
 
     group = typer.main.get_command(app)
     assert group.list_commands(None) == [  # type: ignore[arg-type]
-        "run", "demo", "worker", "beat", "runs", "show", "cancel", "sweep", "batch", "proxies",
-        "settings", "keygen", "templates", "db", "identities",
+        "run", "enqueue", "demo", "worker", "beat", "runs", "show", "report", "cancel", "sweep", "batch",
+        "proxies", "doctor", "settings", "keygen", "templates", "db", "identities", "schedules",
     ]
-    sub = {name: group.commands[name].list_commands(None) for name in ("templates", "db", "identities")}  # type: ignore[attr-defined]
-    assert sub == {"templates": ["list", "validate"], "db": ["upgrade"], "identities": ["list", "add", "disable"]}
+    groups = ("templates", "db", "identities", "schedules")
+    sub = {name: group.commands[name].list_commands(None) for name in groups}  # type: ignore[attr-defined]
+    assert sub == {"templates": ["list", "validate"], "db": ["upgrade"], "identities": ["list", "add", "disable"],
+                   "schedules": ["list", "validate"]}
 
 
 def test_an_argument_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
