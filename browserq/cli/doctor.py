@@ -185,7 +185,8 @@ def check_secret_key(settings: Settings, found: Findings) -> Check:
         return passed(name, "BROWSERQ_SECRET_KEY is a valid Fernet key")
     if found.secret_templates:
         listed = ", ".join(found.secret_templates[:5]) + (" …" if len(found.secret_templates) > 5 else "")
-        return failed(name, f"BROWSERQ_SECRET_KEY is not set, but {listed} declare secret params", KEY_HINT)
+        verb = "declares" if len(found.secret_templates) == 1 else "declare"
+        return failed(name, f"BROWSERQ_SECRET_KEY is not set, but {listed} {verb} secret params", KEY_HINT)
     return Check(name, "skip", "not set; no template declares a secret param (named identities "
                                "need one too)")
 

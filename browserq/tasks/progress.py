@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from celery import Celery
+from celery import Celery, states
 from celery.utils.saferepr import saferepr
 
 from browserq.runner.events import RunEnded, RunObserver, StepStarted
@@ -40,6 +40,11 @@ log = structlog.get_logger(__name__)
 
 #: The custom Celery state of a run between STARTED and its end.
 PROGRESS = "PROGRESS"
+# Celery's event state (what Flower shows) ranks an unknown state above REVOKED: once a run had
+# shown PROGRESS, its revoke (a cancel, Flower's Terminate) would never show. PROGRESS is a
+# running state: rank it with STARTED, so REVOKED, SUCCESS and FAILURE follow it as they follow
+# STARTED. Every process that loads browserq's app (workers, Flower, beat) has the rule.
+states.PRECEDENCE_LOOKUP.setdefault(PROGRESS, states.PRECEDENCE_LOOKUP[states.STARTED])
 #: The longest a task waits at its end for a progress write of it in flight (a backend that
 #: hangs longer must not hold the run's slot forever; a warning says so).
 END_WAIT_S = 30.0

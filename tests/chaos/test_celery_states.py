@@ -229,4 +229,7 @@ def test_cancelled_and_terminated_runs_end_revoked_and_cancelled(state_cluster: 
         return {cancelled.id, terminated.id} <= set(revoked) and not (
             {cancelled.id, terminated.id} & set(flower.tasks("SUCCESS")))
 
-    wait_for(flower_agrees, 60, "Flower to list both runs as REVOKED")
+    try:
+        wait_for(flower_agrees, 60, "Flower to list both runs as REVOKED")
+    except AssertionError:
+        raise AssertionError(str({t: _get_json(f"{flower.url}/api/task/info/{t}") for t in (cancelled.id, terminated.id)})[:3000]) from None

@@ -132,7 +132,7 @@ def broken(tmp: Path, what: str) -> dict[str, str]:
     ("database", "cannot reach postgresql+psycopg://postgres@127.0.0.1:", "fix BROWSERQ_DATABASE_URL"),
     ("broker", "cannot reach redis://127.0.0.1:", "fix BROWSERQ_BROKER_URL"),
     ("templates", "broken.yaml: line 4: ", "browserq templates validate"),
-    ("secret key", "BROWSERQ_SECRET_KEY is not set, but needs_key@1.0.0 declare secret params", "browserq keygen"),
+    ("secret key", "BROWSERQ_SECRET_KEY is not set, but needs_key@1.0.0 declares secret params", "browserq keygen"),
     ("artifacts", "cannot store artifacts in", "make it writable"),
     ("chromium", "no-such-chromium", "BROWSERQ_CHROMIUM_PATH"),
 ])

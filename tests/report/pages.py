@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import base64
-from http.server import BaseHTTPRequestHandler
-from typing import Any
+
+from tests.support.http import html_pages
 
 #: If the report ever ran this, ``window.__pwned`` would be set (and the title changed).
 PAYLOAD = "<script>window.__pwned = 1; document.title = 'pwned'</script>"
@@ -40,15 +40,4 @@ PAGES: dict[str, str] = {
 }
 
 
-class HostilePages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGES.get(self.path.split("?")[0])
-        data = (body or "not found").encode()
-        self.send_response(200 if body else 404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+HostilePages = html_pages(PAGES)

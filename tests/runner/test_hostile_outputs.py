@@ -13,7 +13,7 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from sqlalchemy import text
 from browserq.execute.accept import prepare_loaded
 from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
+from tests.support.http import html_pages
 
 NO_FAVICON = '<link rel="icon" href="data:,">'
 PAGES: dict[str, str] = {
@@ -54,20 +55,12 @@ PAGES: dict[str, str] = {
 }
 
 
-class _Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGES.get(self.path.split("?")[0])
-        data = (body or "not found").encode()
-        self.send_response(200 if body else 404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        if self.path == "/csp":  # no eval for the page's own scripts
-            self.send_header("Content-Security-Policy", "script-src 'self'; object-src 'none'")
-        self.end_headers()
-        self.wfile.write(data)
+def _csp(path: str) -> dict[str, str]:
+    """``/csp`` allows no eval for the page's own scripts."""
+    return {"Content-Security-Policy": "script-src 'self'; object-src 'none'"} if path == "/csp" else {}
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+
+_Pages = html_pages(PAGES, _csp)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -29,3 +29,27 @@ def serve_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def html_pages(
+    pages: Mapping[str, str], headers: Callable[[str], Mapping[str, str]] | None = None
+) -> type[BaseHTTPRequestHandler]:
+    """A handler serving ``pages`` (path → HTML; the query is ignored), 404 for any other path,
+    with ``headers(path)`` added to each answer; it logs nothing."""
+
+    class Pages(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path.split("?")[0])
+            data = (body or "not found").encode()
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers(self.path) if headers else {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_args: object) -> None:
+            return None
+
+    return Pages

@@ -145,3 +145,19 @@ def test_steps_of_runs_no_task_bound_are_not_published(backend) -> None:
 def test_the_meta_says_where_the_run_is_and_nothing_it_read() -> None:
     meta = progress_meta(step("r1", 2))
     assert set(meta) == {"run_id", "status", "step", "of", "step_path", "step_id", "action", "url", "attempt"}
+
+
+@pytest.mark.parametrize("final", ["task-revoked", "task-succeeded", "task-failed"])
+def test_flower_shows_the_final_state_after_progress(final: str) -> None:
+    """Celery's event state (what Flower shows) ranks unknown states above REVOKED; browserq ranks
+    PROGRESS with STARTED, so a revoke after progress shows, and late progress never hides it."""
+    from celery.events.state import Task as EventTask
+
+    from browserq.tasks.progress import PROGRESS
+
+    task = EventTask("t1")
+    for n, kind in enumerate(["task-received", "task-started", "task-progress", final, "task-progress"]):
+        task.event(kind.removeprefix("task-"), timestamp=float(n), local_received=float(n), fields={})
+        if kind == "task-progress" and n == 2:
+            assert task.state == PROGRESS
+    assert task.state == {"task-revoked": "REVOKED", "task-succeeded": "SUCCESS", "task-failed": "FAILURE"}[final]
