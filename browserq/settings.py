@@ -128,6 +128,10 @@ class Settings(BaseSettings):
         25 * 1024 * 1024, ge=1024,
         description="Largest total of a run's outputs (JSON bytes); a step that would pass it fails OUTPUT_TOO_LARGE.",
     )
+    max_download_bytes: int = Field(100 * 1024 * 1024, ge=1, description="Largest file one download step may store; larger fails DOWNLOAD_TOO_LARGE.")
+    max_run_download_bytes: int = Field(500 * 1024 * 1024, ge=1, description="Largest total one run attempt may download; a download past it fails DOWNLOAD_TOO_LARGE.")
+    max_file_param_bytes: int = Field(25 * 1024 * 1024, ge=1, description="Largest file a `file` param may pass (checked at the producer, ParamError), or an upload step may read from BROWSERQ_UPLOADS_DIR.")
+    uploads_dir: Path | None = Field(None, description="Directory upload steps read `file: {path: ...}` from, on the worker (unset: none).")
     run_time_limit_margin_s: int = Field(
         30, ge=5, description="Celery soft limit = template run timeout + this margin."
     )
@@ -181,7 +185,7 @@ class Settings(BaseSettings):
         None, description="Endpoint of an S3-compatible store (MinIO, Ceph, ...); credentials: the AWS_* variables."
     )
     progress_interval_ms: int = Field(
-        0, ge=0, description="Least time between two progress updates of a run in the result backend (0 = every step)."
+        500, ge=0, description="Least time between two progress updates of a run in the result backend (0 = every step)."
     )
     schedules_file: Path | None = Field(
         None, description="YAML file of scheduled template runs, loaded by browserq beat."
