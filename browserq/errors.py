@@ -107,6 +107,19 @@ class Codes:
         "ELEMENT_NOT_ACTIONABLE", ErrorClass.RETRY_IN_PLACE, "element hidden, disabled or detached"
     )
     ACTION_FAILED = _code("ACTION_FAILED", ErrorClass.RETRY_IN_PLACE, "the browser rejected the action")
+    TAB_NOT_OPENED = _code(
+        "TAB_NOT_OPENED", ErrorClass.RETRY_IN_PLACE, "a step with opens: tab opened no page in time"
+    )
+    TAB_NOT_FOUND = _code("TAB_NOT_FOUND", ErrorClass.RETRY_IN_PLACE, "no open page matches switch_tab/close_tab")
+    DOWNLOAD_FAILED = _code(
+        "DOWNLOAD_FAILED", ErrorClass.RETRY_IN_PLACE, "no download started, or it failed before it finished"
+    )
+    DOWNLOAD_TOO_LARGE = _code(
+        "DOWNLOAD_TOO_LARGE", ErrorClass.PERMANENT, "a download exceeds BROWSERQ_MAX_(RUN_)DOWNLOAD_BYTES"
+    )
+    UPLOAD_FILE_MISSING = _code(
+        "UPLOAD_FILE_MISSING", ErrorClass.PERMANENT, "the file an upload step names does not exist"
+    )
     EVAL_ERROR = _code("EVAL_ERROR", ErrorClass.PERMANENT, "the JavaScript expression threw")
     EVAL_DISABLED = _code("EVAL_DISABLED", ErrorClass.PERMANENT, "eval is not enabled by the template")
     ASSERTION_FAILED = _code("ASSERTION_FAILED", ErrorClass.PERMANENT, "an assert step did not hold")

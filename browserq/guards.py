@@ -151,3 +151,67 @@ def check_selector_length(selector: str, max_length: int) -> None:
             Codes.INVALID_STEP_INPUT,
             f"selector is {len(selector)} characters long; the limit is {max_length}",
         )
+
+
+# --- files moved by download and upload steps -------------------------------------------------
+#: Longest file name a download or a file param keeps (the extension survives the cut).
+MAX_FILENAME_LENGTH = 120
+_UNSAFE_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def safe_filename(name: str | None, fallback: str = "download") -> str:
+    """A file name a page or a producer suggested, made safe to keep as one path component.
+
+    Only the last path part survives (``../../x`` and ``C:\\x`` become ``x``); control, format
+    and bidi-override characters go; leading dots and spaces go (no hidden files, no ``..``);
+    at most :data:`MAX_FILENAME_LENGTH` characters, keeping the extension; ``fallback`` if
+    nothing is left.
+    """
+    text = str(name or "").encode("utf-8", "ignore").decode("utf-8")  # no lone surrogates
+    text = _UNSAFE_FILENAME_CHARS.sub("", text).replace("\\", "/")
+    text = re.sub(r"\s+", " ", text.rsplit("/", 1)[-1]).strip().lstrip(". ").rstrip(". ")
+    if len(text) > MAX_FILENAME_LENGTH:
+        stem, dot, ext = text.rpartition(".")
+        keep = ext if dot and 0 < len(ext) <= 16 and stem else ""
+        text = (text[: MAX_FILENAME_LENGTH - len(keep) - 1] + "." + keep) if keep else text[:MAX_FILENAME_LENGTH]
+    return text or fallback
+
+
+def upload_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot name a file inside ``BROWSERQ_UPLOADS_DIR``, or None if it can.
+
+    Purely lexical (the loader judges literal paths with it); :func:`safe_upload_path` also
+    resolves symlinks on the worker."""
+    if not isinstance(path, str) or not path.strip():
+        return "upload path is empty"
+    if "\x00" in path:
+        return "upload path contains a NUL character"
+    if "\\" in path:
+        return f"upload path {_short(path)!r} contains a backslash; use '/' between folders"
+    if path.startswith("/") or _DRIVE.match(path):
+        return f"upload path {_short(path)!r} is absolute; it must be relative to BROWSERQ_UPLOADS_DIR"
+    if ".." in PurePosixPath(path).parts:
+        return f"upload path {_short(path)!r} contains '..'; it must stay inside BROWSERQ_UPLOADS_DIR"
+    if path.endswith("/") or PurePosixPath(path).name in ("", "."):
+        return f"upload path {_short(path)!r} does not name a file"
+    return None
+
+
+def safe_upload_path(base: Path | None, path: str) -> Path:
+    """The file ``path`` names inside the uploads directory ``base``, resolved.
+
+    ``StepFailed(PATH_DENIED)`` without an uploads directory, for a lexically bad path, or one
+    that resolves outside ``base`` (a symlink out of it); ``UPLOAD_FILE_MISSING`` if it is not a
+    regular file."""
+    if base is None:
+        raise StepFailed(Codes.PATH_DENIED, f"upload path {_short(path)!r}: no uploads directory; set BROWSERQ_UPLOADS_DIR")
+    problem = upload_path_problem(path)
+    if problem:
+        raise StepFailed(Codes.PATH_DENIED, problem)
+    root = Path(base).resolve()
+    target = (root / path).resolve()
+    if target == root or not target.is_relative_to(root):
+        raise StepFailed(Codes.PATH_DENIED, f"upload path {_short(path)!r} resolves outside BROWSERQ_UPLOADS_DIR")
+    if not target.is_file():
+        raise StepFailed(Codes.UPLOAD_FILE_MISSING, f"upload path {_short(path)!r} is not a file in {root}")
+    return target

@@ -59,7 +59,7 @@ PUBLIC_ALL = [
 ]
 CLI_COMMANDS = [
     "batch", "beat", "cancel", "db", "db upgrade", "demo", "doctor", "enqueue", "identities", "identities add",
-    "identities disable", "identities list", "keygen", "proxies", "report", "run", "runs",
+    "identities disable", "identities list", "keygen", "locate", "proxies", "report", "run", "runs",
     "schedules", "schedules list", "schedules validate", "settings", "show",
     "sweep", "templates", "templates list", "templates validate", "worker",
 ]
@@ -83,6 +83,9 @@ ENV_VARS = [
     # issue 10 (operating)
     "BROWSERQ_ARTIFACTS_URL", "BROWSERQ_BEAT_LOCK_TTL_S", "BROWSERQ_METRICS_DIR", "BROWSERQ_METRICS_PORT", "BROWSERQ_PROGRESS_INTERVAL_MS",
     "BROWSERQ_READY_FILE", "BROWSERQ_S3_ENDPOINT_URL", "BROWSERQ_SCHEDULES_FILE", "BROWSERQ_STEP_LOG_LEVEL",
+    # issue 11 (downloads, uploads, file params)
+    "BROWSERQ_MAX_DOWNLOAD_BYTES", "BROWSERQ_MAX_FILE_PARAM_BYTES", "BROWSERQ_MAX_RUN_DOWNLOAD_BYTES",
+    "BROWSERQ_UPLOADS_DIR",
 ]
 TASK_NAMES = ["browserq.run_template", "browserq.sweep"]
 

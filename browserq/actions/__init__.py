@@ -10,11 +10,13 @@ only through their :class:`StepContext` (artifacts, warnings), never through the
 
 from browserq.actions.context import StepContext, not_traced
 from browserq.actions.locate import locate, present, settle, url_matcher
+from browserq.actions.locators import SelectorValue, shown, to_locator
 from browserq.actions.registry import ACTION_HANDLERS, Action, element_selector, handler_for
 
 __all__ = [
     "ACTION_HANDLERS",
     "Action",
+    "SelectorValue",
     "StepContext",
     "element_selector",
     "handler_for",
@@ -22,5 +24,7 @@ __all__ = [
     "not_traced",
     "present",
     "settle",
+    "shown",
+    "to_locator",
     "url_matcher",
 ]

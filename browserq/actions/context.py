@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Page
 
@@ -52,6 +53,10 @@ class StepContext:
     #: time.monotonic() at which this step attempt's budget ends: an action making several
     #: Playwright calls gives each what is left of it, so the step as a whole keeps its timeout.
     step_deadline: float | None = None
+    #: The run's pages (``switch_tab``, ``close_tab``): an ``actions.tabs.TabControl``.
+    tabs: Any = None
+    #: The run's file limits and artifacts (``download``, ``upload``): an ``actions.files.RunFiles``.
+    files: Any = None
 
     @property
     def timeout_ms(self) -> float:

@@ -9,6 +9,7 @@ from playwright.async_api import Locator
 
 from browserq.actions.context import StepContext
 from browserq.actions.locate import first, locate
+from browserq.actions.locators import to_locator
 from browserq.actions.notices import EXTRACT_LIMITED
 from browserq.actions.outputs import too_large
 from browserq.templates import ExtractStep, FieldSpec, GetStep
@@ -89,7 +90,8 @@ async def extract(ctx: StepContext, step: ExtractStep) -> Any:
     locator = locate(ctx.page, step.selector)
     fields = _field_specs(step)
     if fields is None or all(
-        not spec["selector"] or not _PLAYWRIGHT_ONLY.search(spec["selector"]) for spec in fields.values()
+        not spec["selector"] or (isinstance(spec["selector"], str) and not _PLAYWRIGHT_ONLY.search(spec["selector"]))
+        for spec in fields.values()
     ):
         records, total = await _in_page(ctx, locator, step, fields)
         if total == 0 and not step.allow_empty:
@@ -110,10 +112,10 @@ async def extract(ctx: StepContext, step: ExtractStep) -> Any:
 
 
 async def _extract_one(element: Locator, fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Slow path for field selectors only Playwright understands (text=, role=, xpath=…)."""
+    """Slow path for field selectors only Playwright understands (text=, xpath=, locator mappings)."""
     record: dict[str, Any] = {}
     for name, spec in fields.items():
-        targets = [element] if not spec["selector"] else await element.locator(spec["selector"]).all()
+        targets = [element] if not spec["selector"] else await to_locator(element, spec["selector"]).all()
         if not spec["all"]:
             targets = targets[:1]
         values = [await _read(target, spec) for target in targets]

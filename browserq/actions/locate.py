@@ -1,4 +1,5 @@
-"""Finding things on the page: selectors (with ``>>>`` into iframes), URL patterns, settling.
+"""Finding things on the page: selectors (strings, ``>>>`` into iframes, locator mappings), URL
+patterns, settling.
 
 Shared by the actions and by the runner's own checks (``optional``, ``until_missing``, probes).
 """
@@ -13,6 +14,7 @@ from playwright.async_api import Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browserq.actions.context import StepContext
+from browserq.actions.locators import FRAME_SEPARATOR, SelectorValue, to_locator
 from browserq.errors import Codes, StepFailed
 from browserq.templates.regex import RegexError, describe_url_pattern, url_predicate
 
@@ -25,19 +27,10 @@ async def settle(page: Page, timeout_ms: float) -> None:
         pass
 
 
-#: ``"iframe#pay >>> button.submit"`` enters the frame matched on the left, then selects inside it.
-FRAME_SEPARATOR = ">>>"
-
-
-def locate(page: Page, selector: str) -> Locator:
-    """A locator for a Playwright selector, with ``>>>`` stepping into (nested) iframes."""
-    if FRAME_SEPARATOR not in selector:
-        return page.locator(selector)
-    *frames, inner = [part.strip() for part in selector.split(FRAME_SEPARATOR)]
-    scope = page.frame_locator(frames[0])
-    for frame in frames[1:]:
-        scope = scope.frame_locator(frame)
-    return scope.locator(inner)
+def locate(page: Page, selector: SelectorValue) -> Locator:
+    """A locator for any selector, a string (``>>>`` steps into iframes) or a locator mapping:
+    :func:`~browserq.actions.locators.to_locator`, under the name the runner has always used."""
+    return to_locator(page, selector)
 
 
 #: Selectors the browser's own CSS must not answer for Playwright: engine prefixes (``text=``,
@@ -64,16 +57,17 @@ _PRESENCE_JS = """
 """
 
 
-async def present(page: Page, selector: str, settle_ms: float = 5000) -> bool:
+async def present(page: Page, selector: SelectorValue, settle_ms: float = 5000) -> bool:
     """Whether anything matches ``selector`` on the page now (``optional``, ``until_missing``).
 
     A parsed document answers in one evaluate: the page itself says whether it is still loading
     (no client-side guess about which navigation was awaited). A document still loading, a frame
     selector (``>>>``), a selector of Playwright's own engines or a navigation that replaced the
     document mid-check: wait for DOMContentLoaded, then Playwright's locator decides, so a page
-    still loading is never judged "missing".
+    still loading is never judged "missing". A locator mapping (``{role: button, name: Send}``)
+    is Playwright's to answer too.
     """
-    if FRAME_SEPARATOR not in selector and not _PLAYWRIGHT_ONLY.search(selector):
+    if isinstance(selector, str) and FRAME_SEPARATOR not in selector and not _PLAYWRIGHT_ONLY.search(selector):
         try:
             answer = await page.evaluate(_PRESENCE_JS, selector)
         except PlaywrightTimeoutError:
@@ -86,7 +80,7 @@ async def present(page: Page, selector: str, settle_ms: float = 5000) -> bool:
     return await locate(page, selector).count() > 0
 
 
-def first(ctx: StepContext, selector: str) -> Locator:
+def first(ctx: StepContext, selector: SelectorValue) -> Locator:
     """The first match of ``selector`` on the step's page (what a person means by "the button")."""
     return locate(ctx.page, selector).first
 

@@ -7,12 +7,15 @@ from typing import Any
 
 from browserq.actions.assertions import assert_
 from browserq.actions.context import StepContext
+from browserq.actions.download import download
 from browserq.actions.evaluate import evaluate
 from browserq.actions.extract import extract, get
 from browserq.actions.input import check, click, fill, hover, press, select, type_text, uncheck
 from browserq.actions.navigation import navigate, scroll, wait
 from browserq.actions.screenshot import screenshot
-from browserq.templates import ActionStep
+from browserq.actions.tabs import close_tab, switch_tab
+from browserq.actions.upload import upload
+from browserq.templates import ActionStep, LocatorSpec
 
 Action = Callable[[StepContext, Any], Awaitable[Any]]
 
@@ -33,6 +36,10 @@ ACTION_HANDLERS: dict[str, Action] = {
     "eval": evaluate,
     "screenshot": screenshot,
     "assert": assert_,
+    "switch_tab": switch_tab,
+    "close_tab": close_tab,
+    "download": download,
+    "upload": upload,
 }
 
 
@@ -41,7 +48,7 @@ def handler_for(step: ActionStep) -> Action:
     return ACTION_HANDLERS[step.action]
 
 
-def element_selector(step: ActionStep) -> str | None:
+def element_selector(step: ActionStep) -> str | LocatorSpec | None:
     """The selector whose absence makes an ``optional`` step a skip, if the action has one."""
     if step.action in {"navigate", "eval", "screenshot", "assert", "wait"}:
         return None

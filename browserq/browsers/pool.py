@@ -77,10 +77,10 @@ __all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_CONTEXT_OPTIONS", "RSS_CHECK_EVERY", "Bro
 
 log = structlog.get_logger(__name__)
 
-#: Context defaults: a common desktop size instead of Playwright's tell-tale 1280x720.
+#: Context defaults: a desktop size, not Playwright's tell-tale 1280x720; downloads on (download steps).
 DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
     "viewport": {"width": 1366, "height": 768},
-    "accept_downloads": False,
+    "accept_downloads": True,
 }
 
 

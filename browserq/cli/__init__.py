@@ -17,6 +17,7 @@ from rich.text import Text
 
 from browserq.cli.doctor import doctor
 from browserq.cli.enqueue import enqueue
+from browserq.cli.locate import locate
 from browserq.cli.operations import (
     PASSTHROUGH,
     beat,
@@ -76,6 +77,7 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.command()(run)
 app.command()(enqueue)
 app.command()(demo)
+app.command()(locate)
 app.command(context_settings=PASSTHROUGH)(worker)
 app.command(context_settings=PASSTHROUGH)(beat)
 app.command()(runs)
@@ -153,6 +155,7 @@ __all__ = [
     "identities_disable",
     "identities_list",
     "keygen",
+    "locate",
     "main",
     "parse_params",
     "proxies",

@@ -20,6 +20,7 @@ from rich.text import Text
 from browserq.errors import BrowserqError
 from browserq.settings import get_settings
 from browserq.store.artifacts import artifact_store
+from browserq.store.views import event_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,6 +89,12 @@ def warning_text(warning: dict[str, Any]) -> str:
     """A recorded warning as one line: ``step 3: CODE: message``."""
     where = f"step {warning['step']}: " if warning.get("step") is not None else ""
     return f"{where}{warning.get('code')}: {warning.get('message')}"
+
+
+def skip_reason(step: Any) -> str:
+    """Why a step was skipped (``when: absent '#banner': ...``), or ''."""
+    output = step.output if step.status == "skipped" else None
+    return str(output["skipped"]) if isinstance(output, dict) and "skipped" in output else ""
 
 
 def status_text(value: str | None) -> Text:
@@ -241,8 +248,7 @@ def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) 
     for s in steps:
         table.add_row(
             s.step_path, s.step_id or "", s.action, str(s.attempt), ms(s.duration_ms), status_text(s.status),
-            f"{s.error_code}: {s.error_message}" if s.error_code else
-            Text("\n".join(f"⚠ {warning_text(w)}" for w in s.warnings or []), style="yellow"),
+            _step_notes(s),
             s.url_after or "",
         )
     console.print(table)
@@ -259,6 +265,19 @@ def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) 
     if run_view.outputs:
         for name, value in run_view.outputs.items():
             console.print(output_table(name, value))
+
+
+def _step_notes(s: Any) -> Text:
+    """The error (or the warnings) of a step attempt, then the dialogs it answered."""
+    if s.error_code:
+        notes = Text(f"{s.error_code}: {s.error_message}")
+    elif skip_reason(s):
+        notes = Text(skip_reason(s), style="yellow")
+    else:
+        notes = Text("\n".join(f"⚠ {warning_text(w)}" for w in s.warnings or []), style="yellow")
+    for event in getattr(s, "events", None) or []:
+        notes.append(("\n" if notes.plain else "") + f"💬 {event_text(event)}", style="cyan")
+    return notes
 
 
 def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> None:
@@ -290,8 +309,14 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
     for s in steps:
         tsv(s.step_path, s.step_id or "", s.action, s.attempt,
             f"{s.duration_ms:.0f}" if s.duration_ms is not None else "", s.status,
-            f"{s.error_code}: {s.error_message}" if s.error_code else "",
+            f"{s.error_code}: {s.error_message}" if s.error_code else skip_reason(s),
             "; ".join(warning_text(w) for w in s.warnings or []), s.url_after or "")
+    events = [(s, e) for s in steps for e in getattr(s, "events", None) or []]
+    if events:
+        print("\nEvents")
+        tsv("step", "try", "event")
+        for s, event in events:
+            tsv(s.step_path, s.attempt, event_text(event))
     if artifacts:
         settings = get_settings()
         by_step = {s.id: s.step_path for s in steps}

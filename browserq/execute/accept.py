@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any
 
 from browserq.errors import ConfigError, ParamError, TemplateChanged, TemplateNotFound
+from browserq.execute.input_files import discard_input_files, record_input_files, write_input_files
 from browserq.limits.specs import TENANT_NAME
 from browserq.redact import mask
 from browserq.secrets import SecretBox
 from browserq.store import Store
+from browserq.store.artifacts import ArtifactStore
 from browserq.templates import LoadedTemplate, TemplateRegistry, secret_names, validate_params
+from browserq.templates.file_params import (
+    DEFAULT_MAX_FILE_PARAM_BYTES,
+    FileParam,
+    upload_path_param_problems,
+)
 from browserq.templates.params import DEFAULT_MAX_PARAMS_BYTES, show
 from browserq.templates.regex import interpolated_pattern_problems
 
@@ -37,6 +44,8 @@ class PreparedRun:
     loaded: LoadedTemplate
     params: dict[str, Any]
     secret_names: frozenset[str]
+    #: ``file`` params' bytes, by param: stored with the run (``params`` hold their references).
+    files: dict[str, FileParam] = field(default_factory=dict)
 
     @property
     def redacted_params(self) -> dict[str, Any]:
@@ -56,12 +65,13 @@ def prepare_run(
     run_id: str | None = None,
     *,
     max_params_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
+    max_file_bytes: int = DEFAULT_MAX_FILE_PARAM_BYTES,
 ) -> PreparedRun:
     """Resolve the template and validate the params; raises TemplateError / ParamError."""
     if not isinstance(template_ref, str) or not template_ref.strip():
         raise TemplateNotFound("the template reference must be a non-empty string like 'quotes@1.2'")
     loaded = registry.resolve(template_ref.strip())
-    return prepare_loaded(loaded, params, run_id, max_params_bytes=max_params_bytes)
+    return prepare_loaded(loaded, params, run_id, max_params_bytes=max_params_bytes, max_file_bytes=max_file_bytes)
 
 
 def prepare_loaded(
@@ -70,19 +80,27 @@ def prepare_loaded(
     run_id: str | None = None,
     *,
     max_params_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
+    max_file_bytes: int = DEFAULT_MAX_FILE_PARAM_BYTES,
 ) -> PreparedRun:
-    """Validate params against an already loaded template (embedding, tests, stored bodies)."""
+    """Validate params against an already loaded template (embedding, tests, stored bodies).
+    A ``file`` param's bytes move to ``files``; its value becomes their reference."""
     values = validate_params(
-        loaded.template, params, template_ref=loaded.ref, max_bytes=max_params_bytes
+        loaded.template, params, template_ref=loaded.ref, max_bytes=max_params_bytes,
+        max_file_bytes=max_file_bytes,
     )
+    run_id = run_id or uuid.uuid4().hex
+    files = {name: value for name, value in values.items() if isinstance(value, FileParam)}
+    values.update({name: file.reference(run_id, name) for name, file in files.items()})
     problems = interpolated_pattern_problems(loaded.template, values)
+    problems += upload_path_param_problems(loaded.template, values)
     if problems:  # a pattern built from params is checked now, before anything is enqueued
         raise ParamError(loaded.ref, problems)
     return PreparedRun(
-        run_id=run_id or uuid.uuid4().hex,
+        run_id=run_id,
         loaded=loaded,
         params=values,
         secret_names=frozenset(secret_names(loaded.template)),
+        files=files,
     )
 
 
@@ -153,9 +171,11 @@ def record_run(
     identity_pool: str | None = None,
     tenant: str | None = None,
     enqueued: bool = False,
+    artifacts: ArtifactStore | None = None,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all).
-    ``enqueued``: the caller sends its message at once (see ``Store.create_run``).
+    ``enqueued``: the caller sends its message at once (see ``Store.create_run``). The files of
+    ``file`` params go to ``artifacts`` first, then are recorded as the run's input artifacts.
 
     The first run of a ``name@version`` pins it to the template's content hash; a later body with
     another hash raises ``TemplateChanged`` and nothing is recorded. The options were checked by
@@ -167,7 +187,26 @@ def record_run(
         secrets_token = secret_box.encrypt(
             prepared.secret_values, why=f"template {loaded.ref} takes secret params"
         )
-    template_id = saved_template_id(store, loaded)
+    written = write_input_files(artifacts, prepared)
+    try:
+        _create(store, prepared, saved_template_id(store, loaded), secrets_token, task_id=task_id, queue=queue,
+                idempotency_key=idempotency_key, batch_id=batch_id, identity=identity,
+                identity_pool=identity_pool, tenant=tenant, enqueued=enqueued)
+        if written:
+            try:
+                record_input_files(store, prepared, written)
+            except BaseException:
+                store.delete_run(prepared.run_id)
+                raise
+    except BaseException:
+        discard_input_files(artifacts, prepared)
+        raise
+
+
+def _create(store: Store, prepared: PreparedRun, template_id: int, secrets_token: str | None, *,
+            task_id: str | None, queue: str | None, idempotency_key: str | None, batch_id: str | None,
+            identity: str | None, identity_pool: str | None, tenant: str | None, enqueued: bool) -> None:
+    loaded = prepared.loaded
     store.create_run(
         run_id=prepared.run_id,
         template_id=template_id,

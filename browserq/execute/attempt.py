@@ -20,7 +20,7 @@ from browserq.runner.checkpoint import Checkpoint, parse_path
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 from browserq.store import Lease, RunView, Store
-from browserq.templates import LoadedTemplate, RepeatStep, load_template_text, secret_names
+from browserq.templates import LoadedTemplate, children, load_template_text, secret_names
 
 log = structlog.get_logger(__name__)
 
@@ -142,9 +142,10 @@ def is_side_effect(loaded: LoadedTemplate, path: str) -> bool:
     step: Any = None
     for index, _pass in segments:
         if step is not None:
-            if not isinstance(step, RepeatStep):
+            inner = children(step)  # a repeat's or a block's steps
+            if inner is None:
                 return False
-            steps = step.repeat.steps
+            steps = inner
         if index >= len(steps):
             return False
         step = steps[index]

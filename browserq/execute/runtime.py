@@ -150,14 +150,15 @@ class Runtime:
         """Validate and record a run for in-process execution (secrets stay in memory).
         ``options``: ``identity``, ``identity_pool``, ``tenant``."""
         prepared = prepare_run(self.registry, template_ref, params,
-                               max_params_bytes=self.settings.max_params_bytes)
+                               max_params_bytes=self.settings.max_params_bytes,
+                               max_file_bytes=self.settings.max_file_param_bytes)
         self._record_local(prepared, options)
         return prepared
 
     def _record_local(self, prepared: PreparedRun, options: dict[str, Any]) -> None:
         check_run_options(prepared.loaded.ref, **options)
         check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
-        record_run(self.store, prepared, secret_box=None, **options)
+        record_run(self.store, prepared, secret_box=None, artifacts=self.artifacts, **options)
 
     def run_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Validate, record and execute a run in this process (the CLI's embedded mode)."""
@@ -166,7 +167,8 @@ class Runtime:
 
     def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Like :meth:`run_local` for a template loaded from text rather than the registry."""
-        prepared = prepare_loaded(loaded, params, max_params_bytes=self.settings.max_params_bytes)
+        prepared = prepare_loaded(loaded, params, max_params_bytes=self.settings.max_params_bytes,
+                                  max_file_bytes=self.settings.max_file_param_bytes)
         self._record_local(prepared, options)
         return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 

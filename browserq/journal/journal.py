@@ -163,7 +163,7 @@ class RunJournal:
         output: Any = None,
         checkpoint: dict[str, Any] | None = None,
         warnings: list[dict[str, Any]] | None = None,
-        durable: bool = False,
+        durable: bool = False, events: list[dict[str, Any]] | None = None,
     ) -> None:
         """A step attempt ended (``succeeded``/``skipped``/``failed``/``unknown``), with the
         checkpoint after it in the same transaction. Always durable when it has a checkpoint.
@@ -179,7 +179,7 @@ class RunJournal:
             error_code=failure.code.code if failure else None,
             error_message=redactor.text(failure.message) if failure else None,
             retryable=failure.retryable if failure else None,
-            warnings=warnings,
+            warnings=warnings, events=redactor.data(events) if events else None,
         )
         try:
             await self._end(record, end, checkpoint, durable=durable or checkpoint is not None)

@@ -21,6 +21,11 @@ from browserq.store.artifacts import artifact_store
 #: A transition's reason in the history line is cut to this (the error is shown whole above it).
 MAX_REASON_CHARS = 90
 
+#: Files a run moved rather than made (downloads, a producer's file params): listed, never inlined.
+NOT_INLINED = frozenset({"download", "input"})
+#: The largest JSON artifact the page inlines (browserq's own are bounded far below this).
+MAX_INLINED_JSON = 1024 * 1024
+
 
 class RunNotFound(ValueError):
     """No run has this id (a ValueError: the CLI prints it as one line; it resolves prefixes first)."""
@@ -130,8 +135,8 @@ def _artifacts(
             traces.append(evidence.trace(files, a, where))
         elif a.kind in evidence.SNAPSHOT_KINDS:
             evidence_of[a.step_attempt_id].append(a)
-        elif a.content_type == "application/json":
-            extras.append(a)
+        elif a.content_type == "application/json" and a.kind not in NOT_INLINED and a.size <= MAX_INLINED_JSON:
+            extras.append(a)  # browserq's own JSON evidence; a downloaded or input file is only listed
     snapshots = tuple(evidence.snapshot(files, path_of.get(step or -1, ""),
                                         parts + [e for e in extras if e.step_attempt_id == step], origin)
                       for step, parts in evidence_of.items())

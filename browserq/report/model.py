@@ -68,6 +68,7 @@ class StepLine:
     error: str
     warnings: tuple[str, ...]
     url_after: str
+    events: tuple[str, ...] = ()  # the dialogs the attempt answered, one line each
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from browserq.report.model import Bar, Row, StepLine, Tick, Timeline
+from browserq.store.views import event_text
 
 #: At most this many ticks on the time axis (plus the origin).
 MAX_TICKS = 8
@@ -128,5 +129,6 @@ def step_lines(steps: Sequence[Any], origin: datetime | None) -> tuple[StepLine,
             error=f"{s.error_code}: {s.error_message or ''}" if s.error_code else "",
             warnings=tuple(f"{w.get('code')}: {w.get('message')}" for w in s.warnings or []),
             url_after=s.url_after or "",
+            events=tuple(event_text(e) for e in getattr(s, "events", None) or []),
         ))
     return tuple(lines)

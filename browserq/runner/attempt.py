@@ -18,7 +18,8 @@ import structlog
 from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from browserq.actions import StepContext, element_selector, handler_for, not_traced, notices
+from browserq.actions import StepContext, element_selector, not_traced, notices
+from browserq.actions.files import RunFiles
 from browserq.actions.outputs import check_step_output
 from browserq.browsers.errors import first_line
 from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
@@ -33,10 +34,11 @@ from browserq.runner.base import (
     domain_failure,
     missing,
     raise_if_blocked,
+    run_handler,
     step_inputs,
 )
 from browserq.runner.state import RunState
-from browserq.templates import ActionStep, render_step
+from browserq.templates import ActionStep, render_step, selector_text
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +51,7 @@ MISSING_CHECK_TIMEOUT_S = 6.0
 #: Failures that happen before an action reaches the page: nothing can have taken effect.
 _BEFORE_DISPATCH = frozenset({
     Codes.SELECTOR_NOT_FOUND, Codes.INVALID_STEP_INPUT, Codes.URL_DENIED, Codes.DOMAIN_DENIED,
-    Codes.PATH_DENIED, Codes.EVAL_DISABLED,
+    Codes.PATH_DENIED, Codes.EVAL_DISABLED, Codes.UPLOAD_FILE_MISSING,
 })
 
 
@@ -175,9 +177,9 @@ class AttemptMixin(RunnerBase):
         if rendered.optional and selector and await missing(page, selector):
             tried.skipped = True
             return
-        output = await handler_for(rendered)(ctx, rendered)
+        output = await run_handler(ctx, state, rendered)
         raise_if_blocked(state)
-        check_landing(page, state.request.loaded.template.settings.allowed_domains)
+        check_landing(state.browser.page or page, state.request.loaded.template.settings.allowed_domains)
         tried.output = self._bounded_output(rendered, output, state)
 
     async def _failure_of(self, exc: BaseException, state: RunState, tried: Attempt) -> StepFailed:
@@ -191,6 +193,8 @@ class AttemptMixin(RunnerBase):
         if selector and self.pool.connected and not browser.crashed and not browser.page_dropped:
             element_missing = await missing(tried.page, selector, MISSING_CHECK_TIMEOUT_S)
         failure = self._failure(exc, element_missing=element_missing)
+        if element_missing and failure.code is Codes.SELECTOR_NOT_FOUND:  # which one, readably
+            failure = StepFailed(failure.code, f"{failure.message} (nothing matches {selector_text(selector)})")
         if browser.page_dropped:
             failure = StepFailed(failure.code, f"{failure.message}; {DROPPED}")
         if browser.gate is not None and browser.gate.error is not None:
@@ -228,7 +232,8 @@ class AttemptMixin(RunnerBase):
         for warning in tried.warnings:
             self._warn(state, path, warning["code"], warning["message"])
         tsettings = state.request.loaded.template.settings
-        reason = self._checkpoint_reason(step, tried.url_before, tried.page.url, tsettings)
+        landed = state.browser.page if state.browser.page is not None else tried.page  # opens: tab
+        reason = self._checkpoint_reason(step, tried.url_before, landed.url, tsettings)
         if "~" not in path and not tried.skipped and self._checkpoint_due(reason, state):
             checkpoint = await self._checkpoint(path, state, auto=reason == "auto")
         await self._record_end(
@@ -278,6 +283,8 @@ class AttemptMixin(RunnerBase):
             return await state.journal.artifact(record, kind, name, data, content_type)
 
         timeout_s = step.timeout_s or tsettings.step_timeout_s
+        if state.files is None:  # the run attempt's file limits and artifact reader (download, upload)
+            state.files = RunFiles.of(self.settings, state.request.run_id, state.journal.artifacts.read_bytes)
         now = time.monotonic()
         trace = state.browser.trace
         return StepContext(
@@ -292,6 +299,8 @@ class AttemptMixin(RunnerBase):
             artifact_base=state.journal.artifact_base,
             untraced=trace.paused if trace is not None else not_traced,
             max_output_bytes=self.settings.max_step_output_bytes,
+            tabs=state.browser.tabs,
+            files=state.files,
         )
 
     def _bounded_output(self, step: ActionStep, output: Any, state: RunState) -> Any:
@@ -325,10 +334,12 @@ class AttemptMixin(RunnerBase):
         replaced it by one that says so): never a step left ``started`` behind a crash."""
         page = state.browser.page
         url = page.url if page and not page.is_closed() else None
+        events = state.browser.dialogs.take() if state.browser.dialogs is not None else None
         try:
             await state.journal.step_finished(
                 record, status=status, url_after=url, failure=failure, output=output,
                 checkpoint=checkpoint, warnings=warnings, durable=checkpoint is not None,
+                events=events,
             )
         except StepFailed:  # STORE_WRITE_FAILED: the database refused the record
             state.fail_at(record, path)
@@ -357,11 +368,11 @@ def _may_have_happened(failure: StepFailed) -> bool:
 
 
 def _selectors(step: ActionStep) -> list[str]:
-    """Every selector-valued field of a rendered step (built from params at run time)."""
+    """Every selector-valued field of a rendered step (a locator mapping as its readable text)."""
     found = [getattr(step, name, None) for name in ("selector", "within")]
     fields = getattr(step, "fields", None) or {}
     found += [spec.selector for spec in fields.values() if not isinstance(spec, str)]
-    return [s for s in found if isinstance(s, str)]
+    return [selector_text(s) for s in found if s is not None]
 
 
 def _store_output(outputs: dict[str, Any], step: ActionStep, value: Any) -> None:

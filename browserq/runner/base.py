@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from playwright.async_api import Page
 
-from browserq.actions import notices, present
+from browserq.actions import StepContext, handler_for, notices, present
 from browserq.browsers.errors import translate
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, StepFailed
@@ -152,6 +153,34 @@ def domain_failure(state: RunState) -> StepFailed | None:
         f"blocked before it was sent: a document request to {shown} "
         f"(host outside allowed_domains: {', '.join(domains.allowed_domains)})",
     )
+
+
+async def run_handler(ctx: StepContext, state: RunState, step: ActionStep) -> Any:
+    """The action's handler, under the step's ``dialog:`` answer; with ``opens: tab`` it
+    waits for the page the action opens and goes on there (TAB_NOT_OPENED, or DOMAIN_DENIED
+    when allowed_domains refused the new page)."""
+    dialogs, tabs = state.browser.dialogs, state.browser.tabs
+    if dialogs is not None:
+        dialogs.arm(step.dialog)
+    try:
+        if getattr(step, "opens", None) == "tab" and tabs is not None:
+            assert ctx.step_deadline is not None
+            try:
+                return await tabs.opening(
+                    lambda: handler_for(step)(ctx, step), ctx.step_deadline - time.monotonic()
+                )
+            except StepFailed as exc:
+                raise (domain_failure(state) or exc) from None
+        try:
+            return await handler_for(step)(ctx, step)
+        except Exception:
+            current = tabs.current if tabs is not None else None
+            if ctx.page.is_closed() and current is not None and current is not ctx.page and not current.is_closed():
+                return None  # the action closed its own page (window.close()): back on its opener
+            raise
+    finally:
+        if dialogs is not None:
+            dialogs.arm(None)
 
 
 def raise_if_blocked(state: RunState) -> None:

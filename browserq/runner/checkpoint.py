@@ -51,6 +51,9 @@ class Checkpoint:
     seq: int = 0
     at: float = field(default_factory=time.time)
     warnings: list[dict[str, Any]] = field(default_factory=list)  # the run's so far (notices)
+    #: ``{"index", "open"}`` when the run had several pages: ``url`` is the current one's, the
+    #: page a resume continues on (alone: the others and who opened whom are not restored).
+    tab: dict[str, int] | None = None
 
     def to_record(self, box: SecretBox, redactor: Redactor | None = None) -> dict[str, Any]:
         """The JSON kept in ``runs.checkpoint``.
@@ -72,6 +75,8 @@ class Checkpoint:
             "at": self.at,
             "warnings": self.warnings,
         }
+        if self.tab is not None:
+            record["tab"] = self.tab
         state = {"outputs": self.outputs, "storage": self.storage, "url": self.url}
         if box.enabled:
             record["state_encrypted"] = box.encrypt_json(state)
@@ -102,6 +107,7 @@ class Checkpoint:
             seq=record.get("seq", 0),
             at=record.get("at", 0.0),
             warnings=record.get("warnings") or [],
+            tab=record.get("tab"),
         )
 
 

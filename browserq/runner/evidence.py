@@ -48,9 +48,11 @@ class EvidenceMixin(RunnerBase):
         finally:
             if state.browser.trace is not None:
                 state.browser.trace.discard()  # chunks of a trace that was not merged hold secrets in clear
-            if state.browser.watchdog is not None:
+            if state.browser.tabs is not None:  # every page's watchdog (popups too)
+                await state.browser.tabs.detach_all()
+            elif state.browser.watchdog is not None:
                 await state.browser.watchdog.detach()
-            await self.pool.close_context(context)
+            await self.pool.close_context(context)  # closes every page the run opened
 
     async def _save_evidence(
         self,

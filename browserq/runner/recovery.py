@@ -153,6 +153,7 @@ class RecoveryMixin(RunnerBase):
             storage=storage,
             seq=state.checkpoint_seq,
             warnings=list(state.warnings),
+            tab=_tab_of(state),
         )
         box = self.secret_box if self.secret_box.enabled or not state.redactor else self.checkpoint_box
         return checkpoint.to_record(box, state.redactor)
@@ -230,3 +231,12 @@ class RecoveryMixin(RunnerBase):
             if probe_page is not state.browser.page:
                 await probe_page.close()
         return True, "postcondition holds"
+
+
+def _tab_of(state: RunState) -> dict[str, int] | None:
+    """Which page a checkpoint's URL is from, when the run has several (see Checkpoint.tab)."""
+    tabs = state.browser.tabs
+    if tabs is None or len(tabs.pages) < 2:
+        return None
+    index = tabs.index_of(tabs.current)
+    return {"index": index if index is not None else -1, "open": len(tabs.pages)}

@@ -34,6 +34,7 @@ from browserq.runner.attempt import AttemptMixin
 from browserq.runner.base import raise_if_blocked
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import ResumeCursor
+from browserq.runner.dialogs import DialogAnswerer
 from browserq.runner.events import ListenerObserver, Observers
 from browserq.runner.evidence import EvidenceMixin
 from browserq.runner.recovery import RecoveryMixin
@@ -41,6 +42,7 @@ from browserq.runner.session import SessionMixin
 from browserq.runner.state import RunOutcome, RunRequest, RunState, StepListener
 from browserq.runner.steps import StepsMixin
 from browserq.runner.storage import StorageReader, digest
+from browserq.runner.tabs import Tabs
 from browserq.runner.trace import open_trace
 from browserq.runner.watchdog import PageWatchdog
 from browserq.secrets import SecretBox
@@ -184,14 +186,16 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         browser.trace = await open_trace(
             context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1
         )
+        # Before any page loads: every dialog of every page is answered (and recorded).
+        browser.dialogs = DialogAnswerer(context, tsettings.dialogs, state.redactor)
         page = context.pages[0] if context.pages else await stealth.new_page(context)
-        browser.page = page
-        page.on("crash", lambda _page: setattr(browser, "crashed", True))
+        browser.tabs = Tabs(context, browser)  # follows popups; moves page and watchdog
+        browser.tabs.adopt(page, PageWatchdog(context, page))
         # Before the first request of the run (resume and steps): a foreign document never leaves.
         browser.domains = await self.pool.domain_guard(context).protect(
             context, page, tsettings.allowed_domains, strict=tsettings.network == "strict"
         )
-        browser.watchdog = PageWatchdog(context, page)
+        assert browser.watchdog is not None
         await browser.watchdog.attach()
 
     async def _steps_in_time(self, state: RunState) -> tuple[StepFailed | None, str]:

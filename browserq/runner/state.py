@@ -16,6 +16,7 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Page
 
+from browserq.actions.files import RunFiles
 from browserq.actions.outputs import OutputBudget
 from browserq.browsers.domains import BlockLog
 from browserq.errors import Codes, ErrorClass
@@ -26,7 +27,9 @@ from browserq.proxies import Proxy
 from browserq.redact import Redactor
 from browserq.runner.capture import PageActivity
 from browserq.runner.checkpoint import Checkpoint, ResumeCursor
+from browserq.runner.dialogs import DialogAnswerer
 from browserq.runner.storage import StorageReader
+from browserq.runner.tabs import Tabs
 from browserq.runner.trace import TraceRecorder
 from browserq.runner.watchdog import PageWatchdog
 from browserq.templates import LoadedTemplate
@@ -120,6 +123,8 @@ class BrowserParts:
     proxy: Proxy | None = None
     activity: PageActivity | None = None  # the last console lines and responses, for a snapshot
     storage: StorageReader | None = None  # reads the context's storage for checkpoints
+    tabs: Tabs | None = None  # every page of the run; sets page and watchdog to the current one
+    dialogs: DialogAnswerer | None = None  # answers alert/confirm/prompt; keeps them for the record
 
 
 @dataclass
@@ -160,6 +165,7 @@ class RunState:
     identity_storage_digest: str | None = None  # the identity's storage as last stored
     relogged: set[str] = field(default_factory=set)  # steps retried after a new login
     last_navigation: str | None = None  # the URL the last navigate step asked for
+    files: RunFiles | None = None  # download/upload limits and the bytes downloaded so far
 
     def scope(self) -> dict[str, Any]:
         """What ``${...}`` in a step sees: the params, the outputs so far, the run and the loop."""

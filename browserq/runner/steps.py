@@ -1,4 +1,5 @@
-"""The step loop: steps in order, ``repeat`` with its stop conditions, and resuming inside them.
+"""The step loop: steps in order (each under its ``when``), blocks, ``repeat`` with its stop
+conditions, and resuming inside them.
 
 A resumed run skips what its checkpoint already covers, re-entering a repeat at the pass the
 checkpoint was taken in. A repeat that reaches ``max`` while its stop selector still says "more"
@@ -7,21 +8,20 @@ warns (a truncated result must not look complete).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import structlog
 
-from browserq.actions import notices, present
+from browserq.actions import notices
 from browserq.errors import Codes, StepFailed
-from browserq.runner.base import RunnerBase
+from browserq.runner.conditions import ConditionsMixin
 from browserq.runner.state import RunState
-from browserq.templates import RepeatStep, render
+from browserq.templates import BlockStep, RepeatStep, render
 
 log = structlog.get_logger(__name__)
 
 
-class StepsMixin(RunnerBase):
+class StepsMixin(ConditionsMixin):
     """Control flow: which step runs next, and how often."""
 
     async def _run_steps(self, steps: list[Any], prefix: str, state: RunState) -> None:
@@ -34,16 +34,33 @@ class StepsMixin(RunnerBase):
                 if index < target:
                     continue
                 resume_at = None
-                assert state.cursor is not None
-                if isinstance(step, RepeatStep) and resume_pass is not None:
-                    await self._run_repeat(step, path, state, resume_pass=resume_pass)
-                else:
-                    state.cursor.finish()  # the checkpointed step itself is done
+                await self._resume_into(step, path, state, resume_pass)
                 continue
-            if isinstance(step, RepeatStep):
-                await self._run_repeat(step, path, state)
-            else:
-                await self._run_action(step, path, state)
+            await self._run_step(step, path, state)
+
+    async def _run_step(self, step: Any, path: str, state: RunState) -> None:
+        """One step, repeat or block, unless its ``when`` does not hold (then it is skipped)."""
+        if await self._skipped_by_when(step, path, state):
+            return
+        if isinstance(step, RepeatStep):
+            await self._run_repeat(step, path, state)
+        elif isinstance(step, BlockStep):
+            await self._run_steps(step.steps, f"{path}.", state)
+        else:
+            await self._run_action(step, path, state)
+
+    async def _resume_into(self, step: Any, path: str, state: RunState, resume_pass: int | None) -> None:
+        """Re-enter the step the checkpoint was taken in (or inside): a repeat at its pass, a
+        block at its child; its ``when`` held when it ran, so it is not judged again."""
+        cursor = state.cursor
+        assert cursor is not None
+        if isinstance(step, RepeatStep) and resume_pass is not None:
+            await self._run_repeat(step, path, state, resume_pass=resume_pass)
+        elif isinstance(step, BlockStep) and cursor.depth + 1 < len(cursor.segments):
+            cursor.descend()
+            await self._run_steps(step.steps, f"{path}.", state)
+        else:
+            cursor.finish()  # the checkpointed step itself is done
 
     async def _run_repeat(
         self, step: RepeatStep, path: str, state: RunState, resume_pass: int | None = None
@@ -109,20 +126,3 @@ class StepsMixin(RunnerBase):
         )
         self._warn(state, path, notices.REPEAT_MAX_REACHED, message)
         log.info("repeat cut short by max", run_id=state.request.run_id, step=path, max=bound)
-
-    async def _present(self, selector: str, path: str, state: RunState) -> bool:
-        """Whether ``selector`` matches on the page now (a stop condition, a session check)."""
-        page = self._page(state)
-        timeout_s = state.request.loaded.template.settings.step_timeout_s
-        try:
-            async with asyncio.timeout(timeout_s):  # evaluate/count() have no timeout of their own
-                return await present(page, selector)
-        except TimeoutError as exc:
-            state.failed.path = path
-            await self._unblock(state)
-            raise StepFailed(
-                Codes.TIMEOUT, f"the page did not answer whether {selector!r} is present within {timeout_s:g} s"
-            ) from exc
-        except Exception:
-            state.failed.path = path
-            raise  # translated where it leaves the run (TemplateRunner._run)

@@ -5,7 +5,7 @@ with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``);
 ``identities`` (named visitor identities, leased to one run at a time); ``0004``
 ``template_versions`` (a used ``name@version`` pinned to its content hash) and
 ``runs.template_hash``; ``0005`` ``warnings`` on runs and step attempts (a limit cut the result
-short).
+short); ``0006`` ``events`` on step attempts (dialogs the run answered).
 
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
@@ -294,6 +294,9 @@ class StepAttempt(Base):
     output: Mapped[Any | None] = mapped_column(JSONType)
     #: 0005: ``[{"code", "message"}]`` when the step succeeded but not in full.
     warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
+    #: 0006: what the page did during the attempt that the run answered, e.g. dialogs:
+    #: ``[{"type": "dialog", "dialog": "confirm", "message", "answer", "prompt"?}]``.
+    events: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
 
 
 class Artifact(Base):

@@ -84,7 +84,10 @@ _END_COLUMNS = ("url_after", "output", "error_code", "error_message", "retryable
 def end_values(fields: dict[str, Any]) -> dict[str, Any]:
     """The columns a step end sets (its timestamps aside)."""
     ended = {name: fields.get(name) for name in _END_COLUMNS}
-    return {"status": fields["status"].value, **ended, "warnings": fields.get("warnings") or None}
+    return {
+        "status": fields["status"].value, **ended,
+        "warnings": fields.get("warnings") or None, "events": fields.get("events") or None,
+    }
 
 
 def save_checkpoint(s: Session, run_id: str, checkpoint: dict[str, Any]) -> None:

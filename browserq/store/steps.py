@@ -128,6 +128,7 @@ class StepMethods(StoreBase):
         token: int | None = None,
         checkpoint: dict[str, Any] | None = None,
         warnings: list[dict[str, Any]] | None = None,
+        events: list[dict[str, Any]] | None = None,
     ) -> None:
         """Move a ``started`` attempt to its final status; sets ``finished_at`` and ``duration_ms``.
 
@@ -139,7 +140,7 @@ class StepMethods(StoreBase):
         action = f"finishing step attempt {step_attempt_id}"
         fields = checked_end(dict(
             status=status, url_after=url_after, output=output, error_code=error_code,
-            error_message=error_message, retryable=retryable, warnings=warnings,
+            error_message=error_message, retryable=retryable, warnings=warnings, events=events,
         ))
 
         def body(s: Session, retried: bool) -> None:

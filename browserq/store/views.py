@@ -80,6 +80,7 @@ class StepView:
     url_after: str | None
     output: Any
     warnings: list[dict[str, Any]] | None = None  # {code, message}: succeeded, but not in full
+    events: list[dict[str, Any]] | None = None  # {type: dialog, dialog, message, answer, prompt?}
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +207,15 @@ class IdentityLease:
 
 
 V = TypeVar("V")
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """A step attempt's event as one line (``show``, the report):
+    ``confirm 'Delete it?' → accepted (prompt: 'x')``."""
+    if event.get("type") != "dialog":
+        return f"{event.get('type')}: {event.get('count', '')}".rstrip(": ")
+    prompt = f" (prompt: {event['prompt']!r})" if event.get("prompt") is not None else ""
+    return f"{event.get('dialog')} {event.get('message', '')!r} → {event.get('answer')}{prompt}"
 
 
 def to_view(cls: type[V], row: Any) -> V:

@@ -21,6 +21,7 @@ from browserq.errors import BrowserqError, ParamError
 from browserq.execute import PreparedRun, check_template_pin, prepare_run, record_run
 from browserq.settings import get_settings
 from browserq.store import BatchView
+from browserq.store.artifacts import artifact_store
 from browserq.submit.producer import run_queue
 from browserq.submit.services import producer_services
 from browserq.tasks import run_template, time_limits
@@ -60,7 +61,8 @@ def run_batch(
     for index, params in enumerate(params_list):
         try:
             prepared.append(
-                prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
+                prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
+                            max_file_bytes=settings.max_file_param_bytes)
             )
         except ParamError as exc:
             problems += [f"item {index}: {problem}" for problem in exc.problems]
@@ -82,7 +84,7 @@ def run_batch(
     )
     for item in prepared:
         record_run(store, item, secret_box=secret_box, task_id=item.run_id, queue=queue, batch_id=batch_id,
-                   enqueued=True)  # the messages follow at once: no second stamp per run
+                   enqueued=True, artifacts=artifact_store(settings) if item.files else None)  # the messages follow at once: no second stamp per run
     limits = time_limits(loaded.template.settings.timeout_s, settings)
     signatures = [
         run_template.signature(args=[loaded.ref], kwargs={"run_id": item.run_id}, task_id=item.run_id,

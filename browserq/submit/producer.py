@@ -27,8 +27,10 @@ from browserq.execute import (
     prepare_run,
     record_run,
 )
-from browserq.settings import get_settings
+from browserq.execute.input_files import discard_input_files
+from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, mask_url
+from browserq.store.artifacts import ArtifactStore, artifact_store
 from browserq.submit.services import producer_services
 from browserq.tasks import install_admission, time_limits
 from browserq.templates import render
@@ -52,7 +54,8 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     services = producer_services()
     registry, store, secret_box = services.registry, services.store, services.secret_box
     settings = get_settings()
-    prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes)
+    prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
+                           max_file_bytes=settings.max_file_param_bytes)
     check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
     queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
@@ -63,7 +66,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     check_identity_request(store, secret_box, run_options["identity"], run_options["identity_pool"])
     try:
         record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue,
-                   idempotency_key=key, enqueued=True, **run_options)
+                   idempotency_key=key, enqueued=True, artifacts=_artifacts(prepared, settings), **run_options)
     except DuplicateRun as duplicate:  # another producer won the race for this key
         return task.AsyncResult(duplicate.existing_run_id)
     for name, value in time_limits(prepared.loaded.template.settings.timeout_s, settings).items():
@@ -78,6 +81,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
         result = task.apply_async([prepared.loaded.ref], {"run_id": prepared.run_id}, **options)
     except KombuOperationalError as exc:
         store.delete_run(prepared.run_id)
+        discard_input_files(_artifacts(prepared, settings), prepared)
         raise BrokerUnavailable(
             f"could not send the run to the broker at {mask_url(settings.broker_url)}: {exc}. "
             "Is the broker running? (set BROWSERQ_BROKER_URL)"
@@ -85,6 +89,11 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     log.info("run accepted", run_id=prepared.run_id, template=prepared.loaded.name,
              version=prepared.loaded.template.version, queue=queue)
     return result  # enqueued_at was stamped with the record: the message followed at once
+
+
+def _artifacts(prepared: PreparedRun, settings: Settings) -> ArtifactStore | None:
+    """Where a run's file params go: the artifact store the workers read (only when it has some)."""
+    return artifact_store(settings) if prepared.files else None
 
 
 def run_queue(prepared: PreparedRun, explicit: Any, default: str) -> Any:

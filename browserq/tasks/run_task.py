@@ -63,9 +63,10 @@ def _accept_unrecorded(task: Task, runtime: Runtime, template: str, params: Any)
     """A message sent without browserq's producer (send_task, another language): validate and
     record it here. Returns ``(run_id, secrets)``, or the failed result of input it refuses."""
     try:
-        prepared = prepare_run(runtime.registry, template, params, run_id=run_id_for(task.request.id))
+        prepared = prepare_run(runtime.registry, template, params, run_id=run_id_for(task.request.id),
+                               max_file_bytes=runtime.settings.max_file_param_bytes)
         box = runtime.secret_box if runtime.secret_box.enabled else None  # so a retry has them
-        record_run(runtime.store, prepared, secret_box=box, task_id=task.request.id)
+        record_run(runtime.store, prepared, secret_box=box, task_id=task.request.id, artifacts=runtime.artifacts)
     except BrowserqError as exc:
         code = getattr(exc, "code", None)
         return {

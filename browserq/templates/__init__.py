@@ -10,6 +10,8 @@ this package import from the module that defines a name, never from this ``__ini
 registry with :meth:`TemplateRegistry.from_settings`, which applies every settings-derived limit.
 """
 
+from browserq.templates.blocks import BlockStep, children
+from browserq.templates.conditions import WhenSpec
 from browserq.templates.errors import TemplatesDirMissing
 from browserq.templates.fields import version_tuple
 from browserq.templates.interpolate import (
@@ -29,10 +31,12 @@ from browserq.templates.loader import (
     load_template_file,
     load_template_text,
 )
+from browserq.templates.locators import ARIA_ROLES, LocatorSpec, selector_length, selector_text
 from browserq.templates.model import ParamSpec, SessionSpec, Template
 from browserq.templates.params import PARAM_TYPES, coerce_value, secret_names, validate_params
 from browserq.templates.registry import TemplateRegistry, parse_ref
 from browserq.templates.settings_model import TemplateSettings
+from browserq.templates.step_base import DialogAnswer
 from browserq.templates.steps import (
     ACTION_CLASSES,
     ACTIONS,
@@ -60,16 +64,21 @@ from browserq.templates.steps import (
     WaitStep,
     iter_steps,
 )
+from browserq.templates.tab_steps import CloseTabStep, SwitchTabStep
 
 __all__ = [
     "ACTIONS",
     "ACTION_CLASSES",
+    "ARIA_ROLES",
     "NOT_INTERPOLATED",
     "PARAM_TYPES",
     "ActionStep",
     "AssertStep",
+    "BlockStep",
     "CheckStep",
     "ClickStep",
+    "CloseTabStep",
+    "DialogAnswer",
     "EvalStep",
     "ExtractStep",
     "FieldSpec",
@@ -77,6 +86,7 @@ __all__ = [
     "GetStep",
     "HoverStep",
     "LoadedTemplate",
+    "LocatorSpec",
     "MalformedReference",
     "NavigateStep",
     "ParamSpec",
@@ -89,6 +99,7 @@ __all__ = [
     "SelectStep",
     "SessionSpec",
     "Step",
+    "SwitchTabStep",
     "Template",
     "TemplateRegistry",
     "TemplateSettings",
@@ -96,6 +107,8 @@ __all__ = [
     "TypeStep",
     "UncheckStep",
     "WaitStep",
+    "WhenSpec",
+    "children",
     "coerce_value",
     "content_hash",
     "format_value",
@@ -110,6 +123,8 @@ __all__ = [
     "render",
     "render_step",
     "secret_names",
+    "selector_length",
+    "selector_text",
     "validate_params",
     "version_tuple",
 ]

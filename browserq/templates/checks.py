@@ -14,7 +14,11 @@ from typing import Any
 
 from browserq.errors import Codes, StepFailed
 from browserq.guards import artifact_name_problem, check_url
+from browserq.templates.conditions import expression_refs
+from browserq.templates.file_params import FILE_VALUE_KEYS
+from browserq.templates.file_steps import upload_path_problems
 from browserq.templates.interpolate import NOT_INTERPOLATED, MalformedReference, Ref, parse
+from browserq.templates.locators import selector_length
 from browserq.templates.messages import did_you_mean
 from browserq.templates.regex import describe_url_pattern, url_pattern_problem
 from browserq.templates.source import Location, NodeIndex, Problem, format_location
@@ -26,6 +30,8 @@ LOOP_VARIABLES = ("index", "iteration")
 RUN_VARIABLES = ("id", "attempt")
 #: Repeats inside repeats, at most this deep: each level multiplies the work and the recursion.
 MAX_REPEAT_NESTING = 8
+#: Blocks and repeats inside each other, at most this deep (the recursion of loading and running).
+MAX_STEP_NESTING = 16
 
 
 def _literal(text: str) -> str | None:
@@ -101,8 +107,15 @@ class TemplateChecker:
 
     def _step(self, step: dict[str, Any], loc: Location, *, in_repeat: bool) -> None:
         self._check_id(step.get("id"), loc)
+        self._when(step.get("when"), (*loc, "when"), in_repeat=in_repeat)  # before its own into
         if "repeat" in step:
             self._repeat(step["repeat"], (*loc, "repeat"), in_repeat=in_repeat)
+            return
+        if "steps" in step:  # a block
+            if loc.count("steps") > MAX_STEP_NESTING:
+                self.add(loc, f"blocks and repeats nest more than {MAX_STEP_NESTING} deep; flatten them")
+            elif isinstance(step["steps"], list):
+                self._steps(step["steps"], (*loc, "steps"), in_repeat=in_repeat)
             return
         for key, value in step.items():
             if key not in NOT_INTERPOLATED:
@@ -117,8 +130,11 @@ class TemplateChecker:
                 else:
                     self._selector(field, (*loc, "fields", name))
         action = step.get("action")
-        if action == "navigate" and isinstance(step.get("url"), str):
+        if action in ("navigate", "download") and isinstance(step.get("url"), str):
             self._navigate_url(step["url"], (*loc, "url"))
+        if action == "upload":
+            for where, problem in upload_path_problems(step, _literal):
+                self.add((*loc, *where), problem)
         if action == "screenshot" and isinstance(step.get("name"), str):
             name = _literal(step["name"])
             problem = artifact_name_problem(name) if name is not None else None
@@ -136,6 +152,23 @@ class TemplateChecker:
         into = step.get("into")
         if isinstance(into, str):
             self.produced.append(into)
+
+    def _when(self, when: Any, loc: Location, *, in_repeat: bool) -> None:
+        """A condition's selector and URL pattern like any other; its expression's references
+        against the params and the outputs that steps before this one store."""
+        if not isinstance(when, dict):
+            return
+        for key in ("present", "absent", "url"):
+            self._refs(when.get(key), (*loc, key), in_repeat=in_repeat)
+            if key != "url":
+                self._selector(when.get(key), (*loc, key))
+            elif isinstance(when.get(key), str):
+                self._url_pattern(when[key], (*loc, key))
+        if isinstance(when.get("if"), str):
+            for ref in expression_refs(when["if"]):  # none when it does not parse: the schema says why
+                problem = self._ref_problem(ref, in_repeat=in_repeat)
+                if problem:
+                    self.add((*loc, "if"), problem)
 
     def _check_id(self, step_id: Any, loc: Location) -> None:
         if not isinstance(step_id, str):
@@ -219,10 +252,11 @@ class TemplateChecker:
 
     # --- single values -------------------------------------------------------------------
     def _selector(self, value: Any, loc: Location) -> None:
-        if isinstance(value, str) and len(value) > self.max_selector_length:
+        length = selector_length(value)  # a locator mapping: its readable form's length
+        if length is not None and length > self.max_selector_length:
             self.add(
                 loc,
-                f"selector is {len(value)} characters long; the limit is "
+                f"selector is {length} characters long; the limit is "
                 f"{self.max_selector_length} (max_selector_length)",
             )
 
@@ -302,6 +336,8 @@ class TemplateChecker:
                 f"(declared: {declared}){did_you_mean(head, self.params)}"
             )
         kind = self.params[head].get("type")
+        if kind == "file" and len(parts) == 2 and parts[1] in FILE_VALUE_KEYS:
+            return None  # ${cv.filename}: a file param's value is its reference
         if len(parts) > 1 and (kind != "list" or len(parts) > 2 or not parts[1].isdigit()):
             return f"{shown} reads into param '{head}' ({kind}), which has no such part"
         return None

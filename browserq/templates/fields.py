@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from browserq.templates.locators import Selector  # noqa: F401 (re-exported: steps import it from here)
 from browserq.templates.params import show
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -99,7 +100,6 @@ def repeat_max(value: Any) -> Any:
 
 
 Text = Annotated[str, BeforeValidator(_scalar_text)]
-Selector = Annotated[str, Field(min_length=1)]
 OutputName = Annotated[str, AfterValidator(_output_name)]
 StepId = Annotated[str, AfterValidator(_step_id)]
 ParamName = Annotated[str, AfterValidator(_param_name)]

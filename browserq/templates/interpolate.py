@@ -22,8 +22,9 @@ from browserq.errors import Codes, StepFailed
 #: A dotted reference: a name, then keys or list indexes.
 REF_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*$")
 _TOKEN = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
-#: Step fields that are names, never rendered with ``${...}``.
-NOT_INTERPOLATED = frozenset({"id", "action", "into"})
+#: Step fields that are names, never rendered with ``${...}``; ``when`` is judged by the runner
+#: (its selector rendered there, its ``if`` an expression of its own).
+NOT_INTERPOLATED = frozenset({"id", "action", "into", "when"})
 
 
 StepT = TypeVar("StepT", bound=BaseModel)

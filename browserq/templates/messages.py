@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from browserq.templates.conditions import WhenSpec
 from browserq.templates.model import ParamSpec, Template
 from browserq.templates.params import PARAM_TYPES, show
 from browserq.templates.settings_model import TemplateSettings
@@ -23,6 +24,7 @@ from browserq.templates.steps import (
     ACTIONS,
     STEP_TAGS,
     ActionStep,
+    BlockStep,
     FieldSpec,
     RepeatSpec,
     RepeatStep,
@@ -81,9 +83,11 @@ def model_at(loc: Location, data: Any) -> type[BaseModel] | None:
         return ParamSpec
     if isinstance(loc[-1], int) and len(loc) >= 2 and loc[-2] == "steps":
         tag = step_tag(value_at(data, loc))
-        return RepeatStep if tag == "repeat" else ACTIONS.get(tag or "")
+        return {"repeat": RepeatStep, "block": BlockStep}.get(tag or "") or ACTIONS.get(tag or "")
     if loc[-1] == "repeat":
         return RepeatSpec
+    if loc[-1] == "when":
+        return WhenSpec
     if len(loc) >= 2 and loc[-2] == "fields":
         return FieldSpec
     return None
@@ -105,6 +109,10 @@ def _owner(model: type[BaseModel] | None, data: Any, loc: Location) -> str:
         return f" for action '{value_at(data, loc).get('action')}'"
     if model is RepeatStep:
         return " for a repeat step"
+    if model is BlockStep:
+        return " for a block (a step with steps:)"
+    if model is WhenSpec:
+        return " in when"
     return ""
 
 
@@ -115,7 +123,12 @@ def _allowed(model: type[BaseModel] | None) -> str:
         own = ", ".join(model.own_fields()) or "none"
         common = ", ".join(f for f in ActionStep.COMMON_FIELDS if f != "action")
         return f"; allowed fields: {own} (and the common {common})"
-    return f"; allowed fields: {', '.join(model.model_fields)}"
+    return f"; allowed fields: {', '.join(_field_names(model))}"
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    """A model's fields as an author writes them (``if``, not ``if_``)."""
+    return [info.alias or name for name, info in model.model_fields.items()]
 
 
 def _message(err: ErrorDetails, loc: Location, full: list[Any], data: Any, max_repeat: int) -> str:
@@ -137,7 +150,9 @@ def _message(err: ErrorDetails, loc: Location, full: list[Any], data: Any, max_r
         model = model_at(loc[:-1], data)
         if model is RepeatStep and field == "action":
             return "a step has either 'action' or 'repeat', not both; put actions in repeat.steps"
-        options = list(model.model_fields) if model else []
+        if model is BlockStep and field == "action":
+            return "a step has either 'action' or 'steps' (a block), not both; put actions in steps"
+        options = _field_names(model) if model else []
         hint = did_you_mean(field, options)
         return f"unknown field '{field}'{_owner(model, data, loc[:-1])}{hint}{_allowed(model)}"
     if kind == "union_tag_invalid":

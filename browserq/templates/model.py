@@ -43,7 +43,7 @@ from browserq.templates.steps import (
 class ParamSpec(StrictModel):
     """One declared run parameter. Its own default must satisfy it."""
 
-    type: Literal["bool", "email", "enum", "float", "int", "list", "secret", "string", "url"]
+    type: Literal["bool", "email", "enum", "file", "float", "int", "list", "secret", "string", "url"]
     required: bool = False
     default: Any = None
     description: str | None = None
@@ -77,8 +77,8 @@ class ParamSpec(StrictModel):
         if self.items is not None and self.type != "list":
             problems.append("items only applies to list params")
         if self.default is not None:
-            if self.type == "secret":
-                problems.append("a secret param cannot have a default; pass secrets at run time")
+            if self.type in ("secret", "file"):
+                problems.append(f"a {self.type} param cannot have a default; pass it at run time")
             elif self.required:
                 problems.append("a required param cannot have a default")
             elif not problems:

@@ -15,12 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from browserq.errors import ParamError, StepFailed
 from browserq.guards import check_url
+from browserq.templates.file_params import (
+    DEFAULT_MAX_FILE_PARAM_BYTES,
+    FileValueError,
+    coerce_file,
+    file_param_names,
+)
 from browserq.templates.regex import fullmatch
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.templates.model import ParamSpec, Template
 
-PARAM_TYPES = ("bool", "email", "enum", "float", "int", "list", "secret", "string", "url")
+PARAM_TYPES = ("bool", "email", "enum", "file", "float", "int", "list", "secret", "string", "url")
 ITEM_TYPES = ("bool", "float", "int", "string")
 _TRUE = {"true", "yes", "y", "on", "1"}
 _FALSE = {"false", "no", "n", "off", "0"}
@@ -144,6 +150,11 @@ def coerce_value(spec: ParamSpec, value: Any, allowed_domains: Sequence[str] = (
     """
     kind = spec.type
     secret = kind == "secret"
+    if kind == "file":
+        try:
+            return coerce_file(value, "file")
+        except FileValueError as exc:
+            raise ParamValueError(str(exc)) from None
     if kind in ("int", "float"):
         number = _scalar(kind, value)
         _range(spec, number, "", show(number))
@@ -297,16 +308,25 @@ def validate_params(
     *,
     template_ref: str = "",
     max_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
+    max_file_bytes: int = DEFAULT_MAX_FILE_PARAM_BYTES,
 ) -> dict[str, Any]:
     """Coerced values for every declared param (defaults applied; absent optional ones are None).
 
     Raises ``ParamError`` listing every unknown, missing or invalid parameter, and for params
-    that are not plain JSON or larger than ``max_bytes`` in all.
+    that are not plain JSON or larger than ``max_bytes`` in all. A ``file`` param's value is a
+    :class:`~browserq.templates.file_params.FileParam` (at most ``max_file_bytes``), outside the
+    JSON check and its size: the caller stores it and keeps a reference.
     """
     ref = template_ref or f"{template.name}@{template.version}"
-    raw = check_raw_params(raw, template_ref=ref, max_bytes=max_bytes)
-    problems: list[str] = []
     declared = template.params
+    files, problems = _file_values(declared, raw, max_file_bytes)
+    if isinstance(raw, Mapping) and file_param_names(declared) & set(raw):
+        raw = {k: v for k, v in raw.items() if k not in files and f"param {k!r}: " not in "".join(problems)}
+    try:
+        raw = check_raw_params(raw, template_ref=ref, max_bytes=max_bytes)
+    except ParamError as exc:
+        raise ParamError(ref, [*problems, *exc.problems]) from None
+    raw.update(files)
     for name in sorted(set(raw) - set(declared)):
         accepted = (
             ", ".join(sorted(declared)) if declared else "none (this template takes no params)"
@@ -315,6 +335,8 @@ def validate_params(
     values: dict[str, Any] = {}
     for name, spec in declared.items():
         value = raw.get(name)
+        if value is None and spec.type == "file" and f"param {name!r}: " in "".join(problems):
+            continue  # given, but unusable: reported above
         if value is None:
             if spec.default is not None:
                 values[name] = copy.deepcopy(spec.default)  # callers may mutate it
@@ -323,6 +345,9 @@ def validate_params(
             else:
                 values[name] = None
             continue
+        if spec.type == "file":
+            values[name] = value  # coerced by _file_values
+            continue
         try:
             values[name] = coerce_value(spec, value, template.settings.allowed_domains)
         except ParamValueError as exc:
@@ -330,6 +355,22 @@ def validate_params(
     if problems:
         raise ParamError(ref, problems)
     return values
+
+
+def _file_values(declared: Mapping[str, ParamSpec], raw: Any, max_bytes: int) -> tuple[dict[str, Any], list[str]]:
+    """The given ``file`` params coerced, and the problems of those that cannot be."""
+    files: dict[str, Any] = {}
+    problems: list[str] = []
+    if not isinstance(raw, Mapping):
+        return files, problems
+    for name in sorted(file_param_names(declared) & set(raw)):
+        if raw[name] is None:
+            continue
+        try:
+            files[name] = coerce_file(raw[name], name, max_bytes)
+        except FileValueError as exc:
+            problems.append(f"param {name!r}: {exc}")
+    return files, problems
 
 
 def secret_names(template: Template) -> set[str]:

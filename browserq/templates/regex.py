@@ -113,6 +113,12 @@ def step_patterns(step: Any) -> Iterator[tuple[str, str, bool]]:
     url = getattr(step, "url", None)
     if action in ("wait", "assert") and isinstance(url, str):
         yield "url", url, True
+    to = getattr(step, "to", None)  # switch_tab's URL pattern (its words are no pattern)
+    if action == "switch_tab" and isinstance(to, str) and to not in ("opener", "previous", "first", "last"):
+        yield "to", to, True
+    when_url = getattr(getattr(step, "when", None), "url", None)  # any step, repeat or block
+    if isinstance(when_url, str):
+        yield "when.url", when_url, True
     postcondition = getattr(step, "postcondition", None)
     matches = getattr(postcondition, "url_matches", None)
     if isinstance(matches, str):
@@ -142,5 +148,6 @@ def interpolated_pattern_problems(template: Any, params: Mapping[str, Any]) -> l
                 shown = f"{pattern!r} is not a valid pattern" if refs & secret else (
                     f"{pattern!r} gives {describe_url_pattern(rendered)}: {problem}"
                 )
-                problems.append(f"step {where} ({step.action}) {field}: {shown}")
+                what = getattr(step, "action", None) or ("repeat" if hasattr(step, "repeat") else "block")
+                problems.append(f"step {where} ({what}) {field}: {shown}")
     return problems

@@ -63,6 +63,9 @@ class TemplateSettings(StrictModel):
     #: The Celery queue this template's runs are sent to (default BROWSERQ_QUEUE); a caller's
     #: ``apply_async(queue=...)`` / ``enqueue --queue`` wins. Workers consume it with ``-Q``.
     queue: QueueName | None = None
+    #: How browser dialogs (alert, confirm, prompt, beforeunload) are answered unless a step's
+    #: ``dialog:`` says otherwise; every one is recorded on its step attempt.
+    dialogs: Literal["dismiss", "accept"] = "dismiss"
 
     @field_validator("rate_limits")
     @classmethod

@@ -7,11 +7,12 @@ need the whole template (references, duplicate ids, domains, limits) live in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
 
+from browserq.templates.blocks import BlockStep, RepeatSpec, RepeatStep, children  # noqa: F401
+from browserq.templates.blocks import iter_steps as iter_steps
 from browserq.templates.fields import (
     MAX_CLICK_COUNT,
     MAX_EXTRACT_LIMIT,
@@ -20,80 +21,15 @@ from browserq.templates.fields import (
     MAX_SETTLE_MS,
     MAX_WAIT_MS,
     OutputName,
-    Retries,
     Selector,
-    StepId,
-    StepSeconds,
     StrictModel,
     Text,
     exactly_one,
-    repeat_max,
     text_or_texts,
 )
-
-
-class Postcondition(StrictModel):
-    """How to tell that a side effect happened: probed when its outcome is unknown after a crash.
-
-    ``url`` (optional) is opened first; then every given check must hold.
-    """
-
-    url: str | None = None
-    selector: Selector | None = None
-    text: Text | None = None
-    url_matches: str | None = None
-
-    @model_validator(mode="after")
-    def _something_to_check(self) -> Postcondition:
-        if self.selector is None and self.text is None and self.url_matches is None:
-            raise ValueError("postcondition needs at least one of selector, text, url_matches")
-        return self
-
-
-class ActionStep(StrictModel):
-    """Fields every action step has; subclasses pin ``action`` and add their own."""
-
-    COMMON_FIELDS: ClassVar[tuple[str, ...]] = (
-        "id",
-        "action",
-        "optional",
-        "timeout_s",
-        "retries",
-        "description",
-        "continue_on_error",
-        "checkpoint",
-        "side_effect",
-        "postcondition",
-        "on_unknown",
-    )
-
-    id: StepId | None = None
-    action: str
-    optional: bool = False
-    timeout_s: StepSeconds | None = None
-    retries: Retries | None = None
-    description: str | None = None
-    #: Record the failure and go on with the next step instead of failing the run.
-    continue_on_error: bool = False
-    #: Save a checkpoint after this step: a resumed run continues from here.
-    checkpoint: bool = False
-    #: This step changes the world (submit, pay, send): never re-executed blindly.
-    side_effect: bool = False
-    postcondition: Postcondition | None = None
-    #: What to do when a side effect's outcome is unknown and its postcondition does not hold:
-    #: ``needs_review`` (default) stops the run for a person; ``retry`` says it is safe to repeat.
-    on_unknown: Literal["needs_review", "retry"] = "needs_review"
-
-    @model_validator(mode="after")
-    def _side_effect_fields(self) -> ActionStep:
-        if not self.side_effect and (self.postcondition is not None or self.on_unknown != "needs_review"):
-            raise ValueError("postcondition and on_unknown only apply to steps with side_effect: true")
-        return self
-
-    @classmethod
-    def own_fields(cls) -> list[str]:
-        """The action-specific fields (for messages listing what is allowed)."""
-        return [name for name in cls.model_fields if name not in cls.COMMON_FIELDS]
+from browserq.templates.file_steps import FILE_STEP_CLASSES, DownloadStep, UploadStep
+from browserq.templates.step_base import ActionStep, DialogAnswer, Postcondition  # noqa: F401 (re-exported)
+from browserq.templates.tab_steps import TAB_STEP_CLASSES, CloseTabStep, SwitchTabStep
 
 
 class NavigateStep(ActionStep):
@@ -109,6 +45,8 @@ class ClickStep(ActionStep):
     selector: Selector
     button: Literal["left", "right", "middle"] = "left"
     click_count: Annotated[int, Field(ge=1, le=MAX_CLICK_COUNT)] = 1
+    #: ``tab``: the click opens a page (popup, ``target=_blank``); wait for it, go on there.
+    opens: Literal["tab"] | None = None
 
 
 class FillStep(ActionStep):
@@ -147,6 +85,8 @@ class PressStep(ActionStep):
     action: Literal["press"] = "press"
     key: Annotated[Text, Field(min_length=1)]
     selector: Selector | None = None
+    #: ``tab``: the key press opens a page (a form with ``target=_blank``); go on there.
+    opens: Literal["tab"] | None = None
 
 
 class HoverStep(ActionStep):
@@ -299,29 +239,6 @@ class AssertStep(ActionStep):
         return self
 
 
-class RepeatSpec(StrictModel):
-    """A bounded loop. ``max`` is an int or ``${param}`` of an int param with its own max."""
-
-    max: Annotated[int | str, BeforeValidator(repeat_max)]
-    until_missing: Selector | None = None
-    while_present: Selector | None = None
-    steps: Annotated[list[Step], Field(min_length=1)]
-
-    @model_validator(mode="after")
-    def _one_stop_condition(self) -> RepeatSpec:
-        if self.until_missing is not None and self.while_present is not None:
-            raise ValueError("repeat takes at most one of until_missing and while_present")
-        return self
-
-
-class RepeatStep(StrictModel):
-    """Runs ``repeat.steps`` up to ``repeat.max`` times."""
-
-    id: StepId | None = None
-    description: str | None = None
-    repeat: RepeatSpec
-
-
 ACTION_CLASSES: tuple[type[ActionStep], ...] = (
     NavigateStep,
     ClickStep,
@@ -339,6 +256,8 @@ ACTION_CLASSES: tuple[type[ActionStep], ...] = (
     EvalStep,
     ScreenshotStep,
     AssertStep,
+    *TAB_STEP_CLASSES,
+    *FILE_STEP_CLASSES,
 )
 #: Action name → step class.
 ACTIONS: dict[str, type[ActionStep]] = {
@@ -353,12 +272,14 @@ def step_tag(value: Any) -> str | None:
     if isinstance(value, dict):
         if "repeat" in value:
             return "repeat"
+        if "steps" in value:
+            return "block"
         action = value.get("action")
         if action == "repeat":
             return ACTION_REPEAT  # not a member tag: a repeat is written ``- repeat: {...}``
         return action if isinstance(action, str) else None
-    if isinstance(value, RepeatStep):
-        return "repeat"
+    if isinstance(value, RepeatStep | BlockStep):
+        return "repeat" if isinstance(value, RepeatStep) else "block"
     if isinstance(value, ActionStep):
         return value.action
     return None
@@ -382,19 +303,17 @@ Step = Annotated[
         Annotated[EvalStep, Tag("eval")],
         Annotated[ScreenshotStep, Tag("screenshot")],
         Annotated[AssertStep, Tag("assert")],
+        Annotated[SwitchTabStep, Tag("switch_tab")],
+        Annotated[CloseTabStep, Tag("close_tab")],
+        Annotated[DownloadStep, Tag("download")],
+        Annotated[UploadStep, Tag("upload")],
         Annotated[RepeatStep, Tag("repeat")],
+        Annotated[BlockStep, Tag("block")],
     ],
     Discriminator(step_tag),
 ]
-STEP_TAGS = frozenset(ACTIONS) | {"repeat"}
+STEP_TAGS = frozenset(ACTIONS) | {"repeat", "block"}
 
 RepeatSpec.model_rebuild()
 RepeatStep.model_rebuild()
-
-
-def iter_steps(steps: Sequence[ActionStep | RepeatStep]) -> Iterator[ActionStep | RepeatStep]:
-    """Every step in document order, descending into repeats (the repeat comes first)."""
-    for step in steps:
-        yield step
-        if isinstance(step, RepeatStep):
-            yield from iter_steps(step.repeat.steps)
+BlockStep.model_rebuild()

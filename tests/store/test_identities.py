@@ -83,7 +83,7 @@ def test_migration_0003_adds_identities_and_the_runs_identity_columns(empty_url:
     def schema(*, identities: bool) -> MetaData:
         """The models as of 0003 (with identities) or 0002 (without): later revisions removed."""
         metadata = MetaData(naming_convention=Base.metadata.naming_convention)
-        later_columns = {"runs": {"template_hash", "warnings"}, "step_attempts": {"warnings"}}  # 0004, 0005
+        later_columns = {"runs": {"template_hash", "warnings"}, "step_attempts": {"warnings", "events"}}  # 0004-6
         if not identities:  # 0003 also adds the runs' identity request columns
             later_columns["runs"] |= {"identity", "identity_pool"}
         for table in Base.metadata.tables.values():

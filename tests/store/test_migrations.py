@@ -44,8 +44,8 @@ INDEXES = {
 }
 
 
-def test_head_is_the_warnings_migration() -> None:
-    assert head_revision() == "0005"
+def test_head_is_the_step_events_migration() -> None:
+    assert head_revision() == "0006"
     assert find_migrations_dir() == REPO / "alembic"
 
 

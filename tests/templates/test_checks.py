@@ -121,8 +121,8 @@ steps:
     )
     assert one(problems(text)) == (
         "line 9: steps[1].repeat.steps[0]: unknown action 'clik' (did you mean 'click'?); "
-        "valid actions: assert, check, click, eval, extract, fill, get, hover, navigate, press, "
-        "screenshot, scroll, select, type, uncheck, wait"
+        "valid actions: assert, check, click, close_tab, download, eval, extract, fill, get, hover, "
+        "navigate, press, screenshot, scroll, select, switch_tab, type, uncheck, upload, wait"
     )
 
 
@@ -143,7 +143,7 @@ def test_unknown_field_names_allowed_fields(problems) -> None:
     assert found == (
         "line 6: steps[0]: unknown field 'delay' for action 'hover'; allowed fields: selector "
         "(and the common id, optional, timeout_s, retries, description, continue_on_error, "
-            "checkpoint, side_effect, postcondition, on_unknown)"
+            "checkpoint, side_effect, postcondition, on_unknown, dialog, when)"
     )
 
 
@@ -604,8 +604,8 @@ def test_eval_needs_allow_eval(load, problems) -> None:
         (
             "{type: strng}",
             (
-                "params.p.type: unknown param type 'strng'; valid types: bool, email, enum, float, "
-                "int, list, secret, string, url"
+                "params.p.type: unknown param type 'strng'; valid types: bool, email, enum, file, "
+                "float, int, list, secret, string, url"
             ),
         ),
         (

@@ -10,11 +10,20 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from browserq.errors import StepFailed, TemplateInvalid
-from browserq.templates import ClickStep, fields, model, render_step, settings_model, steps
+from browserq.templates import (
+    ClickStep,
+    blocks,
+    conditions,
+    fields,
+    model,
+    render_step,
+    settings_model,
+    steps,
+)
 from tests.conftest import template
 
 #: The modules the schema is split into.
-SCHEMA = (fields, steps, settings_model, model)
+SCHEMA = (fields, steps, blocks, conditions, settings_model, model)
 #: Numbers that bound params (not resources) and repeat.max (checked against max_repeat).
 NOT_RESOURCES = {("ParamSpec", "min"), ("ParamSpec", "max"), ("RepeatSpec", "max")}
 

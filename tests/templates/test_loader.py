@@ -113,6 +113,8 @@ def test_every_action_has_a_class_and_loads(load) -> None:
         "assert",
         "check",
         "click",
+        "close_tab",
+        "download",
         "eval",
         "extract",
         "fill",
@@ -123,8 +125,10 @@ def test_every_action_has_a_class_and_loads(load) -> None:
         "screenshot",
         "scroll",
         "select",
+        "switch_tab",
         "type",
         "uncheck",
+        "upload",
         "wait",
     ]
     t = load(

@@ -23,7 +23,7 @@ from browserq.templates.steps import (
 
 def test_every_action_class_is_a_tag_of_the_union() -> None:
     assert set(ACTIONS) == {cls.model_fields["action"].default for cls in ACTION_CLASSES}
-    assert set(ACTIONS) | {"repeat"} == STEP_TAGS and len(ACTIONS) == len(ACTION_CLASSES)
+    assert set(ACTIONS) | {"repeat", "block"} == STEP_TAGS and len(ACTIONS) == len(ACTION_CLASSES)
 
 
 def test_step_tag() -> None:

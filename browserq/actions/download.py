@@ -1,0 +1,137 @@
+"""``download``: click something (or open a URL) and keep the file the page downloads.
+
+The download must start and finish within the step's timeout. Playwright saves it in its own
+temporary folder; its bytes are copied into the run's artifacts (kind ``download``, through the
+journal: a directory or a bucket) and Playwright's copy is deleted at once, whatever happens.
+A file over ``BROWSERQ_MAX_DOWNLOAD_BYTES``, or one that takes the run attempt's downloads
+over ``BROWSERQ_MAX_RUN_DOWNLOAD_BYTES``, fails ``DOWNLOAD_TOO_LARGE`` and is not kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import mimetypes
+import re
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Download, Response
+from playwright.async_api import Error as PlaywrightError
+
+from browserq.actions.context import StepContext
+from browserq.actions.files import RunFiles, run_files
+from browserq.actions.locate import first
+from browserq.actions.locators import shown
+from browserq.browsers.errors import first_line
+from browserq.errors import Codes, StepFailed
+from browserq.guards import check_url, safe_artifact_path, safe_filename
+from browserq.templates.file_steps import DownloadStep
+
+#: What Playwright says when a navigation turns into a download (the goto is then "aborted").
+_NAVIGATION_BECAME_DOWNLOAD = ("Download is starting", "net::ERR_ABORTED")
+_UNSAFE_PATH_CHARS = re.compile(r"[^A-Za-z0-9_.\[\]-]")
+
+
+async def download(ctx: StepContext, step: DownloadStep) -> Any:
+    """Start the download, wait for it, keep it: ``{filename, size, sha256, content_type, artifact}``."""
+    files = run_files(ctx)
+    if step.url is not None:
+        check_url(step.url, ctx.settings.allowed_domains)
+    page = ctx.page
+    started: asyncio.Future[Download] = asyncio.get_running_loop().create_future()
+    types: dict[str, str] = {}
+
+    def on_download(item: Download) -> None:
+        if not started.done():
+            started.set_result(item)
+
+    def on_response(response: Response) -> None:
+        kind = response.headers.get("content-type")
+        if kind:
+            types[response.url] = kind
+
+    page.on("download", on_download)
+    page.on("response", on_response)
+    try:
+        await _trigger(ctx, step)
+        try:
+            item = await asyncio.wait_for(started, ctx.timeout_ms / 1000)
+        except TimeoutError:
+            what = f"clicking {shown(step.selector)}" if step.url is None else f"opening {step.url}"  # type: ignore[arg-type]
+            raise StepFailed(
+                Codes.DOWNLOAD_FAILED, f"{what} started no download within the step's timeout ({ctx.timeout_s:g} s)"
+            ) from None
+    except BaseException:
+        if started.done() and not started.cancelled():  # it started, but the step failed
+            with contextlib.suppress(PlaywrightError):
+                await started.result().delete()
+        raise
+    finally:
+        page.remove_listener("download", on_download)
+        page.remove_listener("response", on_response)
+    try:
+        return await _keep(ctx, files, item, types.get(item.url))
+    finally:
+        with contextlib.suppress(PlaywrightError):
+            await item.delete()  # Playwright's temporary copy: nothing stays outside the store
+
+
+async def _trigger(ctx: StepContext, step: DownloadStep) -> None:
+    """Click the element, or open the URL (a goto that turns into a download is "aborted")."""
+    if step.url is None:
+        await first(ctx, step.selector).click(timeout=ctx.timeout_ms)  # type: ignore[arg-type]
+        return
+    try:
+        await ctx.page.goto(step.url, timeout=ctx.timeout_ms)
+    except PlaywrightError as exc:
+        if not any(text in str(exc) for text in _NAVIGATION_BECAME_DOWNLOAD):
+            raise
+
+
+async def _keep(ctx: StepContext, files: RunFiles, item: Download, content_type: str | None) -> dict[str, Any]:
+    """Wait for the download to finish, check the limits, store it, count it."""
+    try:
+        temp = Path(await asyncio.wait_for(item.path(), ctx.timeout_ms / 1000))
+    except TimeoutError:
+        with contextlib.suppress(PlaywrightError):
+            await item.cancel()
+        raise StepFailed(
+            Codes.DOWNLOAD_FAILED, f"the download did not finish within the step's timeout ({ctx.timeout_s:g} s)"
+        ) from None
+    except PlaywrightError as exc:
+        raise StepFailed(Codes.DOWNLOAD_FAILED, f"the download failed: {first_line(exc)}") from None
+    size = (await asyncio.to_thread(temp.stat)).st_size
+    _check_size(files, size)
+    data = await asyncio.to_thread(_read, temp, files.max_download_bytes)
+    _check_size(files, len(data))
+    filename = safe_filename(item.suggested_filename)
+    name = f"downloads/{_UNSAFE_PATH_CHARS.sub('_', ctx.step_path) or 'step'}/{filename}"
+    safe_artifact_path(ctx.artifact_base, name)
+    kind = (content_type or mimetypes.guess_type(filename)[0] or "application/octet-stream")[:200]
+    stored = await ctx.save_artifact("download", name, data, kind)
+    files.downloaded += stored.size
+    return {
+        "filename": filename, "size": stored.size, "sha256": stored.sha256, "content_type": kind,
+        "artifact": stored.path,
+    }
+
+
+def _check_size(files: RunFiles, size: int) -> None:
+    if size > files.max_download_bytes:
+        raise StepFailed(
+            Codes.DOWNLOAD_TOO_LARGE,
+            f"the download is {size:,} bytes, over the limit of {files.max_download_bytes:,} "
+            "(BROWSERQ_MAX_DOWNLOAD_BYTES); it was not kept",
+        )
+    if files.downloaded + size > files.max_run_download_bytes:
+        raise StepFailed(
+            Codes.DOWNLOAD_TOO_LARGE,
+            f"the download ({size:,} bytes) takes the run's downloads to {files.downloaded + size:,} "
+            f"bytes, over the limit of {files.max_run_download_bytes:,} (BROWSERQ_MAX_RUN_DOWNLOAD_BYTES)",
+        )
+
+
+def _read(path: Path, limit: int) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(limit + 1)  # one byte more: a file that grew is still caught

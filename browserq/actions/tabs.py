@@ -1,0 +1,44 @@
+"""Moving the run between its pages: ``switch_tab`` and ``close_tab``.
+
+The pages themselves are the runner's (:mod:`browserq.runner.tabs`); an action reaches them
+through its :class:`StepContext`'s ``tabs`` (:class:`TabControl`), as it reaches the store only
+through ``save_artifact``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from playwright.async_api import Page
+
+from browserq.actions.context import StepContext
+from browserq.errors import Codes, StepFailed
+from browserq.templates import CloseTabStep, SwitchTabStep
+
+
+class TabControl(Protocol):
+    """What the runner's tabs offer an action."""
+
+    def find(self, to: int | str) -> Page: ...
+
+    async def switch(self, page: Page) -> None: ...
+
+    async def close_current(self, timeout_s: float) -> None: ...
+
+
+def _tabs(ctx: StepContext) -> TabControl:
+    if ctx.tabs is None:
+        raise StepFailed(Codes.INVALID_STEP_INPUT, "this run has no tabs to move between")
+    tabs: TabControl = ctx.tabs
+    return tabs
+
+
+async def switch_tab(ctx: StepContext, step: SwitchTabStep) -> Any:
+    """Make the page ``to`` names current: the steps after this one act on it."""
+    tabs = _tabs(ctx)
+    await tabs.switch(tabs.find(step.to))
+
+
+async def close_tab(ctx: StepContext, step: CloseTabStep) -> Any:
+    """Close the current page; the run goes back to its opener."""
+    await _tabs(ctx).close_current(ctx.timeout_ms / 1000)
