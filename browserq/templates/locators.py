@@ -16,6 +16,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from browserq.templates.params import describe
+
 #: The ARIA roles Playwright 1.65's ``get_by_role`` takes (its ``role`` Literal; a test checks
 #: that they are the same, so a Playwright upgrade that adds one says so).
 ARIA_ROLES: tuple[str, ...] = (
@@ -178,20 +180,8 @@ def as_selector(value: Any) -> Any:
             raise ValueError("; ".join(_key_problem(e) for e in exc.errors(include_url=False))) from None
     raise ValueError(
         f"a selector is a string (CSS, text=, xpath=) or a locator mapping such as "
-        f"{{role: button, name: Send}}, got {_kind(value)}"
+        f"{{role: button, name: Send}}, got {describe(value)}"
     )
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"a boolean {str(value).lower()}"
-    if isinstance(value, int | float):
-        return f"a number {value}"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
 
 
 #: A step's ``selector:``, ``within:``, ``until_missing:``… : a string or a :class:`LocatorSpec`.

@@ -16,7 +16,7 @@ from pydantic_core import ErrorDetails
 
 from browserq.templates.conditions import WhenSpec
 from browserq.templates.model import ParamSpec, Template
-from browserq.templates.params import PARAM_TYPES, show
+from browserq.templates.params import PARAM_TYPES, describe, show
 from browserq.templates.settings_model import TemplateSettings
 from browserq.templates.source import Location, NodeIndex, Problem, format_location
 from browserq.templates.steps import (
@@ -38,23 +38,6 @@ def did_you_mean(word: str, options: Iterable[str]) -> str:
     """``" (did you mean 'click'?)"`` when something close exists, else ''."""
     close = difflib.get_close_matches(word, [str(o) for o in options], n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def describe(value: Any) -> str:
-    """A value as an author would name it: ``a string 'abc'``, ``a list``."""
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"a boolean {str(value).lower()}"
-    if isinstance(value, int | float):
-        return f"a number {value}"
-    if isinstance(value, str):
-        return f"a string {show(value)}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
 
 
 def value_at(data: Any, loc: Sequence[Any]) -> Any:

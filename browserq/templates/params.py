@@ -50,6 +50,23 @@ def show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def describe(value: Any) -> str:
+    """A value as an author would name it: ``a string 'abc'``, ``a list``."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"a number {value}"
+    if isinstance(value, str):
+        return f"a string {show(value)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
 def _type_name(value: Any) -> str:
     return {
         bool: "a boolean",

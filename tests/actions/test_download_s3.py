@@ -4,7 +4,6 @@ there: the bytes go through the journal's artifact store, none stay on the worke
 from __future__ import annotations
 
 import hashlib
-import os
 import textwrap
 import uuid
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 from browserq.execute.runtime import Runtime
 from tests.actions.file_site import CSV, CSV_SHA256, ECHOED, serve_file_site
 from tests.conftest import make_settings, template
-from tests.support.s3 import S3_ENV, moto_server
+from tests.support.s3 import s3_with_credentials
 
 
 @pytest.fixture(scope="module")
@@ -27,25 +26,16 @@ def file_site() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, str, str]]:
     """A runtime whose artifacts go to a fresh bucket: (runtime, endpoint, bucket)."""
-    saved = {key: os.environ.get(key) for key in S3_ENV}
-    os.environ.update(S3_ENV)
-    try:
-        with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as endpoint:
-            bucket = f"bq-files-{uuid.uuid4().hex[:8]}"
-            boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
-            settings = make_settings(tmp_path_factory.mktemp("s3-files"), artifacts_url=f"s3://{bucket}/runs",
-                                     s3_endpoint_url=endpoint)
-            runtime = Runtime(settings).start()
-            try:
-                yield runtime, endpoint, bucket
-            finally:
-                runtime.stop()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with s3_with_credentials(tmp_path_factory.mktemp("moto") / "moto.log") as endpoint:
+        bucket = f"bq-files-{uuid.uuid4().hex[:8]}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+        settings = make_settings(tmp_path_factory.mktemp("s3-files"), artifacts_url=f"s3://{bucket}/runs",
+                                 s3_endpoint_url=endpoint)
+        runtime = Runtime(settings).start()
+        try:
+            yield runtime, endpoint, bucket
+        finally:
+            runtime.stop()
 
 
 def test_a_download_goes_to_the_bucket_and_is_uploaded_from_it(s3: tuple[Runtime, str, str], file_site: str) -> None:

@@ -132,16 +132,7 @@ def store(store_url: str) -> Iterator[Store]:
 def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """moto's standalone S3 server (tests/support/s3.py), with its credentials in this process's
     environment (boto3 reads them there, as from any AWS_* setup)."""
-    from tests.support.s3 import S3_ENV, moto_server
+    from tests.support.s3 import s3_with_credentials
 
-    saved = {key: os.environ.get(key) for key in S3_ENV}
-    os.environ.update(S3_ENV)
-    try:
-        with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as url:
-            yield url
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with s3_with_credentials(tmp_path_factory.mktemp("moto") / "moto.log") as url:
+        yield url

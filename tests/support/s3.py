@@ -10,7 +10,6 @@ tests give both this process and the workers.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -18,17 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.http import free_port
 from tests.support.polling import wait_until
 
 #: Credentials and region for the moto server (it accepts any): set for boto3 in every process.
 S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (also what an "unreachable endpoint" points at)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _answers(url: str) -> bool:
@@ -64,3 +57,20 @@ def moto_server(log: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+@contextmanager
+def s3_with_credentials(log: Path) -> Iterator[str]:
+    """:func:`moto_server`, with :data:`S3_ENV` in this process's environment while it runs (boto3
+    reads credentials there, as from any AWS_* setup); the environment is put back after."""
+    saved = {key: os.environ.get(key) for key in S3_ENV}
+    os.environ.update(S3_ENV)
+    try:
+        with moto_server(log) as url:
+            yield url
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
