@@ -134,6 +134,10 @@ class Codes:
     PAGE_CRASHED = _code("PAGE_CRASHED", ErrorClass.RETRY_RUN, "the page's renderer crashed or closed")
     BROWSER_CRASHED = _code("BROWSER_CRASHED", ErrorClass.INFRASTRUCTURE, "the browser crashed")
     CANCELLED = _code("CANCELLED", ErrorClass.PERMANENT, "the run was cancelled")
+    HUMAN_TIMEOUT = _code(
+        "HUMAN_TIMEOUT", ErrorClass.PERMANENT, "nobody finished a handoff within its timeout_s"
+    )
+    HUMAN_GAVE_UP = _code("HUMAN_GAVE_UP", ErrorClass.PERMANENT, "a person gave up on a handoff")
     OUTCOME_UNKNOWN = _code(
         "OUTCOME_UNKNOWN", ErrorClass.NEEDS_REVIEW, "a side effect may or may not have happened"
     )

@@ -203,6 +203,23 @@ class Settings(BaseSettings):
         None, description="File a worker creates once its browsers are warm and removes on shutdown (healthchecks)."
     )
 
+    # --- a person in the loop (browserq.live, browserq.webhooks) ------------------------------
+    live_view_host: str = Field(
+        "127.0.0.1", description="Interface a worker's live view listens on (0.0.0.0 only behind a proxy you trust)."
+    )
+    live_view_port: int = Field(
+        0, ge=0, le=65535, description="Port of a worker's live view (0 = a free port per worker process)."
+    )
+    live_view_public_url: str | None = Field(
+        None, description="Base URL people open the live view at, e.g. https://live.example.com/{port} (default: http://HOST:PORT)."
+    )
+    live_token_ttl_s: float = Field(
+        900.0, gt=0, le=86400, description="How long a one-time live-view link stays valid."
+    )
+    max_human_wait_s: float = Field(
+        3600.0, gt=0, description="The longest a template's handoffs may wait in all (its handoff budget is refused above it)."
+    )
+
     # --- proxies (browserq.proxies) ----------------------------------------------------------
     # A string is split on commas/newlines by browserq.proxies.config; a JSON list arrives as a list.
     proxies: str | list[str] = Field(

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from browserq.cli.doctor import doctor
 from browserq.cli.enqueue import enqueue
+from browserq.cli.human import live
 from browserq.cli.locate import locate
 from browserq.cli.operations import (
     PASSTHROUGH,
@@ -82,6 +83,7 @@ app.command(context_settings=PASSTHROUGH)(worker)
 app.command(context_settings=PASSTHROUGH)(beat)
 app.command()(runs)
 app.command()(show)
+app.command()(live)
 app.command()(report)
 app.command()(cancel)
 app.command()(sweep)

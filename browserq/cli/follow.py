@@ -60,6 +60,8 @@ class RunWatch:
     def where(self, run: Any) -> Where:
         if run.status == "queued" and run.queue:
             return Where(f"queued on {run.queue}, waiting for a worker")
+        if run.status == "waiting_for_human":
+            return Where(f"waiting for a person (a live view: browserq live {run.id})")
         if run.status != "running":
             return Where(run.status)
         meta = self._progress(run.task_id) if run.task_id else None

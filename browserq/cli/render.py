@@ -39,6 +39,7 @@ STATUS_STYLE = {
     "running": "blue",
     "started": "blue",
     "needs_review": "bold yellow",
+    "waiting_for_human": "bold yellow",
 }
 STATUS_MARK = {"succeeded": "✓", "skipped": "↷", "failed": "✗"}
 

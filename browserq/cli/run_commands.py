@@ -41,7 +41,8 @@ MAX_LISTED_RUNS = 100_000
 #: out so that ``--help`` and ``keygen`` need not import SQLAlchemy.
 RunStatusChoice = StrEnum(
     "RunStatusChoice",
-    {s: s for s in ("queued", "running", "retrying", "completed", "failed", "cancelled", "needs_review")},
+    {s: s for s in ("queued", "running", "waiting_for_human", "retrying", "completed", "failed", "cancelled",
+                    "needs_review")},
 )
 
 
@@ -202,10 +203,13 @@ def show(
         print(json.dumps({"run": run_data, "steps": [asdict(s) for s in steps],
                           "artifacts": [asdict(a) for a in artifacts]}, indent=2, default=str, ensure_ascii=False))
         return
+    from browserq.cli.human import print_handoffs
+
     if plain():
         show_plain(store, run_view, steps, artifacts)
-        return
-    show_run(store, run_view, steps, artifacts)
+    else:
+        show_run(store, run_view, steps, artifacts)
+    print_handoffs(store, run_view)
 
 
 @friendly_errors
@@ -213,7 +217,7 @@ def cancel(
     run_id: Annotated[str, typer.Argument(help="The run id, or a unique prefix of it.")],
     reason: Annotated[str, typer.Option(help="Recorded with the run.")] = "cancelled by operator",
 ) -> None:
-    """Cancel a queued or running run. A running run stops at its next lease renewal."""
+    """Cancel a queued, running or waiting run. A run its worker holds stops at its next lease renewal."""
     from browserq.store.states import FINISHED
 
     store = open_store()
@@ -225,8 +229,8 @@ def cancel(
     view = store.request_cancel(full_id, reason=reason)
     if view.status == "cancelled":
         console.print(f"run {full_id} cancelled")
-    elif view.cancel_requested_at is not None and view.status == "running":
-        console.print(f"run {full_id} is running: cancellation requested, it stops within about 2 s")
+    elif view.cancel_requested_at is not None and view.status in ("running", "waiting_for_human"):
+        console.print(f"run {full_id} is {view.status}: cancellation requested, it stops within about 2 s")
     else:
         console.print(f"run {full_id} already ended: {view.status}")
 

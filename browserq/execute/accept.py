@@ -66,12 +66,14 @@ def prepare_run(
     *,
     max_params_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
     max_file_bytes: int = DEFAULT_MAX_FILE_PARAM_BYTES,
+    max_human_wait_s: float | None = None,
 ) -> PreparedRun:
     """Resolve the template and validate the params; raises TemplateError / ParamError."""
     if not isinstance(template_ref, str) or not template_ref.strip():
         raise TemplateNotFound("the template reference must be a non-empty string like 'quotes@1.2'")
     loaded = registry.resolve(template_ref.strip())
-    return prepare_loaded(loaded, params, run_id, max_params_bytes=max_params_bytes, max_file_bytes=max_file_bytes)
+    return prepare_loaded(loaded, params, run_id, max_params_bytes=max_params_bytes, max_file_bytes=max_file_bytes,
+                          max_human_wait_s=max_human_wait_s)
 
 
 def prepare_loaded(
@@ -81,9 +83,18 @@ def prepare_loaded(
     *,
     max_params_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
     max_file_bytes: int = DEFAULT_MAX_FILE_PARAM_BYTES,
+    max_human_wait_s: float | None = None,
 ) -> PreparedRun:
     """Validate params against an already loaded template (embedding, tests, stored bodies).
-    A ``file`` param's bytes move to ``files``; its value becomes their reference."""
+    A ``file`` param's bytes move to ``files``; its value becomes their reference.
+    ``max_human_wait_s``: refuse a template whose handoffs may wait longer in all."""
+    budget = loaded.template.human_wait_s
+    if max_human_wait_s is not None and budget > max_human_wait_s:
+        raise ParamError(loaded.ref, [
+            f"its handoffs may wait for people {budget:g} s in all (every handoff step's timeout_s, plus "
+            f"handoff.timeout_s × handoff.max_times), more than BROWSERQ_MAX_HUMAN_WAIT_S={max_human_wait_s:g}: "
+            "lower those timeouts or raise the setting"
+        ])
     values = validate_params(
         loaded.template, params, template_ref=loaded.ref, max_bytes=max_params_bytes,
         max_file_bytes=max_file_bytes,
@@ -171,6 +182,7 @@ def record_run(
     identity_pool: str | None = None,
     tenant: str | None = None,
     enqueued: bool = False,
+    notify_url: str | None = None,
     artifacts: ArtifactStore | None = None,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all).
@@ -191,7 +203,7 @@ def record_run(
     try:
         _create(store, prepared, saved_template_id(store, loaded), secrets_token, task_id=task_id, queue=queue,
                 idempotency_key=idempotency_key, batch_id=batch_id, identity=identity,
-                identity_pool=identity_pool, tenant=tenant, enqueued=enqueued)
+                identity_pool=identity_pool, tenant=tenant, enqueued=enqueued, notify_url=notify_url)
         if written:
             try:
                 record_input_files(store, prepared, written)
@@ -205,7 +217,8 @@ def record_run(
 
 def _create(store: Store, prepared: PreparedRun, template_id: int, secrets_token: str | None, *,
             task_id: str | None, queue: str | None, idempotency_key: str | None, batch_id: str | None,
-            identity: str | None, identity_pool: str | None, tenant: str | None, enqueued: bool) -> None:
+            identity: str | None, identity_pool: str | None, tenant: str | None, enqueued: bool,
+            notify_url: str | None = None) -> None:
     loaded = prepared.loaded
     store.create_run(
         run_id=prepared.run_id,
@@ -224,6 +237,8 @@ def _create(store: Store, prepared: PreparedRun, template_id: int, secrets_token
         tenant=tenant,
         template_hash=loaded.canonical_hash or None,
         enqueued=enqueued,
+        human_wait_s=loaded.template.human_wait_s,
+        notify_url=notify_url,
     )
 
 

@@ -22,7 +22,7 @@ from browserq.recordable import clean_text, sized
 from browserq.runner import RunOutcome
 from browserq.settings import Settings
 from browserq.store import IllegalTransition, LeaseLost, Store, StoreUnavailable
-from browserq.store.states import FINISHED
+from browserq.store.states import FINISHED, HELD_VALUES
 
 log = structlog.get_logger(__name__)
 
@@ -162,14 +162,15 @@ class RunEnds:
                 raise exc
             if run.status in FINISHED:
                 return outcome_of(run)
-            ours = run.status == "running" and run.lease_owner == self.owner
-            if run.status == "running" and not ours:
+            held = run.status in HELD_VALUES  # running, or waiting for a person
+            ours = held and run.lease_owner == self.owner
+            if held and not ours:
                 raise exc  # someone else holds it now: not ours to record
             token = run.lease_token if ours else None
             crashes = 1 + sum(
                 1 for t in self.store.transitions(run_id) if (t.reason or "").startswith(CRASH_REASON)
             )
-            if crashes < MAX_EXECUTION_CRASHES and run.status == "running":
+            if crashes < MAX_EXECUTION_CRASHES and held:
                 countdown = backoff_s(0, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s)
                 reason = f"{CRASH_REASON} ({crashes} of {MAX_EXECUTION_CRASHES}): {detail}"
                 self.store.transition(

@@ -57,7 +57,8 @@ class IdentitySlots:
         try:
             identity = self.store.acquire_identity(
                 run_id=run.id, owner=self.owner,
-                ttl_s=run.timeout_s + self.settings.run_time_limit_margin_s + IDENTITY_LEASE_EXTRA_S,
+                ttl_s=run.timeout_s + (run.human_wait_s or 0.0) + self.settings.run_time_limit_margin_s
+                + IDENTITY_LEASE_EXTRA_S,
                 name=run.identity, pool=None if run.identity else run.identity_pool, **extra,
             )
         except IdentityError as exc:

@@ -1,4 +1,5 @@
-"""A run's life in the log: started, each step attempt finished, ended — one line each.
+"""A run's life in the log: started, each step attempt finished, each wait for a person begun and
+ended, the run ended — one line each.
 
 The lines carry what an operator filters on (run id, template, status, error code, durations);
 never params or outputs (outputs live in the run store; Celery's own "succeeded" line is cut down
@@ -12,7 +13,7 @@ import logging
 
 import structlog
 
-from browserq.runner.events import RunEnded, RunObserver, RunStarted
+from browserq.runner.events import HandoffEnded, RunEnded, RunObserver, RunStarted, RunWaiting
 from browserq.runner.state import StepEvent
 
 log = structlog.get_logger("browserq.runs")
@@ -36,6 +37,16 @@ class RunLog(RunObserver):
         log.log(self.step_level, "step finished", run_id=event.run_id, path=event.step_path,
                 step_id=event.step_id, action=event.action, attempt=event.attempt, status=event.status,
                 duration_ms=round(event.duration_ms), error_code=event.error_code)
+
+    def run_waiting(self, event: RunWaiting) -> None:
+        """At WARNING: a person is needed (the line never holds the one-time link itself)."""
+        log.warning("run waiting for a person", run_id=event.run_id, path=event.step_path,
+                    deadline=event.deadline, live_view=f"browserq live {event.run_id}"
+                    if event.live_url else "none (the worker could not serve one)")
+
+    def handoff_ended(self, event: HandoffEnded) -> None:
+        log.info("handoff ended", run_id=event.run_id, path=event.step_path, outcome=event.outcome,
+                 waited_s=round(event.waited_s, 1))
 
     def run_ended(self, event: RunEnded) -> None:
         level = logging.WARNING if event.status == "interrupted" else logging.INFO

@@ -151,7 +151,8 @@ class Runtime:
         ``options``: ``identity``, ``identity_pool``, ``tenant``."""
         prepared = prepare_run(self.registry, template_ref, params,
                                max_params_bytes=self.settings.max_params_bytes,
-                               max_file_bytes=self.settings.max_file_param_bytes)
+                               max_file_bytes=self.settings.max_file_param_bytes,
+                               max_human_wait_s=self.settings.max_human_wait_s)
         self._record_local(prepared, options)
         return prepared
 
@@ -318,7 +319,8 @@ class Runtime:
     def _backstop_s(self, run: RunView) -> float:
         """The longest one execution may take in this process: the tenant-slot wait, the run's
         timeout_s and the margin for its snapshot, trace and context close."""
-        return self.settings.tenant_wait_s + run.timeout_s + self.settings.run_time_limit_margin_s
+        budget = run.timeout_s + (run.human_wait_s or 0.0)  # a wait for people is not timeout_s
+        return self.settings.tenant_wait_s + budget + self.settings.run_time_limit_margin_s
 
     async def _run_in_slot(self, request: RunRequest, run: RunView) -> RunOutcome:
         """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""

@@ -38,6 +38,15 @@ RUN_DURATION = Histogram(
     ["template", "status"], buckets=RUN_BUCKETS_S)
 RUNS_IN_PROGRESS = Gauge(
     "browserq_runs_in_progress", "Executions running now.", ["template"], multiprocess_mode="livesum")
+RUNS_WAITING_FOR_HUMAN = Gauge(
+    "browserq_runs_waiting_for_human", "Runs waiting for a person now (each holds a worker slot).",
+    multiprocess_mode="livesum")
+HANDOFFS = Counter(
+    "browserq_handoffs", "Waits for a person that ended, by outcome (condition, continued, gave_up, "
+    "timeout, interrupted).", ["outcome"])
+HANDOFF_WAIT = Histogram(
+    "browserq_handoff_wait_seconds", "How long a run waited for a person.", ["outcome"],
+    buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600))
 STEP_DURATION = Histogram(
     "browserq_step_duration_seconds", "Time of one step attempt, by action and status.",
     ["action", "status"], buckets=STEP_BUCKETS_S)

@@ -7,9 +7,11 @@ the event-loop thread, where the step events arrive.
 from __future__ import annotations
 
 from browserq.metrics import definitions as m
-from browserq.runner.events import RunEnded, RunObserver, RunStarted
+from browserq.runner.events import HandoffEnded, RunEnded, RunObserver, RunStarted, RunWaiting
 from browserq.runner.state import StepEvent
 from browserq.settings import Settings
+
+HANDOFF_OUTCOMES = frozenset({"condition", "continued", "gave_up", "timeout", "interrupted"})
 
 
 class MetricsObserver(RunObserver):
@@ -23,6 +25,15 @@ class MetricsObserver(RunObserver):
         m.STEP_DURATION.labels(action, status).observe(max(0.0, event.duration_ms) / 1000)
         if event.attempt > 1:
             m.STEPS_RETRIED.labels(action).inc()
+
+    def run_waiting(self, event: RunWaiting) -> None:
+        m.RUNS_WAITING_FOR_HUMAN.inc()
+
+    def handoff_ended(self, event: HandoffEnded) -> None:
+        outcome = m.one_of(event.outcome, HANDOFF_OUTCOMES)
+        m.RUNS_WAITING_FOR_HUMAN.dec()
+        m.HANDOFFS.labels(outcome).inc()
+        m.HANDOFF_WAIT.labels(outcome).observe(max(0.0, event.waited_s))
 
     def run_ended(self, event: RunEnded) -> None:
         """Told only for an execution whose start was told (:class:`~browserq.runner.events.Observers`

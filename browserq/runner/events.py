@@ -1,7 +1,7 @@
 """What a run tells whoever watches it while it runs: Flower's progress, metrics, log lines, the CLI.
 
-A :class:`RunObserver` sees four events: a run's execution started, a step attempt started, a step
-attempt finished, the execution ended (for good, or to be retried later). Observers watch; they
+A :class:`RunObserver` sees a run's execution start, each step attempt start and finish, waits for a
+person begin and end, and the execution end (for good, or to be retried later). Observers watch; they
 never steer: :class:`Observers` calls each one in turn and an observer that raises is logged once
 per kind and otherwise ignored, so a broken dashboard never fails a run.
 
@@ -61,6 +61,30 @@ class RunEnded:
     duration_s: float | None = None
 
 
+@dataclass(frozen=True)
+class RunWaiting:
+    """The run waits for a person (``waiting_for_human``): ``live_url`` is a one-time link to
+    its live view (None when the worker serves none), ``deadline`` an ISO time (UTC)."""
+
+    run_id: str
+    step_path: str
+    message: str
+    until: str | None
+    deadline: str
+    live_url: str | None
+
+
+@dataclass(frozen=True)
+class HandoffEnded:
+    """A wait for a person ended: ``condition`` or ``continued`` (the run goes on), ``gave_up``,
+    ``timeout`` or ``budget`` (the run fails), ``interrupted`` (cancelled, lease lost)."""
+
+    run_id: str
+    step_path: str
+    outcome: str
+    waited_s: float
+
+
 class RunObserver:
     """Watches runs; override what you need (every method does nothing here)."""
 
@@ -75,6 +99,12 @@ class RunObserver:
 
     def run_ended(self, event: RunEnded) -> None:
         """An execution ended."""
+
+    def run_waiting(self, event: RunWaiting) -> None:
+        """The run began waiting for a person."""
+
+    def handoff_ended(self, event: HandoffEnded) -> None:
+        """A wait for a person ended (the run goes on, or fails)."""
 
 
 class ListenerObserver(RunObserver):
@@ -114,6 +144,12 @@ class Observers(RunObserver):
     def step_finished(self, event: StepEvent) -> None:
         self._tell("step_finished", event)
 
+    def run_waiting(self, event: RunWaiting) -> None:
+        self._tell("run_waiting", event)
+
+    def handoff_ended(self, event: HandoffEnded) -> None:
+        self._tell("handoff_ended", event)
+
     def run_ended(self, event: RunEnded) -> None:
         """Tell the end of an execution that :meth:`run_started` announced (a duplicate delivery
         of a finished run, or one busy elsewhere, never started here: nothing to tell)."""
@@ -136,4 +172,13 @@ class Observers(RunObserver):
                                 error=f"{type(exc).__name__}: {exc}"[:300])
 
 
-__all__ = ["ListenerObserver", "Observers", "RunEnded", "RunObserver", "RunStarted", "StepStarted"]
+__all__ = [
+    "HandoffEnded",
+    "ListenerObserver",
+    "Observers",
+    "RunEnded",
+    "RunObserver",
+    "RunStarted",
+    "RunWaiting",
+    "StepStarted",
+]

@@ -203,15 +203,18 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         request = state.request
         tsettings = request.loaded.template.settings
         try:
-            async with asyncio.timeout(tsettings.timeout_s):
+            async with asyncio.timeout(tsettings.timeout_s) as timer:
+                # A wait for a person holds this clock and gives the time waited back.
+                state.human.run_timer, state.human.base_deadline = timer, state.deadline
                 if request.resume is not None:
                     await self._restore(request.resume, state)
                 await self._run_steps(request.loaded.template.steps, "", state)
                 raise_if_blocked(state)  # a navigation the last step started, refused since
             return None, "completed"
         except TimeoutError:
+            waited = f" (plus {state.human.waited_s:.0f} s waiting for people)" if state.human.waited_s else ""
             return StepFailed(
-                Codes.RUN_TIMEOUT, f"the run did not finish within timeout_s={tsettings.timeout_s:g}"
+                Codes.RUN_TIMEOUT, f"the run did not finish within timeout_s={tsettings.timeout_s:g}{waited}"
             ), "failed"
 
     async def _finish(self, state: RunState, status: str, failure: StepFailed | None) -> RunOutcome:

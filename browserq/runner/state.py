@@ -143,6 +143,43 @@ class Interrupt:
     reason: str = ""
 
 
+class Navigations:
+    """Counts main-frame navigations per page, so the handoff trigger is checked after a step
+    that loaded a document (a same-URL reload or a form POST included), not after every step."""
+
+    def __init__(self) -> None:
+        self.pages: dict[int, int] = {}
+
+    def watch(self, page: Page) -> None:
+        key = id(page)
+        self.pages[key] = 0
+
+        def on_navigated(frame: Any) -> None:
+            if frame == page.main_frame:
+                self.pages[key] = self.pages.get(key, 0) + 1
+
+        page.on("framenavigated", on_navigated)
+
+    def take(self, key: int) -> bool:
+        """Whether the page navigated since the last call (and reset)."""
+        seen = self.pages.get(key, 0)
+        self.pages[key] = 0
+        return seen > 0
+
+
+@dataclass
+class HumanWaits:
+    """The run attempt's waits for people: time waited (given back to timeout_s), how often the
+    trigger fired, the current wait's inputs, and the run's clock to hold while a person works."""
+
+    waited_s: float = 0.0
+    trigger_waits: int = 0
+    inputs: int = 0
+    run_timer: Any = None  # the asyncio.Timeout of timeout_s (set by the runner)
+    base_deadline: float = 0.0  # state.deadline before any wait
+    navigations: Navigations = field(default_factory=Navigations)
+
+
 @dataclass
 class RunState:
     """One run attempt's memory, from setup to outcome."""
@@ -166,6 +203,7 @@ class RunState:
     relogged: set[str] = field(default_factory=set)  # steps retried after a new login
     last_navigation: str | None = None  # the URL the last navigate step asked for
     files: RunFiles | None = None  # download/upload limits and the bytes downloaded so far
+    human: HumanWaits = field(default_factory=HumanWaits)  # handoffs (browserq.runner.handoff)
 
     def scope(self) -> dict[str, Any]:
         """What ``${...}`` in a step sees: the params, the outputs so far, the run and the loop."""

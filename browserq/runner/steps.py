@@ -14,14 +14,15 @@ import structlog
 
 from browserq.actions import notices
 from browserq.errors import Codes, StepFailed
-from browserq.runner.conditions import ConditionsMixin
+from browserq.runner.handoff import HandoffMixin
 from browserq.runner.state import RunState
 from browserq.templates import BlockStep, RepeatStep, render
+from browserq.templates.handoff import HandoffStep
 
 log = structlog.get_logger(__name__)
 
 
-class StepsMixin(ConditionsMixin):
+class StepsMixin(HandoffMixin):
     """Control flow: which step runs next, and how often."""
 
     async def _run_steps(self, steps: list[Any], prefix: str, state: RunState) -> None:
@@ -46,8 +47,13 @@ class StepsMixin(ConditionsMixin):
             await self._run_repeat(step, path, state)
         elif isinstance(step, BlockStep):
             await self._run_steps(step.steps, f"{path}.", state)
+        elif isinstance(step, HandoffStep):
+            await self._run_handoff_step(step, path, state)
         else:
-            await self._run_action(step, path, state)
+            page = self._page(state)
+            url_before = None if page.is_closed() else page.url
+            await self._run_action(step, path, state)  # type: ignore[attr-defined]
+            await self._check_trigger(path, state, url_before)
 
     async def _resume_into(self, step: Any, path: str, state: RunState, resume_pass: int | None) -> None:
         """Re-enter the step the checkpoint was taken in (or inside): a repeat at its pass, a

@@ -2,6 +2,8 @@
 per concern (runs, transitions, leases, steps, batches, identities; see
 :mod:`browserq.store.store`), its errors (:mod:`browserq.store.errors`) and artifact files."""
 
+# The human-loop tables join the schema's metadata (migration 0007) whenever the store loads.
+from browserq.store import human_models as _human_models  # noqa: F401
 from browserq.store.artifacts import ArtifactDir, StoredFile, artifact_store
 from browserq.store.engine import create_store_engine, mask_url, normalize_url
 from browserq.store.errors import (

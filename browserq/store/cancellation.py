@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
 from browserq.store.models import Run, RunStatus, utcnow
-from browserq.store.states import AWAITING
+from browserq.store.states import AWAITING, HELD_VALUES
 from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
 from browserq.store.views import RunView, to_view
 
@@ -21,7 +21,8 @@ class CancelMethods(TransitionMethods):
     def request_cancel(self, run_id: str, *, reason: str) -> RunView:
         """Cancel the run: at once when it is waiting (queued/retrying); when it is running, set
         ``cancel_requested_at`` (its worker sees it at its next renew_lease and stops). A run in
-        a final status (needs_review included) is returned unchanged."""
+        a final status (needs_review included) is returned unchanged. A run waiting for a person is
+        held by its worker like a running one: cancelled by request, within a heartbeat."""
         action = f"cancelling run {run_id}"
 
         def body(s: Session, _retried: bool) -> RunView:
@@ -52,7 +53,7 @@ class CancelMethods(TransitionMethods):
                 },
             )
             return True
-        if run.status == RunStatus.RUNNING.value and run.cancel_requested_at is None:
+        if run.status in HELD_VALUES and run.cancel_requested_at is None:
             run.cancel_requested_at = now
             run.cancel_reason = reason
             return True

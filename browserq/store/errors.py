@@ -131,7 +131,7 @@ class LeaseLost(StoreError):
         if current_token != token:
             now = f"token {current_token}" + (f", held by {holder}" if holder else ", not held")
             why = f"the run has moved on ({now}; status {status})"
-        elif status != RunStatus.RUNNING.value:
+        elif status not in (RunStatus.RUNNING.value, RunStatus.WAITING_FOR_HUMAN.value):
             why = f"the run is {status}"
         else:
             why = "the lease was released"

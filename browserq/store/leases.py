@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from browserq.errors import StoreError
 from browserq.store.errors import LeaseBusy, LeaseLost, RunAlreadyFinished
 from browserq.store.models import Run, RunStatus, RunTransition, utcnow
-from browserq.store.states import AWAITING
+from browserq.store.states import AWAITING, HELD, HELD_VALUES
 from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
 from browserq.store.views import Lease, RunView, to_view
 
@@ -126,7 +126,7 @@ class LeaseMethods(TransitionMethods):
         live = _lease_live(run, now)
         if retried and status is RunStatus.RUNNING and live and run.lease_owner == owner:
             return self._our_earlier_lease(s, run)
-        takeover = status is RunStatus.RUNNING
+        takeover = status in HELD  # running, or waiting for a person on a worker that is gone
         previous = run.lease_owner or run.worker or "an unknown worker"
         why = ""
         if takeover:
@@ -225,7 +225,7 @@ class LeaseMethods(TransitionMethods):
         """Push the lease's expiry to now + ``ttl_s`` and record a heartbeat.
 
         :class:`LeaseLost` when the token is not the run's any more, the lease was released or
-        the run is no longer running. The returned view carries ``cancel_requested_at``: a
+        the run is no longer running (or waiting for a person). The returned view carries ``cancel_requested_at``: a
         worker that sees it set should stop and finish the run as cancelled.
         """
         if ttl_s <= 0:
@@ -238,7 +238,7 @@ class LeaseMethods(TransitionMethods):
                 raise StoreError(f"{action}: no such run {run_id!r}")
             if (
                 run.lease_token != token
-                or run.status != RunStatus.RUNNING.value
+                or run.status not in HELD_VALUES
                 or run.lease_owner is None
             ):
                 raise LeaseLost(
@@ -269,8 +269,8 @@ class LeaseMethods(TransitionMethods):
             if run is None or run.lease_token != token:
                 return
             run.lease_owner = None
-            running = run.status == RunStatus.RUNNING.value
-            run.lease_expires_at = utcnow() if running else None
+            held = run.status in HELD_VALUES
+            run.lease_expires_at = utcnow() if held else None
 
         self._tx(f"releasing the lease on run {run_id}", body, write=True)
 
@@ -303,7 +303,7 @@ class LeaseMethods(TransitionMethods):
             select(Run)
             .where(
                 or_(
-                    and_(Run.status == RunStatus.RUNNING.value, Run.lease_expires_at < now),
+                    and_(Run.status.in_(HELD_VALUES), Run.lease_expires_at < now),
                     and_(Run.status.in_(_AWAITING), waiting_since < cutoff),
                 )
             )
@@ -333,7 +333,7 @@ def renew_in(s: Session, run_id: str, token: int, ttl_s: float) -> LeaseSeen:
     now = utcnow()
     query = (
         update(Run)
-        .where(Run.id == run_id, Run.lease_token == token, Run.status == RunStatus.RUNNING.value,
+        .where(Run.id == run_id, Run.lease_token == token, Run.status.in_(HELD_VALUES),
                Run.lease_owner.is_not(None))
         .values(lease_expires_at=now + timedelta(seconds=ttl_s), heartbeat_at=now)
         .returning(Run.cancel_requested_at, Run.cancel_reason)

@@ -5,7 +5,9 @@ with fencing tokens, cancellation, the ``run_transitions`` log and ``batches``);
 ``identities`` (named visitor identities, leased to one run at a time); ``0004``
 ``template_versions`` (a used ``name@version`` pinned to its content hash) and
 ``runs.template_hash``; ``0005`` ``warnings`` on runs and step attempts (a limit cut the result
-short); ``0006`` ``events`` on step attempts (dialogs the run answered).
+short); ``0006`` ``events`` on step attempts (dialogs the run answered); ``0007`` a person in
+the loop: ``handoffs``, ``live_tokens``, ``webhook_deliveries`` and ``webhook_attempts``, with
+``runs.human_wait_s`` and ``runs.notify_url`` (:mod:`browserq.store.human_models`).
 
 Types are portable between PostgreSQL (production) and SQLite (embedded default):
 
@@ -61,6 +63,9 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     NEEDS_REVIEW = "needs_review"
+    #: A person was asked to take over (captcha, one-time code); the run keeps its context,
+    #: its lease and its worker slot until they finish, give up or the handoff times out.
+    WAITING_FOR_HUMAN = "waiting_for_human"
 
     @property
     def terminal(self) -> bool:
@@ -243,6 +248,12 @@ class Run(Base):
     #: ``[{"step", "code", "message"}]``: where a limit cut the result short (a repeat stopped at
     #: ``max`` with its stop selector still there, an extract ``limit``…). NULL: none.
     warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
+    # --- 0007: a person in the loop ---
+    #: The longest the run may wait for people in all (its handoffs' budget): added to
+    #: ``timeout_s`` for Celery's time limits, never counted against ``timeout_s`` itself.
+    human_wait_s: Mapped[float | None] = mapped_column(Float)
+    #: Where the run's outcome is POSTed (``.delay(notify=…)`` or the template's ``settings.notify``).
+    notify_url: Mapped[str | None] = mapped_column(Text)
 
 
 class RunTransition(Base):

@@ -43,6 +43,8 @@ class RunMethods(StoreBase):
         identity_pool: str | None = None,
         template_hash: str | None = None,
         enqueued: bool = False,
+        human_wait_s: float | None = None,
+        notify_url: str | None = None,
     ) -> None:
         """Insert a run and its first transition (from nothing to ``status``, reason "enqueued").
 
@@ -70,6 +72,8 @@ class RunMethods(StoreBase):
             "identity_pool": identity_pool,
             "template_hash": template_hash,
             "enqueued_at": utcnow() if enqueued else None,
+            "human_wait_s": human_wait_s or None,
+            "notify_url": notify_url,
         }
 
         def insert(s: Session, retried: bool) -> None:

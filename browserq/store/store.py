@@ -7,6 +7,7 @@ database, behind one facade, :class:`Store`, composed of one repository per conc
     ├── runs.RunMethods           create / read / list / delete runs, heartbeat and enqueue stamps
     ├── transitions.TransitionMethods   every status change, checked and logged
     │   ├── leases.LeaseMethods         run leases, fencing tokens, checkpoints, stuck runs
+    │   ├── handoffs.HandoffMethods     waits for a person, one-time live-view tokens
     │   └── cancellation.CancelMethods  cancel a run (at once, or by request)
     │       └── batches.BatchMethods    batches, their counts and circuit breaker
     ├── steps.StepMethods         step attempts and artifact rows
@@ -31,6 +32,7 @@ from browserq.store.errors import (
     RunAlreadyFinished,
     StoreUnavailable,
 )
+from browserq.store.handoffs import HandoffMethods
 from browserq.store.identity_leases import IdentityLeases
 from browserq.store.leases import LeaseMethods
 from browserq.store.runs import RunMethods
@@ -44,6 +46,7 @@ class Store(
     TemplateMethods,
     RunMethods,
     LeaseMethods,
+    HandoffMethods,
     BatchMethods,
     StepMethods,
     IdentityLeases,

@@ -1,7 +1,7 @@
 """Every status change of a run, checked against the state machine and logged: the generic
 :meth:`~TransitionMethods.transition`, a worker starting a run without a lease, and finishing it.
 
-Leaving ``running`` ends the lease. When the holder itself does it (it presented the current
+Leaving ``running`` (or ``waiting_for_human``, which is held the same way) ends the lease. When the holder itself does it (it presented the current
 token) the token stays, so its own late writes still pass; anyone else (the sweeper, an operator)
 bumps the token, which fences the old holder out.
 """
@@ -19,7 +19,7 @@ from browserq.errors import Codes, StoreError
 from browserq.store.errors import IllegalTransition
 from browserq.store.models import Run, RunStatus, RunTransition, utcnow
 from browserq.store.plumbing import StoreBase, run_status_value
-from browserq.store.states import FINISHED, LEGAL
+from browserq.store.states import FINISHED, HELD, LEGAL
 from browserq.store.views import RunView, TransitionView, to_view
 
 if TYPE_CHECKING:
@@ -68,7 +68,9 @@ class TransitionMethods(StoreBase):
                 run.id, frm, to, note="only acquire_lease may take over a running run"
             )
         check_transition(frm, to, run_id=run.id)
-        if frm is RunStatus.RUNNING and to is not RunStatus.RUNNING:
+        if frm is RunStatus.WAITING_FOR_HUMAN:
+            self._close_open_handoff(s, run.id, to, now)
+        if frm in HELD and to not in HELD:
             if not fenced:
                 run.lease_token += 1
             if to is RunStatus.QUEUED and not fenced:
@@ -92,6 +94,11 @@ class TransitionMethods(StoreBase):
                 worker=worker,
             )
         )
+
+    def _close_open_handoff(self, s: Session, run_id: str, to: RunStatus, now: datetime) -> None:
+        """A wait that ends by anything but the worker's own end of it (the sweeper, a takeover,
+        a cancel): its handoff row gets the outcome the new status implies. Hook of
+        :class:`browserq.store.handoffs.HandoffMethods`; nothing to do without it."""
 
     def _already_applied(self, s: Session, run: Run, to: RunStatus, reason: str) -> bool:
         """On a retry: did our earlier, unacknowledged try already make this transition?"""

@@ -48,6 +48,8 @@ class RunView:
     identity_pool: str | None = None
     template_hash: str | None = None  # sha256 of the template's canonical body
     warnings: list[dict[str, Any]] | None = None  # {step, code, message}: the result is partial
+    human_wait_s: float | None = None  # the run's handoff budget (0007)
+    notify_url: str | None = None  # where its outcome is POSTed (0007)
 
     @property
     def terminal(self) -> bool:
@@ -57,6 +59,25 @@ class RunView:
     @property
     def cancel_requested(self) -> bool:
         return self.cancel_requested_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffView:
+    """One wait of a run for a person (``outcome`` None while it waits)."""
+
+    id: int
+    run_id: str
+    run_attempt: int
+    step_path: str
+    kind: str
+    message: str
+    until: str | None
+    started_at: datetime
+    deadline_at: datetime
+    ended_at: datetime | None
+    outcome: str | None
+    live_base_url: str | None
+    inputs: int
 
 
 @dataclass(frozen=True, slots=True)

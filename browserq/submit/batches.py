@@ -62,7 +62,7 @@ def run_batch(
         try:
             prepared.append(
                 prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
-                            max_file_bytes=settings.max_file_param_bytes)
+                            max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
             )
         except ParamError as exc:
             problems += [f"item {index}: {problem}" for problem in exc.problems]
@@ -85,7 +85,7 @@ def run_batch(
     for item in prepared:
         record_run(store, item, secret_box=secret_box, task_id=item.run_id, queue=queue, batch_id=batch_id,
                    enqueued=True, artifacts=artifact_store(settings) if item.files else None)  # the messages follow at once: no second stamp per run
-    limits = time_limits(loaded.template.settings.timeout_s, settings)
+    limits = time_limits(loaded.template.settings.timeout_s, settings, human_wait_s=loaded.template.human_wait_s)
     signatures = [
         run_template.signature(args=[loaded.ref], kwargs={"run_id": item.run_id}, task_id=item.run_id,
                                queue=queue, **limits)

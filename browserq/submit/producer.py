@@ -55,7 +55,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     registry, store, secret_box = services.registry, services.store, services.secret_box
     settings = get_settings()
     prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
-                           max_file_bytes=settings.max_file_param_bytes)
+                           max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
     check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
     queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
@@ -69,7 +69,8 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
                    idempotency_key=key, enqueued=True, artifacts=_artifacts(prepared, settings), **run_options)
     except DuplicateRun as duplicate:  # another producer won the race for this key
         return task.AsyncResult(duplicate.existing_run_id)
-    for name, value in time_limits(prepared.loaded.template.settings.timeout_s, settings).items():
+    template = prepared.loaded.template
+    for name, value in time_limits(template.settings.timeout_s, settings, human_wait_s=template.human_wait_s).items():
         options.setdefault(name, value)
     options.update(
         task_id=prepared.run_id,

@@ -23,10 +23,12 @@ def sweep_queue(settings: Settings) -> str:
     return f"{settings.queue}.sweep"
 
 
-def time_limits(timeout_s: float, settings: Settings) -> dict[str, float]:
+def time_limits(timeout_s: float, settings: Settings, *, human_wait_s: float = 0.0) -> dict[str, float]:
     """Celery's ``soft_time_limit`` / ``time_limit`` for a run whose template allows ``timeout_s``:
-    the soft limit leaves the run time to record itself, the hard one kills a process that hangs."""
-    soft = timeout_s + settings.run_time_limit_margin_s
+    the soft limit leaves the run time to record itself, the hard one kills a process that hangs.
+    ``human_wait_s``: the run's handoff budget — time spent waiting for a person does not count
+    against ``timeout_s``, so the task's limits must leave room for it."""
+    soft = timeout_s + human_wait_s + settings.run_time_limit_margin_s
     return {"soft_time_limit": soft, "time_limit": soft + HARD_LIMIT_GRACE_S}
 
 

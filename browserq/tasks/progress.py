@@ -2,6 +2,8 @@
 
 Every step a run starts becomes ``AsyncResult(task_id).state == "PROGRESS"`` with
 ``.info == {run_id, step, of, step_path, step_id, action, url, attempt, status: "running"}``
+(while the run waits for a person: ``{run_id, status: "waiting_for_human", message, until,
+deadline, live_url}``, see :func:`waiting_meta`)
 (``step`` of ``of`` counts top-level steps; ``url`` is already redacted by the runner; params
 and outputs are never in it), written to the result backend, plus a ``task-progress`` event
 whose ``result`` Flower's task page shows (Flower takes a task's state from events only).
@@ -32,7 +34,7 @@ import structlog
 from celery import Celery, states
 from celery.utils.saferepr import saferepr
 
-from browserq.runner.events import RunEnded, RunObserver, StepStarted
+from browserq.runner.events import RunEnded, RunObserver, RunWaiting, StepStarted
 from browserq.settings import Settings
 from browserq.tasks.app import app as celery_app
 
@@ -75,6 +77,20 @@ def progress_meta(event: StepStarted) -> dict[str, Any]:
         "action": event.action,
         "url": event.url,
         "attempt": event.attempt,
+    }
+
+
+def waiting_meta(event: RunWaiting) -> dict[str, Any]:
+    """What ``AsyncResult.info`` holds while the run waits for a person: the live-view link
+    (one-time: once opened, ``browserq live RUN_ID`` gives a new one), the message, the end."""
+    return {
+        "run_id": event.run_id,
+        "status": "waiting_for_human",
+        "step_path": event.step_path,
+        "message": event.message,
+        "until": event.until,
+        "deadline": event.deadline,
+        "live_url": event.live_url,
     }
 
 
@@ -138,6 +154,17 @@ class ProgressPublisher(RunObserver):
             if binding is None or binding.closed:
                 return  # not a task's run (in-process), or its execution already ended
             self._slots[binding.task_id] = (binding, progress_meta(event))
+            self._ensure_thread()
+            self._cond.notify_all()
+
+    def run_waiting(self, event: RunWaiting) -> None:
+        """Published at once (not throttled): a person is needed now."""
+        with self._cond:
+            binding = self._bindings.get(event.run_id)
+            if binding is None or binding.closed:
+                return
+            self._slots[binding.task_id] = (binding, waiting_meta(event))
+            self._next_at.pop(binding.task_id, None)
             self._ensure_thread()
             self._cond.notify_all()
 

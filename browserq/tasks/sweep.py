@@ -13,6 +13,7 @@ import structlog
 
 from browserq.settings import Settings, get_settings
 from browserq.store import Store
+from browserq.store.states import HELD_VALUES
 from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
 from browserq.tasks.run_task import run_template
 
@@ -36,7 +37,7 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
     ``.delay()`` returned resolves whichever message runs it); the lease makes duplicates harmless."""
     count = 0
     for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
-        if run.status == "running":
+        if run.status in HELD_VALUES:  # running, or waiting for a person
             # Its worker died: the store counts this towards the poison cap like a takeover.
             store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
         run_template.apply_async(
@@ -45,7 +46,7 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
             # The producer's handle waits on this id: the re-sent run must report under it.
             task_id=run.task_id or run.id,
             queue=run.queue or settings.queue,
-            **time_limits(run.timeout_s, settings),
+            **time_limits(run.timeout_s, settings, human_wait_s=run.human_wait_s or 0.0),
         )
         store.mark_enqueued(run.id)
         count += 1

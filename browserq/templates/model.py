@@ -29,6 +29,7 @@ from browserq.templates.fields import (
     valid_name,
     valid_version,
 )
+from browserq.templates.handoff import HandoffTrigger, human_wait_budget_s
 from browserq.templates.params import ParamValueError, coerce_value, show
 from browserq.templates.regex import regex_problem
 from browserq.templates.settings_model import TemplateSettings
@@ -116,10 +117,19 @@ class Template(StrictModel):
     )
     steps: Annotated[list[Step], Field(min_length=1)]
     session: SessionSpec | None = None
+    #: Wait for a person whenever a step that navigated lands on a page showing ``when_present``.
+    handoff: HandoffTrigger | None = None
 
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.version}"
+
+    @property
+    def human_wait_s(self) -> float:
+        """The run's handoff budget: the most it may wait for people in all (0: never)."""
+        return human_wait_budget_s(
+            (s for s in self.iter_steps() if isinstance(s, ActionStep)), self.handoff
+        )
 
     def iter_steps(self) -> Iterator[ActionStep | RepeatStep]:
         """Every step, nested ones included, in document order (the session's login steps last)."""

@@ -28,6 +28,7 @@ from browserq.templates.fields import (
     text_or_texts,
 )
 from browserq.templates.file_steps import FILE_STEP_CLASSES, DownloadStep, UploadStep
+from browserq.templates.handoff import HandoffStep
 from browserq.templates.step_base import ActionStep, DialogAnswer, Postcondition  # noqa: F401 (re-exported)
 from browserq.templates.tab_steps import TAB_STEP_CLASSES, CloseTabStep, SwitchTabStep
 
@@ -258,6 +259,7 @@ ACTION_CLASSES: tuple[type[ActionStep], ...] = (
     AssertStep,
     *TAB_STEP_CLASSES,
     *FILE_STEP_CLASSES,
+    HandoffStep,
 )
 #: Action name → step class.
 ACTIONS: dict[str, type[ActionStep]] = {
@@ -307,6 +309,7 @@ Step = Annotated[
         Annotated[CloseTabStep, Tag("close_tab")],
         Annotated[DownloadStep, Tag("download")],
         Annotated[UploadStep, Tag("upload")],
+        Annotated[HandoffStep, Tag("handoff")],
         Annotated[RepeatStep, Tag("repeat")],
         Annotated[BlockStep, Tag("block")],
     ],

@@ -22,6 +22,10 @@ from tests.support.postgres import admin_connection, create_database, drop_datab
 
 BACKENDS = ("sqlite", "postgresql")
 TABLES = (
+    "webhook_attempts",
+    "webhook_deliveries",
+    "live_tokens",
+    "handoffs",
     "artifacts",
     "step_attempts",
     "run_transitions",

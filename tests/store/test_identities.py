@@ -83,11 +83,13 @@ def test_migration_0003_adds_identities_and_the_runs_identity_columns(empty_url:
     def schema(*, identities: bool) -> MetaData:
         """The models as of 0003 (with identities) or 0002 (without): later revisions removed."""
         metadata = MetaData(naming_convention=Base.metadata.naming_convention)
-        later_columns = {"runs": {"template_hash", "warnings"}, "step_attempts": {"warnings", "events"}}  # 0004-6
+        later_columns = {"runs": {"template_hash", "warnings", "human_wait_s", "notify_url"},
+                         "step_attempts": {"warnings", "events"}}  # 0004-7
         if not identities:  # 0003 also adds the runs' identity request columns
             later_columns["runs"] |= {"identity", "identity_pool"}
         for table in Base.metadata.tables.values():
-            if table.name == "template_versions" or (table.name == "identities" and not identities):
+            later_tables = ("template_versions", "handoffs", "live_tokens", "webhook_deliveries", "webhook_attempts")
+            if table.name in later_tables or (table.name == "identities" and not identities):
                 continue
             copy = table.to_metadata(metadata)
             for column in later_columns.get(table.name, ()):

@@ -41,11 +41,18 @@ INDEXES = {
     "step_attempts": {"ix_step_attempts_run_id_id", "ix_step_attempts_error_code"},
     "artifacts": {"ix_artifacts_run_id", "ix_artifacts_step_attempt_id"},
     "identities": {"ix_identities_pool_lease_expires_at"},
+    "handoffs": {"ix_handoffs_run_id_id"},
+    "live_tokens": {"ix_live_tokens_handoff_id"},
+    "webhook_deliveries": {
+        "ix_webhook_deliveries_run_id",
+        "ix_webhook_deliveries_status_created_at",
+    },
+    "webhook_attempts": {"ix_webhook_attempts_delivery_id"},
 }
 
 
-def test_head_is_the_step_events_migration() -> None:
-    assert head_revision() == "0006"
+def test_head_is_the_human_loop_migration() -> None:
+    assert head_revision() == "0007"
     assert find_migrations_dir() == REPO / "alembic"
 
 

@@ -34,7 +34,9 @@ def test_the_table() -> None:
         S.RETRYING,
         S.RUNNING,
         S.QUEUED,
+        S.WAITING_FOR_HUMAN,
     }
+    assert LEGAL[S.WAITING_FOR_HUMAN] == {S.RUNNING, S.FAILED, S.CANCELLED, S.QUEUED, S.RETRYING}
     assert LEGAL[S.RETRYING] == {S.RUNNING, S.CANCELLED, S.FAILED, S.QUEUED}
     assert LEGAL[S.NEEDS_REVIEW] == {S.COMPLETED, S.FAILED, S.CANCELLED}
     for final in (S.COMPLETED, S.FAILED, S.CANCELLED):

@@ -94,7 +94,7 @@ def test_bad_name_and_unknown_top_level_key(problems) -> None:
     assert found[0].startswith("line 1: name: name 'My Template' must be lower-case letters")
     assert found[1] == (
         "line 3: unknown field 'step' (did you mean 'steps'?); allowed fields: name, version, "
-        "description, params, settings, steps, session"
+        "description, params, settings, steps, session, handoff"
     )
 
 
@@ -121,7 +121,7 @@ steps:
     )
     assert one(problems(text)) == (
         "line 9: steps[1].repeat.steps[0]: unknown action 'clik' (did you mean 'click'?); "
-        "valid actions: assert, check, click, close_tab, download, eval, extract, fill, get, hover, "
+        "valid actions: assert, check, click, close_tab, download, eval, extract, fill, get, handoff, hover, "
         "navigate, press, screenshot, scroll, select, switch_tab, type, uncheck, upload, wait"
     )
 

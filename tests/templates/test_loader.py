@@ -119,6 +119,7 @@ def test_every_action_has_a_class_and_loads(load) -> None:
         "extract",
         "fill",
         "get",
+        "handoff",
         "hover",
         "navigate",
         "press",

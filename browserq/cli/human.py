@@ -1,0 +1,87 @@
+"""A person in the loop, from the command line: ``browserq live RUN_ID`` and what ``show`` prints
+of a run's handoffs.
+
+A live-view link is one-time: whoever opens it first gets the view, and the link is spent. So
+``live`` (and ``show``, for a run that waits) mint a fresh link each time, valid for
+``BROWSERQ_LIVE_TOKEN_TTL_S`` and never past the wait's deadline; the database keeps only its hash.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from browserq.cli.render import console, err_console, friendly_errors
+from browserq.cli.services import open_store, resolve_run_id
+from browserq.settings import get_settings
+
+#: A run in this status has a live view (a worker serves its page to a person).
+WAITING = "waiting_for_human"
+
+
+def live_link(store: Any, run_id: str, purpose: str, ttl_s: float | None = None) -> str | None:
+    """A fresh one-time link to the run's live view, or None when nobody is asked to look."""
+    return store.mint_live_token(run_id, purpose=purpose, ttl_s=ttl_s or get_settings().live_token_ttl_s)
+
+
+@friendly_errors
+def live(
+    run_id: Annotated[str, typer.Argument(help="The run id, or a unique prefix of it.")],
+    ttl_s: Annotated[float | None, typer.Option("--ttl", help="Seconds the link stays valid "
+                                                "(default BROWSERQ_LIVE_TOKEN_TTL_S).", min=1)] = None,
+) -> None:
+    """Print a fresh one-time link to the live view of a run that waits for a person."""
+    store = open_store()
+    full_id = resolve_run_id(store, run_id)
+    run = store.get_run(full_id)
+    assert run is not None
+    if run.status != WAITING:
+        err_console.print(Text.assemble(("error:", "bold red"), f" run {full_id} is {run.status}: it waits "
+                                        "for nobody (a live view exists only while a run waits for a person)"))
+        raise typer.Exit(1)
+    link = live_link(store, full_id, "cli", ttl_s)
+    if link is None:
+        err_console.print(Text.assemble(("error:", "bold red"), f" run {full_id} waits for a person, but its "
+                                        "worker serves no live view (it could not listen: see its log for "
+                                        "BROWSERQ_LIVE_VIEW_HOST/PORT)"))
+        raise typer.Exit(1)
+    print(link)  # plain, for `open "$(browserq live RUN)"`
+    handoff = store.open_handoff(full_id)
+    if handoff is not None:
+        err_console.print(f"one-time link; the wait ends {_until(handoff.deadline_at)}: {handoff.message}",
+                          highlight=False)
+
+
+def print_handoffs(store: Any, run: Any) -> None:
+    """The run's waits for people (``show``), and a fresh live-view link while it waits."""
+    handoffs = store.handoffs(run.id)
+    if not handoffs:
+        return
+    console.print(Text("Handoffs", style="bold"))
+    for h in handoffs:
+        what = h.outcome or "waiting"
+        until = f", until {h.until}" if h.until else ", until Continue"
+        took = f" after {(h.ended_at - h.started_at).total_seconds():.0f} s" if h.ended_at else ""
+        console.print(f"  step {h.step_path} ({h.kind}{until}): {what}{took}, {h.inputs} input(s) — {h.message}",
+                      highlight=False)
+    if run.status == WAITING:
+        link = live_link(store, run.id, "show")
+        open_one = handoffs[-1]
+        console.print(Text.assemble(("Waiting for a person", "bold yellow"),
+                                    f" until {_until(open_one.deadline_at)}"))
+        if link:
+            console.print(f"  live view (one-time link): {link}", highlight=False, soft_wrap=True)
+        else:
+            console.print("  its worker serves no live view", style="dim")
+
+
+def _until(deadline: datetime) -> str:
+    left = (deadline - datetime.now(UTC)).total_seconds()
+    when = deadline.astimezone().strftime("%H:%M:%S")
+    return f"at {when} (in {max(0, left) / 60:.0f} min)" if left > 0 else f"at {when} (overdue)"
+
+
+__all__ = ["live", "live_link", "print_handoffs"]

@@ -1,0 +1,66 @@
+"""The live view's one page: the frames, the message, a countdown, Continue and Give up.
+
+No framework and no inline script without the response's nonce (the CSP allows nothing else).
+Coordinates are sent in the page's CSS pixels: the frame is a CSS-scale screenshot, so a click
+at (x, y) on the shown image maps by the image's displayed size alone.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+_STYLE = """
+body{margin:0;font:15px/1.4 system-ui,sans-serif;background:#f4f5f7;color:#1d2330}
+header{padding:14px 20px;background:#1d2330;color:#fff;display:flex;gap:16px;align-items:center}
+header h1{font-size:16px;margin:0;font-weight:600}#left{margin-left:auto;font-variant-numeric:tabular-nums}
+main{padding:16px 20px}.msg{background:#fff3cd;border:1px solid #e6c86e;padding:10px 14px;border-radius:6px}
+.until{color:#555;margin:6px 0 12px}#screen{max-width:100%;border:1px solid #c9ced6;background:#fff;
+cursor:crosshair;outline:none}#screen:focus{border-color:#3b6fd8;box-shadow:0 0 0 3px #3b6fd833}
+.bar{display:flex;gap:10px;margin:12px 0}button{font:inherit;padding:8px 18px;border-radius:6px;
+border:1px solid #888;background:#fff;cursor:pointer}#continue{background:#1f7a3d;color:#fff;border-color:#1f7a3d}
+#status{color:#555}
+"""
+
+_SCRIPT = """
+const info = JSON.parse(document.getElementById('info').textContent);
+const img = document.getElementById('screen'), status = document.getElementById('status');
+const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + location.pathname + '/ws');
+const send = (m) => { if (ws.readyState === 1) ws.send(JSON.stringify(m)); };
+ws.onopen = () => { status.textContent = 'connected: click the screen to act, type while it has focus'; };
+ws.onmessage = (e) => { const m = JSON.parse(e.data);
+  if (m.type === 'frame') img.src = 'data:image/jpeg;base64,' + m.data;
+  else if (m.type === 'ended') { status.textContent = 'handoff ended: ' + m.reason; ws.close(); }
+  else if (m.type === 'error') status.textContent = 'refused: ' + m.message; };
+ws.onclose = () => { if (!status.textContent.startsWith('handoff ended')) status.textContent = 'disconnected'; };
+const at = (e) => { const r = img.getBoundingClientRect();
+  return {x: (e.clientX - r.left) * img.naturalWidth / r.width, y: (e.clientY - r.top) * img.naturalHeight / r.height}; };
+img.addEventListener('click', (e) => { img.focus(); send({type: 'click', ...at(e)}); });
+img.addEventListener('wheel', (e) => { e.preventDefault(); send({type: 'wheel', ...at(e), dx: e.deltaX, dy: e.deltaY}); }, {passive: false});
+img.addEventListener('keydown', (e) => { e.preventDefault();
+  if (e.key.length === 1 && !e.ctrlKey && !e.metaKey) send({type: 'text', text: e.key}); else send({type: 'key', key: e.key}); });
+document.getElementById('continue').onclick = () => send({type: 'continue'});
+document.getElementById('giveup').onclick = () => { if (confirm('Give up? The run fails with HUMAN_GAVE_UP.')) send({type: 'give_up'}); };
+const left = document.getElementById('left'), end = Date.parse(info.deadline);
+setInterval(() => { const s = Math.max(0, Math.round((end - Date.now()) / 1000));
+  left.textContent = Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0') + ' left'; }, 1000);
+"""
+
+
+def live_page(*, run_id: str, message: str, until: str | None, deadline: str, nonce: str) -> str:
+    """The page for one handoff (every value escaped; the data travels as JSON, not as code)."""
+    data = json.dumps({"deadline": deadline}).replace("<", "\\u003c")
+    done = f"It goes on by itself once {html.escape(until)}; or press Continue." if until else (
+        "Press Continue when you are done.")
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>browserq: a run needs you</title><style nonce="{nonce}">{_STYLE}</style></head><body>
+<header><h1>browserq · run {html.escape(run_id[:12])} waits for you</h1><span id="left"></span></header>
+<main><div class="msg">{html.escape(message)}</div><div class="until">{done}</div>
+<img id="screen" tabindex="0" alt="the run's page">
+<div class="bar"><button id="continue">Continue</button><button id="giveup">Give up</button>
+<span id="status">connecting…</span></div></main>
+<script type="application/json" id="info">{data}</script>
+<script nonce="{nonce}">{_SCRIPT}</script></body></html>"""
+
+
+__all__ = ["live_page"]

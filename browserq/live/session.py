@@ -1,0 +1,44 @@
+"""What the runner hands the live view for one wait, and what comes back: each human input."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class HumanInput:
+    """One input a person forwarded, as recorded (``key``/``text`` are None in a password field;
+    ``length`` is kept)."""
+
+    kind: str  # click | wheel | key | text
+    x: float | None = None
+    y: float | None = None
+    button: str | None = None
+    delta_x: float | None = None
+    delta_y: float | None = None
+    key: str | None = None
+    text: str | None = None
+    length: int | None = None
+    password: bool = False
+
+
+@dataclass(eq=False)
+class LiveSession:
+    """One wait's live view: only this page is reachable through it."""
+
+    run_id: str
+    handoff_id: int
+    message: str
+    until: str | None
+    deadline: datetime
+    page: Callable[[], Any]  # the run's current page (it may change: a tab)
+    redeem: Callable[[str], Awaitable[bool]]  # True once for a valid one-time token
+    on_input: Callable[[HumanInput], Awaitable[None]]
+    on_continue: Callable[[], None]
+    on_give_up: Callable[[], None]
+
+
+__all__ = ["HumanInput", "LiveSession"]

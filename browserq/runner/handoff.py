@@ -1,0 +1,305 @@
+"""Waiting for a person: the ``handoff`` step, the template's ``handoff:`` trigger, the wait.
+
+A wait keeps everything the run has: its context and page, its lease (the heartbeat goes on
+renewing it, and still delivers a cancel), its worker slot. The worker serves the page in a live
+view (:mod:`browserq.live`); the person's inputs are recorded as step attempts under the
+handoff's path (``3~input``, one attempt per input, never a password field's keys). The wait
+ends when ``until`` holds (checked every :data:`POLL_S`), when the person presses Continue
+(the run goes on) or Give up (``HUMAN_GAVE_UP``), or at its ``timeout_s`` (``HUMAN_TIMEOUT``,
+with the usual failure snapshot). Time waited is given back to the run: its ``timeout_s``
+counts only the automation's own time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import structlog
+
+from browserq.actions import url_matcher
+from browserq.errors import Codes, StepFailed
+from browserq.runner.conditions import ConditionsMixin
+from browserq.runner.events import HandoffEnded, RunWaiting
+from browserq.runner.state import RunState
+from browserq.templates import render, render_step
+from browserq.templates.handoff import HandoffStep, HandoffTrigger, UntilSpec, until_text
+
+log = structlog.get_logger(__name__)
+
+#: How often the wait asks the page whether ``until`` holds.
+POLL_S = 0.25
+#: The longest one live-view input may take to apply (a page that hangs must not hang the wait).
+INPUT_TIMEOUT_S = 5.0
+
+
+class HandoffMixin(ConditionsMixin):
+    """The wait for a person, and the trigger that starts one after a navigation."""
+
+    # --- the template's trigger ----------------------------------------------------------------
+    async def _check_trigger(self, path: str, state: RunState, url_before: str | None) -> None:
+        """After a step that navigated: wait for a person if the page shows ``when_present``."""
+        trigger: HandoffTrigger | None = state.request.loaded.template.handoff
+        if trigger is None or "~" in path:
+            return
+        page = self._page(state)
+        if page.is_closed() or (page.url == url_before and not _navigated(state, page)):
+            return
+        if not await self._present(trigger.when_present, path, state):
+            return
+        state.human.trigger_waits += 1
+        if state.human.trigger_waits > trigger.max_times:
+            state.failed.path = path
+            raise StepFailed(
+                Codes.HUMAN_TIMEOUT,
+                f"the page shows the handoff trigger {_shown(trigger.when_present)} again, "
+                f"after {trigger.max_times} handoffs (handoff.max_times)",
+            )
+        message = str(render(trigger.message, state.scope()))
+        await self._handoff(f"{path}~handoff", None, "trigger", message, trigger.done_when,
+                            trigger.timeout_s, state)
+
+    # --- the explicit step -------------------------------------------------------------------------
+    async def _run_handoff_step(self, step: HandoffStep, path: str, state: RunState) -> None:
+        rendered = render_step(step, state.scope())
+        assert isinstance(rendered, HandoffStep)
+        await self._handoff(path, step.id, "step", rendered.message, rendered.until,
+                            rendered.timeout_s, state)
+
+    # --- the wait --------------------------------------------------------------------------------
+    async def _handoff(
+        self, path: str, step_id: str | None, kind: str, message: str, until: UntilSpec | None,
+        timeout_s: float, state: RunState,
+    ) -> None:
+        """One wait for a person, recorded as one attempt of the step at ``path``."""
+        started = time.monotonic()
+        page = self._page(state)
+        inputs = {"action": "handoff", "message": message, "until": until_text(until), "timeout_s": timeout_s}
+        record = await state.journal.step_started(
+            path=path, step_id=step_id, attempt=1, action="handoff", inputs=inputs, url_before=page.url,
+        )
+        step = _Described(path, step_id)
+        self._notify_start(state, path, step, 1, page.url)  # type: ignore[arg-type]
+        budget = state.request.loaded.template.human_wait_s - state.human.waited_s
+        wait_s = min(timeout_s, max(0.0, budget))
+        outcome, waited, failure = "budget", 0.0, None
+        try:
+            if wait_s > 0:
+                outcome, waited = await self._wait(path, kind, message, until, wait_s, state)
+        except asyncio.CancelledError:  # a cancel, the lease lost, a time limit: still recorded
+            await self._record_cut_short(state, record, step, started, path)
+            raise
+        finally:
+            state.human.waited_s += waited
+            self._give_time_back(state, waited)
+        if outcome == "budget":
+            failure = StepFailed(Codes.HUMAN_TIMEOUT, "the run's handoff budget is used up: "
+                                 f"{state.request.loaded.template.human_wait_s:g} s in all")
+        elif outcome == "timeout":
+            failure = StepFailed(Codes.HUMAN_TIMEOUT, f"nobody finished the handoff within {wait_s:g} s: {message}")
+        elif outcome == "gave_up":
+            failure = StepFailed(Codes.HUMAN_GAVE_UP, f"a person gave up the handoff: {message}")
+        output = {"outcome": outcome, "waited_s": round(waited, 1), "inputs": state.human.inputs}
+        if failure is not None:
+            await self._record_end(state, record, step, 1, started, path, "failed", failure, output)  # type: ignore[attr-defined]
+            state.fail_at(record, path)
+            raise failure
+        checkpoint = None
+        if "~" not in path:  # what the person did (a solved captcha's cookies) is kept
+            checkpoint = await self._checkpoint(path, state, auto=False)  # type: ignore[attr-defined]
+        await self._record_end(state, record, step, 1, started, path, "succeeded", None, output, checkpoint)  # type: ignore[attr-defined]
+
+    async def _record_cut_short(
+        self, state: RunState, record: Any, step: _Described, started: float, path: str
+    ) -> None:
+        """The wait was interrupted: its attempt says so (unless another worker owns the run)."""
+        state.fail_at(record, path)
+        if state.interrupt.kind == "lease_lost":
+            return
+        why = "cancelled" if state.interrupt.kind == "cancel" else "interrupted by the run's time limit"
+        try:
+            await self._record_end(state, record, step, 1, started, path, "failed",  # type: ignore[attr-defined]
+                                   StepFailed(Codes.CANCELLED, f"the handoff was {why}"))
+        except Exception as exc:  # being interrupted; the run's record says why
+            log.debug("could not record the interrupted handoff", error=str(exc))
+
+    async def _wait(
+        self, path: str, kind: str, message: str, until: UntilSpec | None, wait_s: float,
+        state: RunState,
+    ) -> tuple[str, float]:
+        """Enter waiting_for_human, serve the live view, wait; returns (outcome, seconds waited)."""
+        from browserq.live.session import LiveSession  # the live view loads only when needed
+
+        request = state.request
+        self._hold_run_clock(state, wait_s)
+        await state.journal.flush()  # every record before the status change, in order
+        server = await self._live_server()
+        handoff = await asyncio.to_thread(
+            self.store.begin_handoff, request.run_id, token=request.token,  # type: ignore[attr-defined]
+            run_attempt=request.run_attempt, step_path=path, kind=kind,
+            message=state.redactor.text(message), until=until_text(until), timeout_s=wait_s,
+            live_base_url=server.base_url if server is not None else None,
+        )
+        begun = time.monotonic()
+        ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        state.human.inputs = 0
+
+        def end(outcome: str) -> None:
+            if not ended.done():
+                ended.set_result(outcome)
+
+        session = LiveSession(
+            run_id=request.run_id, handoff_id=handoff.id, message=message,
+            until=until_text(until), deadline=handoff.deadline_at,
+            page=lambda: self._page(state),
+            redeem=lambda token: asyncio.to_thread(
+                self.store.redeem_live_token, token, handoff_id=handoff.id  # type: ignore[attr-defined]
+            ),
+            on_input=lambda event: self._record_input(path, event, state),
+            on_continue=lambda: end("continued"), on_give_up=lambda: end("gave_up"),
+        )
+        if server is not None:
+            server.register(session)
+        reason = "interrupted"
+        try:
+            link = await asyncio.to_thread(
+                self.store.mint_live_token, request.run_id, purpose="worker",  # type: ignore[attr-defined]
+                ttl_s=self.settings.live_token_ttl_s,
+            ) if server is not None else None
+            self.observers.run_waiting(RunWaiting(  # type: ignore[attr-defined]
+                request.run_id, path, state.redactor.text(message), until_text(until),
+                handoff.deadline_at.isoformat(), link,
+            ))
+            reason = await self._until_done(ended, until, path, wait_s, state)
+        finally:
+            waited = time.monotonic() - begun
+            if server is not None:
+                await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"))
+            self.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))  # type: ignore[attr-defined]
+        resume = reason in ("condition", "continued")
+        await asyncio.to_thread(
+            self.store.end_handoff, request.run_id, token=request.token, handoff_id=handoff.id,  # type: ignore[attr-defined]
+            outcome=reason, inputs=state.human.inputs, resume=resume,
+            reason=f"handoff ended: {_ENDED[reason]}; running again" if resume else f"handoff ended: {_ENDED[reason]}",
+        )
+        return reason, waited
+
+    async def _until_done(
+        self, ended: asyncio.Future[str], until: UntilSpec | None, path: str, wait_s: float,
+        state: RunState,
+    ) -> str:
+        """Poll ``until`` and wait for the person's button, up to ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            if until is not None and await self._until_holds(until, path, state):
+                return "condition"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            try:
+                return await asyncio.wait_for(asyncio.shield(ended), timeout=min(POLL_S, left))
+            except TimeoutError:
+                continue
+
+    async def _until_holds(self, until: UntilSpec, path: str, state: RunState) -> bool:
+        page = self._page(state)
+        if page.is_closed():
+            return False
+        if until.url is not None:
+            return url_matcher(until.url)(page.url)
+        try:
+            if until.present is not None:
+                return await self._present(until.present, path, state)
+            assert until.absent is not None
+            return not await self._present(until.absent, path, state)
+        except StepFailed:  # the page is busy (a person is working in it): ask again soon
+            return False
+
+    async def _record_input(self, path: str, event: Any, state: RunState) -> None:
+        """One forwarded input, as a finished step attempt (``3~input``, attempt = its number)."""
+        state.human.inputs += 1
+        fields = {name: value for name, value in vars(event).items() if value is not None and value is not False}
+        fields.pop("kind", None)
+        page = self._page(state)
+        record = await state.journal.step_started(
+            path=f"{path}~input", step_id=None, attempt=state.human.inputs,
+            action=f"human_{event.kind}"[:20], inputs=fields, url_before=page.url,
+        )
+        await state.journal.step_finished(record, status="succeeded", url_after=page.url)
+
+    async def _live_server(self) -> Any:
+        """This process's live-view server, started on first use (None if it cannot listen)."""
+        server = getattr(self, "_live", None)
+        if server is None:
+            from browserq.live.server import LiveViewServer
+
+            settings = self.settings  # type: ignore[attr-defined]
+            server = LiveViewServer(settings.live_view_host, settings.live_view_port,
+                                    settings.live_view_public_url)
+            self._live = server
+        try:
+            await server.start()
+        except OSError as exc:
+            log.warning("the live view could not listen; the person needs another way in",
+                        host=self.settings.live_view_host, port=self.settings.live_view_port,  # type: ignore[attr-defined]
+                        error=str(exc))
+            return None
+        return server
+
+    # --- the run's clock ---------------------------------------------------------------------------
+    @staticmethod
+    def _hold_run_clock(state: RunState, wait_s: float) -> None:
+        """The run's timeout_s must not fire while a person works: push it past the wait."""
+        timer = state.human.run_timer
+        if timer is not None and timer.when() is not None:
+            timer.reschedule(timer.when() + wait_s)
+
+    @staticmethod
+    def _give_time_back(state: RunState, waited: float) -> None:
+        """The wait is over: the run's deadline is what it was plus the time waited."""
+        timer = state.human.run_timer
+        state.deadline = state.human.base_deadline + state.human.waited_s
+        if timer is not None and timer.when() is not None:
+            loop_now = asyncio.get_running_loop().time()
+            timer.reschedule(loop_now + max(0.0, state.deadline - time.monotonic()))
+        gate = state.browser.gate
+        if gate is not None:
+            gate.deadline = state.deadline
+
+
+class _Described:
+    """What _record_end and the step notification read of a step: its id and action."""
+
+    action = "handoff"
+
+    def __init__(self, path: str, step_id: str | None) -> None:
+        self.path, self.id = path, step_id
+
+
+_ENDED = {
+    "condition": "its condition holds",
+    "continued": "a person pressed Continue",
+    "gave_up": "a person gave up",
+    "timeout": "nobody finished it in time",
+    "interrupted": "the run was interrupted",
+}
+
+
+def _shown(selector: Any) -> str:
+    from browserq.templates import selector_text
+
+    return repr(selector_text(selector))
+
+
+def _navigated(state: RunState, page: Any) -> bool:
+    """Whether the page loaded a document since the last check (a same-URL reload or a POST)."""
+    counter = state.human.navigations
+    key = id(page)
+    if key not in counter.pages:
+        counter.watch(page)
+        return True  # a new page (a tab): check it
+    return counter.take(key)
+
+
+__all__ = ["HandoffMixin"]

@@ -1,0 +1,220 @@
+"""Handoffs: a run waiting for a person, and the one-time tokens that open its live view.
+
+The worker that holds the run begins a handoff (``running`` → ``waiting_for_human``, fenced by
+its lease token, which it keeps: the lease is still renewed while the person works) and ends it
+(back to ``running`` when the run goes on; a timeout, a give-up or a cancel end the run from
+``waiting_for_human`` through ``finish_run``). A wait that ends any other way (the sweeper, a
+takeover) is closed by :meth:`HandoffMethods._close_open_handoff` with the transition.
+
+A live-view token is 32 random bytes handed out once, in a URL; the database keeps its SHA-256
+only, so neither a backup nor an operator's query yields a link that works. It opens the view
+once (:meth:`~HandoffMethods.redeem_live_token`), before it expires and while its handoff is open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from browserq.errors import StoreError
+from browserq.store.human_models import Handoff, LiveToken
+from browserq.store.models import RunStatus, utcnow
+from browserq.store.transitions import TransitionMethods
+from browserq.store.views import HandoffView, to_view
+
+#: How long a live-view link stays valid unless the caller says (BROWSERQ_LIVE_TOKEN_TTL_S).
+DEFAULT_LIVE_TOKEN_TTL_S = 900.0
+#: The outcome a handoff gets when the run leaves waiting_for_human other than by its worker.
+_OUTCOME_OF = {
+    RunStatus.CANCELLED: "cancelled",
+    RunStatus.RUNNING: "interrupted",  # taken over: its new worker will ask again
+    RunStatus.QUEUED: "interrupted",
+    RunStatus.RETRYING: "interrupted",
+    RunStatus.FAILED: "interrupted",
+}
+
+
+def live_link(base_url: str, handoff_id: int, token: str) -> str:
+    """The URL a person opens: the worker's live view, this handoff, its one-time token."""
+    return f"{base_url.rstrip('/')}/live/{handoff_id}?token={token}"
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class HandoffMethods(TransitionMethods):
+    """Handoffs and live-view tokens of :class:`browserq.store.Store`."""
+
+    def begin_handoff(
+        self,
+        run_id: str,
+        *,
+        token: int | None,
+        run_attempt: int,
+        step_path: str,
+        kind: str,
+        message: str,
+        until: str | None,
+        timeout_s: float,
+        live_base_url: str | None,
+        worker: str | None = None,
+    ) -> HandoffView:
+        """``running`` → ``waiting_for_human`` with a handoffs row, in one fenced transaction."""
+        action = f"handing run {run_id} to a person"
+
+        def body(s: Session, retried: bool) -> HandoffView:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"{action}: no such run {run_id!r}")
+            if token is not None:  # a leased run (an in-process one has no lease)
+                self._fence_run(run, token, action)
+            if retried and run.status == RunStatus.WAITING_FOR_HUMAN.value:
+                earlier = self._open_handoff(s, run_id)
+                if earlier is not None and earlier.step_path == step_path:
+                    return to_view(HandoffView, earlier)  # our earlier try committed
+            now = utcnow()
+            self._apply_transition(
+                s, run, RunStatus.WAITING_FOR_HUMAN, reason=f"waiting for a person: {message}",
+                worker=worker or run.worker, now=now, fenced=token is not None,
+            )
+            row = Handoff(
+                run_id=run_id, run_attempt=run_attempt, step_path=step_path, kind=kind,
+                message=message, until=until, started_at=now,
+                deadline_at=now + timedelta(seconds=timeout_s), live_base_url=live_base_url,
+                inputs=0,
+            )
+            s.add(row)
+            s.flush()
+            return to_view(HandoffView, row)
+
+        return self._tx(action, body, write=True)
+
+    def end_handoff(
+        self,
+        run_id: str,
+        *,
+        token: int | None,
+        handoff_id: int,
+        outcome: str,
+        inputs: int,
+        resume: bool,
+        reason: str,
+        worker: str | None = None,
+    ) -> None:
+        """Close the handoff with its ``outcome``; ``resume``: the run goes on (→ ``running``).
+        Otherwise the run stays ``waiting_for_human`` until the worker finishes it (failed or
+        cancelled), in the transaction that records its end."""
+        action = f"ending the handoff of run {run_id}"
+
+        def body(s: Session, _retried: bool) -> None:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"{action}: no such run {run_id!r}")
+            if token is not None:
+                self._fence_run(run, token, action)
+            now = utcnow()
+            s.execute(
+                update(Handoff)
+                .where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
+                .values(ended_at=now, outcome=outcome, inputs=inputs)
+                .execution_options(synchronize_session=False)
+            )
+            if resume and run.status == RunStatus.WAITING_FOR_HUMAN.value:
+                self._apply_transition(
+                    s, run, RunStatus.RUNNING, reason=reason, worker=worker or run.worker,
+                    now=now, fenced=token is not None,
+                )
+
+        self._tx(action, body, write=True)
+
+    def handoffs(self, run_id: str) -> list[HandoffView]:
+        """The run's handoffs, oldest first."""
+        query = select(Handoff).where(Handoff.run_id == run_id).order_by(Handoff.id)
+        return self._read(
+            f"reading handoffs of run {run_id}",
+            lambda s: [to_view(HandoffView, row) for row in s.scalars(query)],
+        )
+
+    def open_handoff(self, run_id: str) -> HandoffView | None:
+        """The handoff the run waits in now, if any."""
+
+        def body(s: Session) -> HandoffView | None:
+            row = self._open_handoff(s, run_id)
+            return None if row is None else to_view(HandoffView, row)
+
+        return self._read(f"reading the open handoff of run {run_id}", body)
+
+    @staticmethod
+    def _open_handoff(s: Session, run_id: str) -> Handoff | None:
+        query = (
+            select(Handoff)
+            .where(Handoff.run_id == run_id, Handoff.ended_at.is_(None))
+            .order_by(Handoff.id.desc())
+            .limit(1)
+        )
+        return s.scalars(query).first()
+
+    def _close_open_handoff(self, s: Session, run_id: str, to: RunStatus, now: datetime) -> None:
+        """The run leaves waiting_for_human by anything but its worker's own end of the wait."""
+        s.execute(
+            update(Handoff)
+            .where(Handoff.run_id == run_id, Handoff.ended_at.is_(None))
+            .values(ended_at=now, outcome=_OUTCOME_OF.get(to, "interrupted"))
+            .execution_options(synchronize_session=False)
+        )
+
+    # --- live-view tokens ------------------------------------------------------------------------
+    def mint_live_token(
+        self, run_id: str, *, purpose: str, ttl_s: float | None = None
+    ) -> str | None:
+        """A fresh one-time live-view link for the run's open handoff, valid ``ttl_s`` (and no
+        longer than the handoff); None when the run waits for nobody or has no live view."""
+        ttl = DEFAULT_LIVE_TOKEN_TTL_S if ttl_s is None else float(ttl_s)
+        if ttl <= 0:
+            raise ValueError(f"ttl_s must be positive, got {ttl_s}")
+        secret = secrets.token_urlsafe(32)
+
+        def body(s: Session, _retried: bool) -> str | None:
+            handoff = self._open_handoff(s, run_id)
+            if handoff is None or handoff.live_base_url is None:
+                return None
+            now = utcnow()
+            s.add(
+                LiveToken(
+                    token_hash=token_hash(secret), run_id=run_id, handoff_id=handoff.id,
+                    purpose=purpose[:20], created_at=now,
+                    expires_at=min(now + timedelta(seconds=ttl), handoff.deadline_at),
+                )
+            )
+            return live_link(handoff.live_base_url, handoff.id, secret)
+
+        return self._tx(f"minting a live-view link for run {run_id}", body, write=True)
+
+    def redeem_live_token(self, token: str, *, handoff_id: int) -> bool:
+        """True once: the token is this open handoff's, unused and unexpired (it is now used)."""
+        if not token or len(token) > 200:
+            return False
+        digest = token_hash(token)
+
+        def body(s: Session, _retried: bool) -> bool:
+            now = utcnow()
+            row = s.get(LiveToken, digest, with_for_update=self._pg)
+            if row is None or row.handoff_id != handoff_id or row.used_at is not None:
+                return False
+            if row.expires_at <= now:
+                return False
+            handoff = s.get(Handoff, handoff_id)
+            if handoff is None or handoff.ended_at is not None:
+                return False
+            row.used_at = now
+            return True
+
+        return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
+
+
+__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "HandoffMethods", "live_link", "token_hash"]
