@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from browserq.errors import ConfigError
@@ -219,6 +219,16 @@ class Settings(BaseSettings):
     max_human_wait_s: float = Field(
         3600.0, gt=0, description="The longest a template's handoffs may wait in all (its handoff budget is refused above it)."
     )
+    notify_url: str | None = Field(
+        None, description="Webhook URL for every run's events unless the run or its template names another."
+    )
+    webhook_secret: str | None = Field(
+        None, description="Shared secret that signs every webhook (HMAC-SHA256); required once any notify URL is set."
+    )
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="How long one webhook POST may take.")
+    webhook_max_attempts: int = Field(
+        8, ge=1, le=30, description="POSTs of one event before it is given up (backoff doubles from 5 s, at most 10 min)."
+    )
 
     # --- proxies (browserq.proxies) ----------------------------------------------------------
     # A string is split on commas/newlines by browserq.proxies.config; a JSON list arrives as a list.
@@ -270,6 +280,26 @@ class Settings(BaseSettings):
         if not value.strip():
             raise ValueError("must not be empty")
         return value
+
+    @field_validator("notify_url")
+    @classmethod
+    def _notify_url_form(cls, value: str | None) -> str | None:
+        from browserq.webhooks.targets import notify_url_problem
+
+        if value is None or not value.strip():
+            return None
+        if problem := notify_url_problem(value):
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _signed_webhooks(self) -> Settings:
+        if self.notify_url and not self.webhook_secret:
+            raise ValueError(
+                "BROWSERQ_NOTIFY_URL is set but BROWSERQ_WEBHOOK_SECRET is not: webhooks are always signed; "
+                "set a long random secret (e.g. browserq keygen) and give it to the receiver"
+            )
+        return self
 
     @field_validator("artifacts_url")
     @classmethod

@@ -96,6 +96,8 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("created_at", _ts(), nullable=False),
         sa.Column("dispatched_at", _ts(), nullable=True),
+        sa.Column("next_attempt_at", _ts(), nullable=True),
+        sa.Column("claimed_until", _ts(), nullable=True),
         sa.Column("delivered_at", _ts(), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("last_error", sa.Text(), nullable=True),
@@ -105,7 +107,7 @@ def upgrade() -> None:
     )
     op.create_index("ix_webhook_deliveries_run_id", "webhook_deliveries", ["run_id"])
     op.create_index(
-        "ix_webhook_deliveries_status_created_at", "webhook_deliveries", ["status", "created_at"]
+        "ix_webhook_deliveries_status_next_attempt_at", "webhook_deliveries", ["status", "next_attempt_at"]
     )
     op.create_table(
         "webhook_attempts",
@@ -128,7 +130,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_webhook_attempts_delivery_id", table_name="webhook_attempts")
     op.drop_table("webhook_attempts")
-    op.drop_index("ix_webhook_deliveries_status_created_at", table_name="webhook_deliveries")
+    op.drop_index("ix_webhook_deliveries_status_next_attempt_at", table_name="webhook_deliveries")
     op.drop_index("ix_webhook_deliveries_run_id", table_name="webhook_deliveries")
     op.drop_table("webhook_deliveries")
     op.drop_index("ix_live_tokens_handoff_id", table_name="live_tokens")

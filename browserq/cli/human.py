@@ -1,5 +1,5 @@
 """A person in the loop, from the command line: ``browserq live RUN_ID`` and what ``show`` prints
-of a run's handoffs.
+of a run's handoffs and webhook deliveries.
 
 A live-view link is one-time: whoever opens it first gets the view, and the link is spent. So
 ``live`` (and ``show``, for a run that waits) mint a fresh link each time, valid for
@@ -55,8 +55,21 @@ def live(
                           highlight=False)
 
 
+def human_loop_data(store: Any, run: Any) -> dict[str, Any]:
+    """``show --json``'s ``handoffs`` and ``webhooks`` (URLs shown by host only, no live link)."""
+    from dataclasses import asdict
+
+    from browserq.webhooks.targets import shown_url
+
+    hooks = [{**{k: v for k, v in asdict(d).items() if k != "payload"}, "url": shown_url(d.url)}
+             for d in store.webhook_deliveries(run.id)]
+    return {"handoffs": [asdict(h) for h in store.handoffs(run.id)], "webhooks": hooks}
+
+
 def print_handoffs(store: Any, run: Any) -> None:
-    """The run's waits for people (``show``), and a fresh live-view link while it waits."""
+    """The run's waits for people (``show``), a fresh live-view link while it waits, and how
+    its webhook events were delivered."""
+    _print_webhooks(store, run)
     handoffs = store.handoffs(run.id)
     if not handoffs:
         return
@@ -76,6 +89,20 @@ def print_handoffs(store: Any, run: Any) -> None:
             console.print(f"  live view (one-time link): {link}", highlight=False, soft_wrap=True)
         else:
             console.print("  its worker serves no live view", style="dim")
+
+
+def _print_webhooks(store: Any, run: Any) -> None:
+    from browserq.webhooks.targets import shown_url
+
+    deliveries = store.webhook_deliveries(run.id)
+    if not deliveries:
+        return
+    console.print(Text("Webhooks", style="bold"))
+    for d in deliveries:
+        style = {"delivered": "green", "failed": "red"}.get(d.status, "yellow")
+        error = f" — last error: {d.last_error}" if d.last_error and d.status != "delivered" else ""
+        console.print(Text.assemble(f"  {d.event} → {shown_url(d.url)}: ", (d.status, style),
+                                    f" after {d.attempts} attempt(s){error}"), highlight=False)
 
 
 def _until(deadline: datetime) -> str:

@@ -68,7 +68,7 @@ def _take_option(args: list[str], short: str, long: str) -> tuple[list[str], lis
 
 def worker_argv(settings: Settings, concurrency: int, loglevel: str, extra: list[str]) -> list[str]:
     """The `celery worker` command line: browserq's queues always, plus any given with -Q."""
-    from browserq.tasks.app import sweep_queue
+    from browserq.tasks.app import sweep_queue, webhook_queue
 
     asked, extra = _take_option(extra, "-Q", "--queues")
     excluded, _ = _take_option(extra, "-X", "--exclude-queues")
@@ -78,7 +78,7 @@ def worker_argv(settings: Settings, concurrency: int, loglevel: str, extra: list
             f"the sweeper's queue {sweeper!r} cannot be excluded: it re-sends runs whose worker died "
             "(leave it out of -X; -X can exclude the runs' queue)"
         )
-    queues = list(dict.fromkeys([settings.queue, sweeper, *asked]))
+    queues = list(dict.fromkeys([settings.queue, sweeper, webhook_queue(settings), *asked]))
     return [
         sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
         "--pool", "prefork", "--concurrency", str(concurrency), "--loglevel", loglevel,
@@ -135,7 +135,7 @@ def show_settings() -> None:
         table.add_column(column, overflow="fold")
     for name, field in Settings.model_fields.items():
         value = getattr(settings, name)
-        if name == "secret_key" and value:
+        if name in ("secret_key", "webhook_secret") and value:
             value = "(set)"
         elif name == "proxies" and value:
             from browserq.proxies import redact_proxy_setting

@@ -199,9 +199,12 @@ def show(
     if as_json:
         from dataclasses import asdict
 
+        from browserq.cli.human import human_loop_data
+
         run_data = {k: v for k, v in asdict(run_view).items() if k != "secrets"}
         print(json.dumps({"run": run_data, "steps": [asdict(s) for s in steps],
-                          "artifacts": [asdict(a) for a in artifacts]}, indent=2, default=str, ensure_ascii=False))
+                          "artifacts": [asdict(a) for a in artifacts], **human_loop_data(store, run_view)},
+                         indent=2, default=str, ensure_ascii=False))
         return
     from browserq.cli.human import print_handoffs
 
@@ -219,8 +222,9 @@ def cancel(
 ) -> None:
     """Cancel a queued, running or waiting run. A run its worker holds stops at its next lease renewal."""
     from browserq.store.states import FINISHED
+    from browserq.tasks.webhooks import attach_relay
 
-    store = open_store()
+    store = attach_relay(open_store())  # the run's cancelled webhook leaves at once
     full_id = resolve_run_id(store, run_id)
     before = store.get_run(full_id)
     if before is not None and before.status in FINISHED:

@@ -32,6 +32,7 @@ from browserq.execute.accept import (
     PreparedRun,
     check_identity_request,
     check_run_options,
+    notify_for,
     prepare_loaded,
     prepare_run,
     record_run,
@@ -157,9 +158,12 @@ class Runtime:
         return prepared
 
     def _record_local(self, prepared: PreparedRun, options: dict[str, Any]) -> None:
+        """``options``: ``identity``, ``identity_pool``, ``tenant``, ``notify``."""
+        notify = options.pop("notify", None)
         check_run_options(prepared.loaded.ref, **options)
+        notify_url = notify_for(prepared, notify, default=self.settings.notify_url, secret=self.settings.webhook_secret)
         check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
-        record_run(self.store, prepared, secret_box=None, artifacts=self.artifacts, **options)
+        record_run(self.store, prepared, secret_box=None, artifacts=self.artifacts, notify_url=notify_url, **options)
 
     def run_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Validate, record and execute a run in this process (the CLI's embedded mode)."""

@@ -43,6 +43,12 @@ def live_link(base_url: str, handoff_id: int, token: str) -> str:
     return f"{base_url.rstrip('/')}/live/{handoff_id}?token={token}"
 
 
+def handoff_data(view: HandoffView) -> dict[str, object]:
+    """A handoff as a webhook tells it (the live-view link is added when the POST is made)."""
+    return {"id": view.id, "step": view.step_path, "kind": view.kind, "message": view.message,
+            "until": view.until, "deadline": view.deadline_at.isoformat()}
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -90,7 +96,10 @@ class HandoffMethods(TransitionMethods):
             )
             s.add(row)
             s.flush()
-            return to_view(HandoffView, row)
+            view = to_view(HandoffView, row)
+            for event in s.info.get("webhooks", ()):  # its webhook says what the person is asked
+                event.payload = {**event.payload, "handoff": handoff_data(view)}
+            return view
 
         return self._tx(action, body, write=True)
 

@@ -73,7 +73,7 @@ class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
         Index("ix_webhook_deliveries_run_id", "run_id"),
-        Index("ix_webhook_deliveries_status_created_at", "status", "created_at"),
+        Index("ix_webhook_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
@@ -88,8 +88,13 @@ class WebhookDelivery(Base):
     #: ``pending`` | ``delivered`` | ``failed`` (gave up).
     status: Mapped[str] = mapped_column(String(20), default="pending")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    #: When a delivery task was last sent for it (NULL: not yet; the relay picks it up).
+    #: When a delivery task was last sent for it (NULL: not yet; the sweep relays it).
     dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: When the next POST is due (the sweep re-sends a delivery overdue by a minute: a lost message).
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: A delivery task holds the row until then while it POSTs (a second message for the same
+    #: attempt finds it claimed, or already made, and does nothing).
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)

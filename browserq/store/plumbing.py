@@ -94,6 +94,9 @@ class StoreBase:
         self._reading = sessionmaker(self.engine, expire_on_commit=False)
         self._writing = sessionmaker(self._write_engine, expire_on_commit=False)
         self._pg = self.engine.dialect.name == "postgresql"
+        #: Told the ids of webhook deliveries a transaction queued, once it committed (the Celery
+        #: relay sends them; None: the next sweep does). See :mod:`browserq.store.webhooks`.
+        self.webhook_listener: Callable[[list[int]], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
@@ -185,10 +188,28 @@ class StoreBase:
         maker = self._writing if write else self._reading
 
         def attempt(retried: bool) -> T:
-            with maker() as s, s.begin():
-                return body(s, retried)
+            with maker() as s:
+                with s.begin():
+                    result = body(s, retried)
+                    queued = s.info.pop("webhooks", None)
+                    if queued:
+                        s.flush()  # the ids
+                if queued:
+                    self._announce_webhooks([row.id for row in queued])
+                return result
 
         return self._retry(action, attempt, passthrough=passthrough)
+
+    def _announce_webhooks(self, ids: list[int]) -> None:
+        """After the commit: hand the new deliveries to the listener (a failure leaves them to the sweep)."""
+        listener = self.webhook_listener
+        if listener is None:
+            return
+        try:
+            listener(ids)
+        except Exception as exc:
+            log.warning("webhook deliveries not sent now; the next sweep sends them", ids=ids,
+                        error=first_line(exc))
 
     def _read(self, action: str, body: Callable[[Session], T]) -> T:
         return self._tx(action, lambda s, _retried: body(s), write=False)

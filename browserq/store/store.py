@@ -8,6 +8,7 @@ database, behind one facade, :class:`Store`, composed of one repository per conc
     ├── transitions.TransitionMethods   every status change, checked and logged
     │   ├── leases.LeaseMethods         run leases, fencing tokens, checkpoints, stuck runs
     │   ├── handoffs.HandoffMethods     waits for a person, one-time live-view tokens
+    │   ├── webhooks.WebhookMethods     the outbox of run events and every POST of one
     │   └── cancellation.CancelMethods  cancel a run (at once, or by request)
     │       └── batches.BatchMethods    batches, their counts and circuit breaker
     ├── steps.StepMethods         step attempts and artifact rows
@@ -33,6 +34,7 @@ from browserq.store.errors import (
     StoreUnavailable,
 )
 from browserq.store.handoffs import HandoffMethods
+from browserq.store.webhooks import WebhookMethods
 from browserq.store.identity_leases import IdentityLeases
 from browserq.store.leases import LeaseMethods
 from browserq.store.runs import RunMethods
@@ -47,6 +49,7 @@ class Store(
     RunMethods,
     LeaseMethods,
     HandoffMethods,
+    WebhookMethods,
     BatchMethods,
     StepMethods,
     IdentityLeases,

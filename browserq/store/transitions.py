@@ -94,6 +94,11 @@ class TransitionMethods(StoreBase):
                 worker=worker,
             )
         )
+        self._record_outbox(s, run, to, now)
+
+    def _record_outbox(self, s: Session, run: Run, to: RunStatus, now: datetime) -> None:
+        """The webhook event of this status change, in its transaction. Hook of
+        :class:`browserq.store.webhooks.WebhookMethods`; nothing to do without it."""
 
     def _close_open_handoff(self, s: Session, run_id: str, to: RunStatus, now: datetime) -> None:
         """A wait that ends by anything but the worker's own end of it (the sweeper, a takeover,

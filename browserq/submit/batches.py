@@ -18,7 +18,7 @@ from celery import group
 from celery.result import GroupResult
 
 from browserq.errors import BrowserqError, ParamError
-from browserq.execute import PreparedRun, check_template_pin, prepare_run, record_run
+from browserq.execute import PreparedRun, check_template_pin, notify_for, prepare_run, record_run
 from browserq.settings import get_settings
 from browserq.store import BatchView
 from browserq.store.artifacts import artifact_store
@@ -47,8 +47,10 @@ def run_batch(
     min_runs: int | None = None,
     max_failure_rate: float | None = None,
     queue: str | None = None,
+    notify: str | None = None,
 ) -> BatchHandle:
-    """Enqueue one run per params mapping; returns the batch id, run ids and the GroupResult."""
+    """Enqueue one run per params mapping; returns the batch id, run ids and the GroupResult.
+    ``notify``: where each run's events are POSTed (as ``run_template.delay(notify=…)``)."""
     if not params_list:
         raise BrowserqError("run_batch needs at least one params mapping")
     if max_failure_rate is not None and not 0 <= max_failure_rate <= 1:
@@ -69,6 +71,7 @@ def run_batch(
     if problems:
         raise ParamError(template, problems)
     loaded = prepared[0].loaded
+    notify_url = notify_for(prepared[0], notify, default=settings.notify_url, secret=settings.webhook_secret)
     check_template_pin(store, loaded)  # before the batch row: a refused body records nothing
     breaker = None
     if max_failure_rate is not None:
@@ -84,7 +87,7 @@ def run_batch(
     )
     for item in prepared:
         record_run(store, item, secret_box=secret_box, task_id=item.run_id, queue=queue, batch_id=batch_id,
-                   enqueued=True, artifacts=artifact_store(settings) if item.files else None)  # the messages follow at once: no second stamp per run
+                   enqueued=True, artifacts=artifact_store(settings) if item.files else None, notify_url=notify_url)  # the messages follow at once: no second stamp per run
     limits = time_limits(loaded.template.settings.timeout_s, settings, human_wait_s=loaded.template.human_wait_s)
     signatures = [
         run_template.signature(args=[loaded.ref], kwargs={"run_id": item.run_id}, task_id=item.run_id,

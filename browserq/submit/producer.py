@@ -24,6 +24,7 @@ from browserq.execute import (
     PreparedRun,
     check_identity_request,
     check_run_options,
+    notify_for,
     prepare_run,
     record_run,
 )
@@ -38,7 +39,10 @@ from browserq.templates.fields import queue_problem
 
 log = structlog.get_logger(__name__)
 
-SIGNATURE = "run_template(template, params=None, idempotency_key=None, identity=None, identity_pool=None, tenant=None)"
+SIGNATURE = (
+    "run_template(template, params=None, idempotency_key=None, identity=None, identity_pool=None, tenant=None, "
+    "notify=None)"
+)
 
 
 def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str, Any]) -> Any:
@@ -48,6 +52,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     params = args.pop(0) if args else kwargs.pop("params", None)
     run_options = {name: kwargs.pop(name, None) for name in ("identity", "identity_pool", "tenant")}
     idempotency_key = kwargs.pop("idempotency_key", None)
+    notify = kwargs.pop("notify", None)
     if args or kwargs:
         unexpected = ", ".join([*map(repr, args), *kwargs])
         raise TypeError(f"{SIGNATURE} got unexpected arguments: {unexpected}")
@@ -57,6 +62,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
                            max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
     check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
+    notify_url = notify_for(prepared, notify, default=settings.notify_url, secret=settings.webhook_secret)
     queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
     if key is not None:
@@ -66,7 +72,8 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     check_identity_request(store, secret_box, run_options["identity"], run_options["identity_pool"])
     try:
         record_run(store, prepared, secret_box=secret_box, task_id=prepared.run_id, queue=queue,
-                   idempotency_key=key, enqueued=True, artifacts=_artifacts(prepared, settings), **run_options)
+                   idempotency_key=key, enqueued=True, artifacts=_artifacts(prepared, settings),
+                   notify_url=notify_url, **run_options)
     except DuplicateRun as duplicate:  # another producer won the race for this key
         return task.AsyncResult(duplicate.existing_run_id)
     template = prepared.loaded.template

@@ -2,7 +2,8 @@
 
     app.py       the Celery app, its configuration, the time limits a run message carries
     run_task.py  ``browserq.run_template``: RunTemplateTask and the worker's side of a run
-    sweep.py     ``browserq.sweep``: re-send runs nobody is executing
+    sweep.py     ``browserq.sweep``: re-send runs nobody is executing (and overdue webhooks)
+    webhooks.py  ``browserq.deliver_webhook``: POST a run event, signed, with retries
     states.py    the task's Celery state follows the run (and a revoke cancels the run)
     worker.py    this worker process's runtime and sweeper thread
     signals.py   migrate before the fork, a browser per child, secrets kept out of Celery
@@ -14,25 +15,31 @@ from browserq.tasks.app import (
     HARD_LIMIT_GRACE_S,
     SWEEP_TASK_NAME,
     TASK_NAME,
+    WEBHOOK_TASK_NAME,
     app,
     celery_config,
     sweep_queue,
     time_limits,
+    webhook_queue,
 )
 from browserq.tasks.run_task import RunTemplateTask, install_admission, run_template
 from browserq.tasks.signals import redacted_call  # importing it connects the worker signals
 from browserq.tasks.states import RunTemplateRequest, record_revoke, run_id_of, settle
 from browserq.tasks.sweep import sweep, sweep_stuck_runs
+from browserq.tasks.webhooks import attach_relay, deliver_webhook
 from browserq.tasks.worker import worker_runtime
 
 __all__ = [
     "HARD_LIMIT_GRACE_S",
     "SWEEP_TASK_NAME",
     "TASK_NAME",
+    "WEBHOOK_TASK_NAME",
     "RunTemplateRequest",
     "RunTemplateTask",
     "app",
+    "attach_relay",
     "celery_config",
+    "deliver_webhook",
     "install_admission",
     "record_revoke",
     "redacted_call",
@@ -43,5 +50,6 @@ __all__ = [
     "sweep_queue",
     "sweep_stuck_runs",
     "time_limits",
+    "webhook_queue",
     "worker_runtime",
 ]

@@ -14,6 +14,7 @@ from browserq.settings import Settings, get_settings
 
 TASK_NAME = "browserq.run_template"
 SWEEP_TASK_NAME = "browserq.sweep"
+WEBHOOK_TASK_NAME = "browserq.deliver_webhook"
 #: Seconds between Celery's soft limit (the run is interrupted and recorded) and the hard kill.
 HARD_LIMIT_GRACE_S = 30
 
@@ -21,6 +22,12 @@ HARD_LIMIT_GRACE_S = 30
 def sweep_queue(settings: Settings) -> str:
     """The queue of the sweeper task; ``browserq worker`` consumes it next to the runs' queue."""
     return f"{settings.queue}.sweep"
+
+
+def webhook_queue(settings: Settings) -> str:
+    """The queue of webhook deliveries; ``browserq worker`` consumes it next to the runs' queue
+    (a POST never waits behind a backlog of runs; a light worker may take only this queue)."""
+    return f"{settings.queue}.webhooks"
 
 
 def time_limits(timeout_s: float, settings: Settings, *, human_wait_s: float = 0.0) -> dict[str, float]:
@@ -71,7 +78,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # The sweeper: re-enqueues runs whose worker vanished or whose message was lost.
         # On its own queue, so a sweep never waits behind a backlog of runs (the backlog may be
         # what it has to rescue); a sweep not taken within one interval is dropped.
-        "task_routes": {SWEEP_TASK_NAME: {"queue": sweep_queue(settings)}},
+        "task_routes": {
+            SWEEP_TASK_NAME: {"queue": sweep_queue(settings)},
+            WEBHOOK_TASK_NAME: {"queue": webhook_queue(settings)},
+        },
         "beat_schedule": {
             "browserq-sweep": {
                 "task": SWEEP_TASK_NAME,
@@ -88,4 +98,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 app = Celery("browserq", set_as_current=False)
 app.add_defaults(lambda: celery_config(get_settings()))
 
-__all__ = ["HARD_LIMIT_GRACE_S", "SWEEP_TASK_NAME", "TASK_NAME", "app", "celery_config", "sweep_queue", "time_limits"]
+__all__ = [
+    "HARD_LIMIT_GRACE_S", "SWEEP_TASK_NAME", "TASK_NAME", "WEBHOOK_TASK_NAME", "app", "celery_config", "sweep_queue",
+    "time_limits", "webhook_queue",
+]

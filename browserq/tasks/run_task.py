@@ -17,7 +17,7 @@ import structlog
 from celery import Task
 
 from browserq.errors import BrowserqError, ConfigError, RunFailed
-from browserq.execute import RetryLater, RunBusy, Runtime, WorkerUnusable, prepare_run, record_run
+from browserq.execute import RetryLater, RunBusy, Runtime, WorkerUnusable, notify_for, prepare_run, record_run
 from browserq.tasks.app import TASK_NAME, app
 from browserq.tasks.progress import track_progress
 from browserq.tasks.states import run_id_for, settle
@@ -63,10 +63,13 @@ def _accept_unrecorded(task: Task, runtime: Runtime, template: str, params: Any)
     """A message sent without browserq's producer (send_task, another language): validate and
     record it here. Returns ``(run_id, secrets)``, or the failed result of input it refuses."""
     try:
+        settings = runtime.settings
         prepared = prepare_run(runtime.registry, template, params, run_id=run_id_for(task.request.id),
-                               max_file_bytes=runtime.settings.max_file_param_bytes)
+                               max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
+        notify_url = notify_for(prepared, None, default=settings.notify_url, secret=settings.webhook_secret)
         box = runtime.secret_box if runtime.secret_box.enabled else None  # so a retry has them
-        record_run(runtime.store, prepared, secret_box=box, task_id=task.request.id, artifacts=runtime.artifacts)
+        record_run(runtime.store, prepared, secret_box=box, task_id=task.request.id, artifacts=runtime.artifacts,
+                   notify_url=notify_url)
     except BrowserqError as exc:
         code = getattr(exc, "code", None)
         return {

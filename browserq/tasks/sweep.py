@@ -16,6 +16,7 @@ from browserq.store import Store
 from browserq.store.states import HELD_VALUES
 from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
 from browserq.tasks.run_task import run_template
+from browserq.tasks.webhooks import attach_relay, relay_overdue
 
 log = structlog.get_logger(__name__)
 
@@ -23,7 +24,7 @@ log = structlog.get_logger(__name__)
 @lru_cache(maxsize=1)
 def sweep_store() -> Store:
     """The store the sweep task reads (one per process, created on first use)."""
-    return Store.from_settings(get_settings())
+    return attach_relay(Store.from_settings(get_settings()))
 
 
 @app.task(name=SWEEP_TASK_NAME)
@@ -34,7 +35,8 @@ def sweep() -> dict[str, int]:
 
 def sweep_stuck_runs(store: Store, settings: Settings) -> int:
     """Send a fresh message for every stuck run, under the run's own task id (so the handle
-    ``.delay()`` returned resolves whichever message runs it); the lease makes duplicates harmless."""
+    ``.delay()`` returned resolves whichever message runs it); the lease makes duplicates harmless.
+    Webhook events never sent, or whose message was lost, are sent again too."""
     count = 0
     for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
         if run.status in HELD_VALUES:  # running, or waiting for a person
@@ -51,6 +53,7 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
         store.mark_enqueued(run.id)
         count += 1
         log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
+    relay_overdue(store)
     return count
 
 

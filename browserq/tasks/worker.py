@@ -30,6 +30,7 @@ from browserq.metrics.lifecycle import process_cold, process_warm
 from browserq.settings import Settings, get_settings
 from browserq.store import Store
 from browserq.tasks.observers import worker_observers
+from browserq.tasks.webhooks import attach_relay
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +55,7 @@ def worker_runtime() -> Runtime:
         if _runtime is None:
             settings = get_settings()
             _runtime = Runtime(settings, observers=worker_observers(settings)).start()
+            attach_relay(_runtime.store, settings)
             process_warm()
         return _runtime
 
@@ -68,6 +70,7 @@ def start_process(sweep: Callable[[Store, Settings], int]) -> None:
             try:
                 _runtime = Runtime(settings.model_copy(update={"auto_migrate": False}),
                                    observers=worker_observers(settings)).start()
+                attach_relay(_runtime.store, settings)  # a run's events leave as soon as they are recorded
                 process_warm()  # this process can take runs: readiness (browserq.metrics)
             except ConfigError as exc:  # the first task tries again, and makes way if it still fails
                 log.error("browser did not start in this worker process", error=str(exc)[:300])

@@ -49,6 +49,8 @@ class TemplateSettings(StrictModel):
     #: Derive an idempotency key from the params, e.g. ``"order-${order_id}"``: a second submit
     #: with the same key joins the first run instead of starting another.
     idempotency_key: str | None = None
+    #: Where this template's run events are POSTed (signed), unless the run names another URL.
+    notify: str | None = None
     #: Per-domain rates for this template's runs, overriding BROWSERQ_RATE_LIMITS:
     #: ``{"example.com": "2/s", "*": "10/s"}``. Shared by every worker.
     rate_limits: dict[str, str] = Field(default_factory=dict)
@@ -66,6 +68,15 @@ class TemplateSettings(StrictModel):
     #: How browser dialogs (alert, confirm, prompt, beforeunload) are answered unless a step's
     #: ``dialog:`` says otherwise; every one is recorded on its step attempt.
     dialogs: Literal["dismiss", "accept"] = "dismiss"
+
+    @field_validator("notify")
+    @classmethod
+    def _notify_url(cls, value: str | None) -> str | None:
+        from browserq.webhooks.targets import notify_url_problem
+
+        if value is not None and (problem := notify_url_problem(value)):
+            raise ValueError(problem)
+        return value
 
     @field_validator("rate_limits")
     @classmethod

@@ -40,10 +40,10 @@ def test_worker_argv_is_a_prefork_celery_worker_on_browserqs_queues(tmp_path: Pa
     assert argv == [
         sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "worker",
         "--pool", "prefork", "--concurrency", "3", "--loglevel", "DEBUG",
-        "-Q", "runs,runs.sweep", "-E", "--hostname", "w@h",
+        "-Q", "runs,runs.sweep,runs.webhooks", "-E", "--hostname", "w@h",
     ]
     # a -Q with nothing after it adds nothing (Celery itself will complain about the rest)
-    assert worker_argv(settings, 1, "INFO", ["-Q"])[-3:] == ["-Q", "runs,runs.sweep", "-E"]
+    assert worker_argv(settings, 1, "INFO", ["-Q"])[-3:] == ["-Q", "runs,runs.sweep,runs.webhooks", "-E"]
 
 
 def test_the_sweepers_queue_cannot_be_excluded(tmp_path: Path) -> None:

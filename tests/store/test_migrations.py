@@ -45,7 +45,7 @@ INDEXES = {
     "live_tokens": {"ix_live_tokens_handoff_id"},
     "webhook_deliveries": {
         "ix_webhook_deliveries_run_id",
-        "ix_webhook_deliveries_status_created_at",
+        "ix_webhook_deliveries_status_next_attempt_at",
     },
     "webhook_attempts": {"ix_webhook_attempts_delivery_id"},
 }
