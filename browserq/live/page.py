@@ -1,8 +1,9 @@
 """The live view's one page: the frames, the message, a countdown, Continue and Give up.
 
 No framework and no inline script without the response's nonce (the CSP allows nothing else).
-Coordinates are sent in the page's CSS pixels: the frame is a CSS-scale screenshot, so a click
-at (x, y) on the shown image maps by the image's displayed size alone.
+Coordinates are sent in the page's CSS pixels. A frame may be at device pixels or scaled down (a
+screencast frame), so each frame message says the CSS viewport it shows (``w``/``h``) and a click
+on the shown image maps by that; the image's natural size is the fallback.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ body{margin:0;font:15px/1.4 system-ui,sans-serif;background:#f4f5f7;color:#1d233
 header{padding:14px 20px;background:#1d2330;color:#fff;display:flex;gap:16px;align-items:center}
 header h1{font-size:16px;margin:0;font-weight:600}#left{margin-left:auto;font-variant-numeric:tabular-nums}
 main{padding:16px 20px}.msg{background:#fff3cd;border:1px solid #e6c86e;padding:10px 14px;border-radius:6px}
-.until{color:#555;margin:6px 0 12px}#screen{max-width:100%;border:1px solid #c9ced6;background:#fff;
-cursor:crosshair;outline:none}#screen:focus{border-color:#3b6fd8;box-shadow:0 0 0 3px #3b6fd833}
-.bar{display:flex;gap:10px;margin:12px 0}button{font:inherit;padding:8px 18px;border-radius:6px;
+.until{color:#555;margin:6px 0 12px}#screen{display:block;box-sizing:border-box;max-width:100%;max-height:calc(100vh - 240px);
+border:1px solid #c9ced6;border-radius:4px;background:#fff;box-shadow:0 1px 4px #0000001f;cursor:crosshair;
+outline:none}#screen:not([src]){width:100%;aspect-ratio:16/9;background:#e9ecf1}
+#screen:focus{border-color:#3b6fd8;box-shadow:0 0 0 3px #3b6fd833}
+.bar{display:flex;gap:10px;margin:14px 0;align-items:center}button{font:inherit;padding:8px 18px;border-radius:6px;
 border:1px solid #888;background:#fff;cursor:pointer}#continue{background:#1f7a3d;color:#fff;border-color:#1f7a3d}
-#status{color:#555}
+#status{color:#555;margin-left:6px}
 """
 
 _SCRIPT = """
@@ -28,13 +31,14 @@ const img = document.getElementById('screen'), status = document.getElementById(
 const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + location.pathname + '/ws');
 const send = (m) => { if (ws.readyState === 1) ws.send(JSON.stringify(m)); };
 ws.onopen = () => { status.textContent = 'connected: click the screen to act, type while it has focus'; };
+let size = null;  // the CSS viewport the shown frame is of
 ws.onmessage = (e) => { const m = JSON.parse(e.data);
-  if (m.type === 'frame') img.src = 'data:image/jpeg;base64,' + m.data;
+  if (m.type === 'frame') { img.src = 'data:image/jpeg;base64,' + m.data; size = m.w && m.h ? {w: m.w, h: m.h} : null; }
   else if (m.type === 'ended') { status.textContent = 'handoff ended: ' + m.reason; ws.close(); }
   else if (m.type === 'error') status.textContent = 'refused: ' + m.message; };
 ws.onclose = () => { if (!status.textContent.startsWith('handoff ended')) status.textContent = 'disconnected'; };
-const at = (e) => { const r = img.getBoundingClientRect();
-  return {x: (e.clientX - r.left) * img.naturalWidth / r.width, y: (e.clientY - r.top) * img.naturalHeight / r.height}; };
+const at = (e) => { const r = img.getBoundingClientRect(), w = size ? size.w : img.naturalWidth, h = size ? size.h : img.naturalHeight;
+  return {x: (e.clientX - r.left - img.clientLeft) * w / img.clientWidth, y: (e.clientY - r.top - img.clientTop) * h / img.clientHeight}; };
 img.addEventListener('click', (e) => { img.focus(); send({type: 'click', ...at(e)}); });
 img.addEventListener('wheel', (e) => { e.preventDefault(); send({type: 'wheel', ...at(e), dx: e.deltaX, dy: e.deltaY}); }, {passive: false});
 img.addEventListener('keydown', (e) => { e.preventDefault();

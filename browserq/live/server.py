@@ -9,14 +9,14 @@
 * Only registered handoffs are served; nothing else of the browser is reachable. Every response
   has a strict CSP (a nonce per page), ``frame-ancestors 'none'``, ``no-referrer`` and ``no-store``.
 
-Frames are screenshots taken every :data:`FRAME_INTERVAL_S` while someone watches (not a CDP
-screencast: it works with every driver, and a still page costs one small JPEG per interval).
+Frames come from one CDP screencast per handoff, shared by its viewers (:mod:`browserq.live.frames`:
+started with the first viewer, stopped with the last one or the handoff; screenshots every
+:data:`~browserq.live.frames.FRAME_INTERVAL_S` where there is no CDP).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import secrets
@@ -25,12 +25,12 @@ from typing import Any
 import structlog
 from aiohttp import WSMsgType, web
 
+from browserq.live.frames import Screencast
 from browserq.live.page import live_page
 from browserq.live.session import HumanInput, LiveSession
 
 log = structlog.get_logger(__name__)
 
-FRAME_INTERVAL_S = 0.4
 COOKIE = "browserq_live"
 #: The most viewers of one handoff at once, and the largest input message.
 MAX_VIEWERS = 4
@@ -54,6 +54,7 @@ class LiveViewServer:
         self._sessions: dict[int, LiveSession] = {}
         self._cookies: dict[str, int] = {}  # session cookie → handoff id
         self._sockets: dict[int, set[web.WebSocketResponse]] = {}
+        self._casts: dict[int, Screencast] = {}  # handoff id → its viewers' frames
         self._runner: web.AppRunner | None = None
         self._base: str | None = None
 
@@ -81,11 +82,19 @@ class LiveViewServer:
     def register(self, session: LiveSession) -> None:
         self._sessions[session.handoff_id] = session
 
+    def screencast(self, handoff_id: int) -> Screencast | None:
+        """The frames of a handoff someone watches now (None while nobody does)."""
+        return self._casts.get(handoff_id)
+
     async def unregister(self, handoff_id: int, reason: str) -> None:
-        """The wait is over: its viewers are told why and disconnected; its cookies die."""
+        """The wait is over: its cast stops, its viewers are told why and disconnected; its
+        cookies die."""
         self._sessions.pop(handoff_id, None)
         for cookie in [c for c, h in self._cookies.items() if h == handoff_id]:
             del self._cookies[cookie]
+        cast = self._casts.pop(handoff_id, None)
+        if cast is not None:
+            await cast.stop()
         for ws in list(self._sockets.pop(handoff_id, ())):
             with contextlib.suppress(Exception):
                 await ws.send_json({"type": "ended", "reason": reason})
@@ -151,29 +160,28 @@ class LiveViewServer:
             raise web.HTTPTooManyRequests(text=f"at most {MAX_VIEWERS} viewers of one live view")
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE_BYTES, heartbeat=20)
         await ws.prepare(request)
+        if self._sessions.get(session.handoff_id) is not session:  # it ended meanwhile
+            if not self._sockets.get(session.handoff_id):
+                self._sockets.pop(session.handoff_id, None)
+            await ws.send_json({"type": "ended", "reason": "the handoff ended"})
+            await ws.close()
+            return ws
         viewers.add(ws)
-        frames = asyncio.create_task(self._frames(ws, session))
+        cast = self._casts.get(session.handoff_id)
+        if cast is None:
+            cast = self._casts[session.handoff_id] = Screencast(session.page)
         try:
+            await cast.add(ws)
             async for message in ws:
                 if message.type is not WSMsgType.TEXT:
                     continue
                 await self._handle(ws, session, message.data)
         finally:
-            frames.cancel()
             viewers.discard(ws)
+            await cast.remove(ws)
+            if cast.viewers == 0 and self._casts.get(session.handoff_id) is cast:
+                del self._casts[session.handoff_id]
         return ws
-
-    async def _frames(self, ws: web.WebSocketResponse, session: LiveSession) -> None:
-        while not ws.closed:
-            page = session.page()
-            try:
-                shot = await page.screenshot(type="jpeg", quality=70, scale="css", timeout=5000)
-                await ws.send_json({"type": "frame", "data": base64.b64encode(shot).decode()})
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a page between documents: the next frame comes later
-                log.debug("live view frame failed", error=str(exc)[:200])
-            await asyncio.sleep(FRAME_INTERVAL_S)
 
     async def _handle(self, ws: web.WebSocketResponse, session: LiveSession, data: str) -> None:
         try:

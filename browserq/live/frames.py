@@ -1,0 +1,194 @@
+"""The frames a live view shows: one Chromium screencast per handoff, shared by its viewers.
+
+Why a screencast: polling ``page.screenshot()`` costs a full capture of a still page every
+interval and shows a change up to an interval late. Chromium's ``Page.startScreencast`` (through a
+Playwright CDP session) pushes a JPEG when the page paints, at once, and nothing while it is
+still. A cast belongs to one page, so there is one per handoff, not one per viewer: it starts with
+the first viewer, moves when the run's current page changes (a tab), and stops — and its CDP
+session detaches — with the last viewer or the handoff. A new viewer gets one screenshot at once,
+since a still page would otherwise show nothing. Without a CDP session (a browser that is not
+Chromium) the frames are screenshots every :data:`FRAME_INTERVAL_S` again.
+
+Every frame message carries the page's CSS viewport as ``w``/``h`` (a cast frame may be at device
+pixels or scaled down by ``maxWidth``): the page script maps a click by those, not by the image.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+QUALITY = 70
+#: The fallback's polling interval, and how often a quiet cast looks whether the run's page moved.
+FRAME_INTERVAL_S = 0.4
+PAGE_CHECK_S = 0.5
+#: The longest one frame may take to reach one viewer, and one CDP call to answer.
+SEND_TIMEOUT_S = 5.0
+CDP_TIMEOUT_S = 5.0
+_VIEWPORT = "() => ({width: innerWidth, height: innerHeight})"
+
+
+class Viewer(Protocol):
+    """Where frames go (an aiohttp ``WebSocketResponse``)."""
+
+    async def send_json(self, data: Any) -> None: ...
+
+
+class Screencast:
+    """The frames of one handoff's page, for all its viewers."""
+
+    def __init__(self, page: Callable[[], Any]) -> None:
+        self._page_of = page  # the run's current page (it may change: a tab)
+        self._viewers: dict[Viewer, bool] = {}  # viewer → a frame reached it
+        self._task: asyncio.Task[None] | None = None
+        self.casting: Any = None  # the page a CDP screencast runs on now (None: none, or polling)
+        self.starts = 0  # CDP screencasts started (one per page cast; tests, logs)
+
+    @property
+    def viewers(self) -> int:
+        return len(self._viewers)
+
+    async def add(self, viewer: Viewer) -> None:
+        """A viewer joins: it gets a frame at once, and every later one."""
+        self._viewers[viewer] = False
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="browserq-live-frames")
+        page = self._current()
+        if page is None:
+            return
+        try:
+            shot = await page.screenshot(type="jpeg", quality=QUALITY, scale="css", timeout=5000)
+        except Exception as exc:  # a page between documents: the cast's frames come anyway
+            log.debug("live view first frame failed", error=str(exc)[:200])
+            return
+        if self._viewers.get(viewer) is False:  # else a newer cast frame got there first
+            size = page.viewport_size or {}
+            await self._send(viewer, _frame(base64.b64encode(shot).decode(),
+                                            size.get("width"), size.get("height")))
+
+    async def remove(self, viewer: Viewer) -> None:
+        """A viewer leaves; the last one stops the cast."""
+        self._viewers.pop(viewer, None)
+        if not self._viewers:
+            await self.stop()
+
+    async def stop(self) -> None:
+        """No more frames for anyone: the cast stops and its CDP session detaches."""
+        self._viewers.clear()
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])  # its cleanup ran (our own cancellation still propagates)
+
+    def _current(self) -> Any:
+        """The run's current page; None while it has none (crashed, or closed)."""
+        try:
+            return self._page_of()
+        except Exception:
+            return None
+
+    # --- producing frames --------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while self._viewers:
+            page = self._current()
+            try:
+                if page is None or page.is_closed():
+                    await asyncio.sleep(PAGE_CHECK_S)
+                    continue
+                cdp = await self._cdp_session(page)
+                if cdp is None:
+                    await self._poll(page)
+                else:
+                    await self._cast(page, cdp)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a page closing under us: look again shortly
+                log.debug("live view frames interrupted", error=str(exc)[:200])
+                await asyncio.sleep(PAGE_CHECK_S)
+
+    async def _cdp_session(self, page: Any) -> Any:
+        try:
+            return await page.context.new_cdp_session(page)
+        except Exception as exc:
+            if page.is_closed():
+                raise
+            log.debug("no CDP session for the live view: polling screenshots instead",
+                      error=str(exc)[:200])
+            return None
+
+    async def _cast(self, page: Any, cdp: Any) -> None:
+        """Cast ``page`` until it is no longer the run's page (or nobody watches)."""
+        frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        cdp.on("Page.screencastFrame", frames.put_nowait)
+        try:
+            size = page.viewport_size or await page.evaluate(_VIEWPORT)
+            await asyncio.wait_for(cdp.send("Page.startScreencast", {
+                "format": "jpeg", "quality": QUALITY, "maxWidth": int(size["width"]),
+                "maxHeight": int(size["height"]), "everyNthFrame": 1,
+            }), CDP_TIMEOUT_S)
+            self.casting, self.starts = page, self.starts + 1
+            log.debug("live view screencast started", url=page.url[:200], viewers=len(self._viewers))
+            while self._viewers and self._current() is page and not page.is_closed():
+                try:
+                    frame = await asyncio.wait_for(frames.get(), PAGE_CHECK_S)
+                except TimeoutError:
+                    continue
+                if self._current() is not page:
+                    break
+                meta = frame.get("metadata") or {}
+                await self._broadcast(_frame(frame["data"], meta.get("deviceWidth"),
+                                             meta.get("deviceHeight")))
+                # acked once sent: Chromium sends the next frame only then (a slow viewer slows it)
+                await asyncio.wait_for(cdp.send("Page.screencastFrameAck",
+                                                {"sessionId": frame["sessionId"]}), CDP_TIMEOUT_S)
+        finally:
+            self.casting = None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(cdp.send("Page.stopScreencast"), CDP_TIMEOUT_S)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(cdp.detach(), CDP_TIMEOUT_S)
+
+    async def _poll(self, page: Any) -> None:
+        """The fallback: a screenshot every interval while ``page`` is the run's page."""
+        while self._viewers and self._current() is page and not page.is_closed():
+            try:
+                shot = await page.screenshot(type="jpeg", quality=QUALITY, scale="css", timeout=5000)
+                size = page.viewport_size or {}
+                await self._broadcast(_frame(base64.b64encode(shot).decode(),
+                                             size.get("width"), size.get("height")))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a page between documents: the next frame comes later
+                log.debug("live view frame failed", error=str(exc)[:200])
+            await asyncio.sleep(FRAME_INTERVAL_S)
+
+    # --- sending -----------------------------------------------------------------------------------
+    async def _broadcast(self, message: dict[str, Any]) -> None:
+        await asyncio.gather(*(self._send(viewer, message) for viewer in list(self._viewers)))
+
+    async def _send(self, viewer: Viewer, message: dict[str, Any]) -> None:
+        try:
+            await asyncio.wait_for(viewer.send_json(message), SEND_TIMEOUT_S)
+        except Exception as exc:  # a viewer gone or stuck: the server's socket handler drops it
+            log.debug("live view frame not sent", error=str(exc)[:200])
+            return
+        if viewer in self._viewers:
+            self._viewers[viewer] = True
+
+
+def _frame(data: str, width: Any, height: Any) -> dict[str, Any]:
+    """A frame message: base64 JPEG and, when known, the page's CSS viewport it shows."""
+    message: dict[str, Any] = {"type": "frame", "data": data}
+    if width and height:
+        message["w"], message["h"] = round(float(width)), round(float(height))
+    return message
+
+
+__all__ = ["FRAME_INTERVAL_S", "Screencast", "Viewer"]
