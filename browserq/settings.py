@@ -213,6 +213,9 @@ class Settings(BaseSettings):
     live_view_public_url: str | None = Field(
         None, description="Base URL people open the live view at, e.g. https://live.example.com/{port} (default: http://HOST:PORT)."
     )
+    live_view_while_running: bool = Field(
+        False, description="Serve the live view of every running run too (view only; browserq live RUN_ID)."
+    )
     live_token_ttl_s: float = Field(
         900.0, gt=0, le=86400, description="How long a one-time live-view link stays valid."
     )

@@ -9,7 +9,7 @@ A live-view link is one-time: whoever opens it first gets the view, and the link
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.text import Text
@@ -33,24 +33,27 @@ def live(
     ttl_s: Annotated[float | None, typer.Option("--ttl", help="Seconds the link stays valid "
                                                 "(default BROWSERQ_LIVE_TOKEN_TTL_S).", min=1)] = None,
 ) -> None:
-    """Print a fresh one-time link to the live view of a run that waits for a person."""
+    """Print a fresh one-time link to the live view of a run that waits for a person (or of a
+    running run, view only, when the workers set BROWSERQ_LIVE_VIEW_WHILE_RUNNING)."""
     store = open_store()
     full_id = resolve_run_id(store, run_id)
     run = store.get_run(full_id)
     assert run is not None
-    if run.status != WAITING:
-        err_console.print(Text.assemble(("error:", "bold red"), f" run {full_id} is {run.status}: it waits "
-                                        "for nobody (a live view exists only while a run waits for a person)"))
-        raise typer.Exit(1)
+    if run.status not in (WAITING, "running"):
+        _refuse(f"run {full_id} is {run.status}: there is nothing to show (a live view exists while a run "
+                "waits for a person, or runs with BROWSERQ_LIVE_VIEW_WHILE_RUNNING=true)")
     link = live_link(store, full_id, "cli", ttl_s)
+    if link is None and run.status == "running":
+        _refuse(f"run {full_id} is running and its worker does not show it: set "
+                "BROWSERQ_LIVE_VIEW_WHILE_RUNNING=true on the workers to watch running runs (view only)")
     if link is None:
-        err_console.print(Text.assemble(("error:", "bold red"), f" run {full_id} waits for a person, but its "
-                                        "worker serves no live view (it could not listen: see its log for "
-                                        "BROWSERQ_LIVE_VIEW_HOST/PORT)"))
-        raise typer.Exit(1)
+        _refuse(f"run {full_id} waits for a person, but its worker serves no live view (it could not listen: "
+                "see its log for BROWSERQ_LIVE_VIEW_HOST/PORT)")
     print(link)  # plain, for `open "$(browserq live RUN)"`
     handoff = store.open_handoff(full_id)
-    if handoff is not None:
+    if handoff is not None and handoff.kind == "watch":
+        err_console.print("one-time link; view only, while the run runs", highlight=False)
+    elif handoff is not None:
         err_console.print(f"one-time link; the wait ends {_until(handoff.deadline_at)}: {handoff.message}",
                           highlight=False)
 
@@ -66,11 +69,16 @@ def human_loop_data(store: Any, run: Any) -> dict[str, Any]:
     return {"handoffs": [asdict(h) for h in store.handoffs(run.id)], "webhooks": hooks}
 
 
+def _refuse(message: str) -> NoReturn:
+    err_console.print(Text.assemble(("error:", "bold red"), f" {message}"))
+    raise typer.Exit(1)
+
+
 def print_handoffs(store: Any, run: Any) -> None:
     """The run's waits for people (``show``), a fresh live-view link while it waits, and how
     its webhook events were delivered."""
     _print_webhooks(store, run)
-    handoffs = store.handoffs(run.id)
+    handoffs = [h for h in store.handoffs(run.id) if h.kind != "watch"]
     if not handoffs:
         return
     console.print(Text("Handoffs", style="bold"))

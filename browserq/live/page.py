@@ -51,17 +51,23 @@ setInterval(() => { const s = Math.max(0, Math.round((end - Date.now()) / 1000))
 """
 
 
-def live_page(*, run_id: str, message: str, until: str | None, deadline: str, nonce: str) -> str:
-    """The page for one handoff (every value escaped; the data travels as JSON, not as code)."""
+def live_page(*, run_id: str, message: str, until: str | None, deadline: str, nonce: str,
+              view_only: bool = False) -> str:
+    """The page for one handoff (every value escaped; the data travels as JSON, not as code).
+    ``view_only``: a running run, watched: no buttons, nothing forwarded."""
     data = json.dumps({"deadline": deadline}).replace("<", "\\u003c")
     done = f"It goes on by itself once {html.escape(until)}; or press Continue." if until else (
         "Press Continue when you are done.")
+    if view_only:
+        done = "View only: input is taken while the run waits for a person."
+    hidden = " hidden" if view_only else ""
+    waits = "is running" if view_only else "waits for you"
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>browserq: a run needs you</title><style nonce="{nonce}">{_STYLE}</style></head><body>
-<header><h1>browserq · run {html.escape(run_id[:12])} waits for you</h1><span id="left"></span></header>
+<header><h1>browserq · run {html.escape(run_id[:12])} {waits}</h1><span id="left"></span></header>
 <main><div class="msg">{html.escape(message)}</div><div class="until">{done}</div>
 <img id="screen" tabindex="0" alt="the run's page">
-<div class="bar"><button id="continue">Continue</button><button id="giveup">Give up</button>
+<div class="bar"><button id="continue"{hidden}>Continue</button><button id="giveup"{hidden}>Give up</button>
 <span id="status">connecting…</span></div></main>
 <script type="application/json" id="info">{data}</script>
 <script nonce="{nonce}">{_SCRIPT}</script></body></html>"""

@@ -135,6 +135,7 @@ class LiveViewServer:
         self._check_cookie(request, session)
         nonce = secrets.token_urlsafe(16)
         body = live_page(run_id=session.run_id, message=session.message, until=session.until,
+                         view_only=session.view_only,
                          deadline=session.deadline.isoformat(), nonce=nonce)
         response = web.Response(text=body, content_type="text/html")
         response.headers["Content-Security-Policy"] = (
@@ -189,6 +190,10 @@ class LiveViewServer:
             kind = message["type"]
         except (ValueError, KeyError, TypeError):
             await ws.send_json({"type": "error", "message": "not a live-view message"})
+            return
+        if session.view_only and kind in ("continue", "give_up", "click", "wheel", "key", "text"):
+            await ws.send_json({"type": "error", "message": "view only: the run is running; input, Continue "
+                                "and Give up are taken while it waits for a person"})
             return
         if kind == "continue":
             session.on_continue()

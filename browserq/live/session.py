@@ -27,7 +27,7 @@ class HumanInput:
 
 @dataclass(eq=False)
 class LiveSession:
-    """One wait's live view: only this page is reachable through it."""
+    """One wait's live view (or a running run's, view only): only this page is reachable through it."""
 
     run_id: str
     handoff_id: int
@@ -39,6 +39,8 @@ class LiveSession:
     on_input: Callable[[HumanInput], Awaitable[None]]
     on_continue: Callable[[], None]
     on_give_up: Callable[[], None]
+    #: The run is running (``BROWSERQ_LIVE_VIEW_WHILE_RUNNING``): it is shown, nothing is forwarded.
+    view_only: bool = False
 
 
 __all__ = ["HumanInput", "LiveSession"]

@@ -13,7 +13,9 @@ counts only the automation's own time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
@@ -247,6 +249,41 @@ class HandoffMixin(ConditionsMixin):
             return None
         return server
 
+    # --- the live view of a running run (BROWSERQ_LIVE_VIEW_WHILE_RUNNING) ------------------------
+    @contextlib.asynccontextmanager
+    async def _watched(self, state: RunState) -> AsyncIterator[None]:
+        """While the steps run, serve the page view-only (when the setting asks; a run without a
+        lease, or a worker that cannot listen, is simply not shown)."""
+        server = await self._live_server() if self.settings.live_view_while_running else None  # type: ignore[attr-defined]
+        if server is None or server.base_url is None:
+            yield
+            return
+        from browserq.live.session import LiveSession
+
+        request = state.request
+        template = request.loaded.template
+        watch = await asyncio.to_thread(
+            self.store.begin_watch, request.run_id, token=request.token,  # type: ignore[attr-defined]
+            run_attempt=request.run_attempt, live_base_url=server.base_url,
+            for_s=template.settings.timeout_s + template.human_wait_s,
+        )
+        server.register(LiveSession(
+            run_id=request.run_id, handoff_id=watch.id, message=watch.message, until=None,
+            deadline=watch.deadline_at, page=lambda: self._page(state),
+            redeem=lambda token: asyncio.to_thread(
+                self.store.redeem_live_token, token, handoff_id=watch.id  # type: ignore[attr-defined]
+            ),
+            on_input=_ignore_input, on_continue=lambda: None, on_give_up=lambda: None, view_only=True,
+        ))
+        try:
+            yield
+        finally:
+            await server.unregister(watch.id, "the run's execution here ended")
+            try:
+                await asyncio.to_thread(self.store.end_watch, watch.id)  # type: ignore[attr-defined]
+            except Exception as exc:  # its links die with the lease anyway (mint checks the status)
+                log.debug("could not close the live view's record", error=str(exc)[:200])
+
     # --- the run's clock ---------------------------------------------------------------------------
     @staticmethod
     def _hold_run_clock(state: RunState, wait_s: float) -> None:
@@ -284,6 +321,10 @@ _ENDED = {
     "timeout": "nobody finished it in time",
     "interrupted": "the run was interrupted",
 }
+
+
+async def _ignore_input(_event: Any) -> None:
+    """A view-only session forwards nothing (the server refuses input before it gets here)."""
 
 
 def _shown(selector: Any) -> str:

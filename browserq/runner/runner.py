@@ -206,9 +206,10 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             async with asyncio.timeout(tsettings.timeout_s) as timer:
                 # A wait for a person holds this clock and gives the time waited back.
                 state.human.run_timer, state.human.base_deadline = timer, state.deadline
-                if request.resume is not None:
-                    await self._restore(request.resume, state)
-                await self._run_steps(request.loaded.template.steps, "", state)
+                async with self._watched(state):  # the live view of a running run, when enabled
+                    if request.resume is not None:
+                        await self._restore(request.resume, state)
+                    await self._run_steps(request.loaded.template.steps, "", state)
                 raise_if_blocked(state)  # a navigation the last step started, refused since
             return None, "completed"
         except TimeoutError:

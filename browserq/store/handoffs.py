@@ -22,12 +22,15 @@ from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
 from browserq.store.human_models import Handoff, LiveToken
-from browserq.store.models import RunStatus, utcnow
+from browserq.store.models import Run, RunStatus, utcnow
+from browserq.store.states import HELD_VALUES
 from browserq.store.transitions import TransitionMethods
 from browserq.store.views import HandoffView, to_view
 
 #: How long a live-view link stays valid unless the caller says (BROWSERQ_LIVE_TOKEN_TTL_S).
 DEFAULT_LIVE_TOKEN_TTL_S = 900.0
+#: The kind of a handoffs row that only shows a running run (no wait, no input).
+WATCH = "watch"
 #: The outcome a handoff gets when the run leaves waiting_for_human other than by its worker.
 _OUTCOME_OF = {
     RunStatus.CANCELLED: "cancelled",
@@ -141,6 +144,35 @@ class HandoffMethods(TransitionMethods):
 
         self._tx(action, body, write=True)
 
+    def begin_watch(self, run_id: str, *, token: int | None, run_attempt: int, live_base_url: str,
+                    for_s: float) -> HandoffView:
+        """A running run shown in the live view (``BROWSERQ_LIVE_VIEW_WHILE_RUNNING``): a handoffs
+        row of kind ``watch`` that links can be minted for; the run's status does not change."""
+        action = f"opening the live view of run {run_id}"
+
+        def body(s: Session, _retried: bool) -> HandoffView:
+            run = self._lock_run(s, run_id)
+            if run is None:
+                raise StoreError(f"{action}: no such run {run_id!r}")
+            if token is not None:
+                self._fence_run(run, token, action)
+            now = utcnow()
+            row = Handoff(run_id=run_id, run_attempt=run_attempt, step_path="", kind=WATCH,
+                          message="The run is running; this view shows its page.", until=None, started_at=now,
+                          deadline_at=now + timedelta(seconds=for_s), live_base_url=live_base_url, inputs=0)
+            s.add(row)
+            s.flush()
+            return to_view(HandoffView, row)
+
+        return self._tx(action, body, write=True)
+
+    def end_watch(self, handoff_id: int) -> None:
+        """The run's execution ended here: its watch link stops working."""
+        self._tx(f"closing live view {handoff_id}", lambda s, _r: s.execute(
+            update(Handoff).where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
+            .values(ended_at=utcnow(), outcome="ended").execution_options(synchronize_session=False)
+        ), write=True)
+
     def handoffs(self, run_id: str) -> list[HandoffView]:
         """The run's handoffs, oldest first."""
         query = select(Handoff).where(Handoff.run_id == run_id).order_by(Handoff.id)
@@ -169,10 +201,11 @@ class HandoffMethods(TransitionMethods):
         return s.scalars(query).first()
 
     def _close_open_handoff(self, s: Session, run_id: str, to: RunStatus, now: datetime) -> None:
-        """The run leaves waiting_for_human by anything but its worker's own end of the wait."""
+        """The run leaves waiting_for_human by anything but its worker's own end of the wait
+        (a watch of the running run stays open: its worker closes it)."""
         s.execute(
             update(Handoff)
-            .where(Handoff.run_id == run_id, Handoff.ended_at.is_(None))
+            .where(Handoff.run_id == run_id, Handoff.ended_at.is_(None), Handoff.kind != WATCH)
             .values(ended_at=now, outcome=_OUTCOME_OF.get(to, "interrupted"))
             .execution_options(synchronize_session=False)
         )
@@ -190,8 +223,9 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> str | None:
             handoff = self._open_handoff(s, run_id)
-            if handoff is None or handoff.live_base_url is None:
-                return None
+            status = s.scalar(select(Run.status).where(Run.id == run_id))
+            if handoff is None or handoff.live_base_url is None or status not in HELD_VALUES:
+                return None  # nobody waits, no view is served, or its worker is gone
             now = utcnow()
             s.add(
                 LiveToken(
@@ -226,4 +260,4 @@ class HandoffMethods(TransitionMethods):
         return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
 
 
-__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "HandoffMethods", "live_link", "token_hash"]
+__all__ = ["WATCH", "DEFAULT_LIVE_TOKEN_TTL_S", "HandoffMethods", "live_link", "token_hash"]

@@ -26,7 +26,8 @@ def test_durability_settings_are_what_the_readme_promises() -> None:
     assert config["worker_prefetch_multiplier"] == 1
     assert config["broker_transport_options"] == {"visibility_timeout": 6 * 3600}
     assert config["task_default_queue"] == "runs" and sweep_queue(settings) == "runs.sweep"
-    assert config["task_routes"] == {SWEEP_TASK_NAME: {"queue": "runs.sweep"}}
+    assert config["task_routes"] == {SWEEP_TASK_NAME: {"queue": "runs.sweep"},
+                                     "browserq.deliver_webhook": {"queue": "runs.webhooks"}}
     assert config["beat_schedule"]["browserq-sweep"]["schedule"] == 45
     assert config["result_backend"] == f"db+{settings.database_url}"
 
