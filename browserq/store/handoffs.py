@@ -77,11 +77,7 @@ class HandoffMethods(TransitionMethods):
         action = f"handing run {run_id} to a person"
 
         def body(s: Session, retried: bool) -> HandoffView:
-            run = self._lock_run(s, run_id)
-            if run is None:
-                raise StoreError(f"{action}: no such run {run_id!r}")
-            if token is not None:  # a leased run (an in-process one has no lease)
-                self._fence_run(run, token, action)
+            run = self._locked_run(s, run_id, token, action)
             if retried and run.status == RunStatus.WAITING_FOR_HUMAN.value:
                 earlier = self._open_handoff(s, run_id)
                 if earlier is not None and earlier.step_path == step_path:
@@ -124,11 +120,7 @@ class HandoffMethods(TransitionMethods):
         action = f"ending the handoff of run {run_id}"
 
         def body(s: Session, _retried: bool) -> None:
-            run = self._lock_run(s, run_id)
-            if run is None:
-                raise StoreError(f"{action}: no such run {run_id!r}")
-            if token is not None:
-                self._fence_run(run, token, action)
+            run = self._locked_run(s, run_id, token, action)
             now = utcnow()
             s.execute(
                 update(Handoff)
@@ -151,11 +143,7 @@ class HandoffMethods(TransitionMethods):
         action = f"opening the live view of run {run_id}"
 
         def body(s: Session, _retried: bool) -> HandoffView:
-            run = self._lock_run(s, run_id)
-            if run is None:
-                raise StoreError(f"{action}: no such run {run_id!r}")
-            if token is not None:
-                self._fence_run(run, token, action)
+            self._locked_run(s, run_id, token, action)  # still its run
             now = utcnow()
             row = Handoff(run_id=run_id, run_attempt=run_attempt, step_path="", kind=WATCH,
                           message="The run is running; this view shows its page.", until=None, started_at=now,
@@ -172,6 +160,15 @@ class HandoffMethods(TransitionMethods):
             update(Handoff).where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
             .values(ended_at=utcnow(), outcome="ended").execution_options(synchronize_session=False)
         ), write=True)
+
+    def _locked_run(self, s: Session, run_id: str, token: int | None, action: str) -> Run:
+        """The run's row, locked and fenced by ``token`` (None: an in-process run, no lease)."""
+        run = self._lock_run(s, run_id)
+        if run is None:
+            raise StoreError(f"{action}: no such run {run_id!r}")
+        if token is not None:
+            self._fence_run(run, token, action)
+        return run
 
     def handoffs(self, run_id: str) -> list[HandoffView]:
         """The run's handoffs, oldest first."""
@@ -260,4 +257,4 @@ class HandoffMethods(TransitionMethods):
         return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
 
 
-__all__ = ["WATCH", "DEFAULT_LIVE_TOKEN_TTL_S", "HandoffMethods", "live_link", "token_hash"]
+__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "WATCH", "HandoffMethods", "live_link", "token_hash"]

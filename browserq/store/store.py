@@ -34,13 +34,13 @@ from browserq.store.errors import (
     StoreUnavailable,
 )
 from browserq.store.handoffs import HandoffMethods
-from browserq.store.webhooks import WebhookMethods
 from browserq.store.identity_leases import IdentityLeases
 from browserq.store.leases import LeaseMethods
 from browserq.store.runs import RunMethods
 from browserq.store.schema import SchemaMethods
 from browserq.store.steps import StepMethods
 from browserq.store.templates import TemplateMethods
+from browserq.store.webhooks import WebhookMethods
 
 
 class Store(

@@ -17,7 +17,15 @@ import structlog
 from celery import Task
 
 from browserq.errors import BrowserqError, ConfigError, RunFailed
-from browserq.execute import RetryLater, RunBusy, Runtime, WorkerUnusable, notify_for, prepare_run, record_run
+from browserq.execute import (
+    RetryLater,
+    RunBusy,
+    Runtime,
+    WorkerUnusable,
+    notify_for,
+    prepare_run,
+    record_run,
+)
 from browserq.tasks.app import TASK_NAME, app
 from browserq.tasks.progress import track_progress
 from browserq.tasks.states import run_id_for, settle

@@ -7,7 +7,13 @@ live in :mod:`browserq.store.webhooks`, and the Celery task that POSTs them with
 :mod:`browserq.tasks.webhooks`.
 """
 
-from browserq.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSignatureError, sign, verify
+from browserq.webhooks.signing import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    WebhookSignatureError,
+    sign,
+    verify,
+)
 from browserq.webhooks.targets import notify_url_problem
 
 __all__ = ["SIGNATURE_HEADER", "TIMESTAMP_HEADER", "WebhookSignatureError", "notify_url_problem", "sign", "verify"]

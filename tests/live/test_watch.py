@@ -18,15 +18,10 @@ import pytest
 from browserq.execute.runtime import Runtime
 from browserq.runner import RunOutcome
 from tests.conftest import make_settings, template
-from tests.live.test_handoff import PAGES
-from tests.support.http import html_pages, serve_http
+from tests.live import test_handoff
 from tests.support.polling import wait_until
 
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    with serve_http(html_pages(PAGES)) as host:
-        yield f"http://{host}"
+site = test_handoff.site  # the fixture that serves the "captcha" page
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from browserq.store import Store
+from browserq.store import LeaseLost, Store
 from browserq.tasks.webhooks import backoff_s, deliver
 from tests.conftest import make_settings
 from tests.store.helpers import new_run
@@ -44,7 +44,7 @@ def test_an_event_is_queued_with_the_status_change_and_handed_to_the_listener(st
 def test_a_refused_transition_queues_nothing(store: Store) -> None:
     run_id = new_run(store, notify_url="http://127.0.0.1:9/hook")
     lease = store.acquire_lease(run_id, owner="w1", ttl_s=30)
-    with pytest.raises(Exception):
+    with pytest.raises(LeaseLost):
         store.finish_run(run_id, status="completed", outputs={}, token=lease.token + 7)  # fenced out
     assert store.webhook_deliveries(run_id) == []
 
