@@ -137,6 +137,10 @@ def show_settings() -> None:
         value = getattr(settings, name)
         if name in ("secret_key", "webhook_secret") and value:
             value = "(set)"
+        elif name == "notify_url" and value:
+            from browserq.webhooks.targets import shown_url
+
+            value = shown_url(value)  # its path may be a secret (chat-service webhook URLs)
         elif name == "proxies" and value:
             from browserq.proxies import redact_proxy_setting
 

@@ -152,7 +152,7 @@ class HandoffMixin(ConditionsMixin):
                 ended.set_result(outcome)
 
         session = LiveSession(
-            run_id=request.run_id, handoff_id=handoff.id, message=message,
+            run_id=request.run_id, handoff_id=handoff.id, message=handoff.message,  # redacted
             until=until_text(until), deadline=handoff.deadline_at,
             page=lambda: self._page(state),
             redeem=lambda token: asyncio.to_thread(
