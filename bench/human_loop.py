@@ -3,7 +3,10 @@
     .venv/bin/python bench/human_loop.py [--window 8] [--samples 5] [--waiting 4] [--no-deflate]
 
 One in-process ``Runtime`` (SQLite store in a temp dir, one Chromium, ``context_prewarm=0`` so
-that no spare context blurs the deltas), pages served on 127.0.0.1 by this script.
+that no spare context blurs the deltas), pages served on 127.0.0.1 by this script. Stealth is on
+as shipped, but every context is the same visitor (``--seed``, passed as ``identity_seed`` by
+wrapping this runtime's ``pool.new_context``): otherwise each run gets a random screen size
+(1920x963 … 2560x1328 were seen) and the frame sizes of the cases are not comparable.
 
 1. **Memory of a waiting run.** PSS of the worker by part (Chromium tree, Playwright driver, this
    Python process; ``pool.worker_memory_mb``) with no run, while one run waits in a handoff on a
@@ -40,15 +43,18 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-
-from pool import descendants, quiet_logs, worker_memory_mb  # bench/pool.py (this script's directory)
+from pool import (  # bench/pool.py (this script's directory)
+    descendants,
+    quiet_logs,
+    worker_memory_mb,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.* helpers
 
-from browserq.execute.runtime import Runtime  # noqa: E402
-from browserq.stealth.host import chrome_version_of  # noqa: E402
-from tests.conftest import make_settings, template  # noqa: E402
-from tests.support.http import html_pages, serve_http  # noqa: E402
+from browserq.execute.runtime import Runtime
+from browserq.stealth.host import chrome_version_of
+from tests.conftest import make_settings, template
+from tests.support.http import html_pages, serve_http
 
 HANDOFF_TIMEOUT_S = 120  # a backstop only: every run is given up through its socket
 HEAD = '<html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>bench</title></head>'
@@ -170,7 +176,7 @@ def bench_memory(runtime: Runtime, site: str, samples: int, many: int) -> dict[s
     time.sleep(1.5)
     states["1 waiting"] = sample_memory(samples)
     runs += [start_run(runtime, loaded) for _ in range(many - 1)]
-    ids = wait_for(lambda: (w := waiting_ids(runtime)) if len(w) >= many else None, 90, f"{many} runs to wait")
+    ids = wait_for(lambda: w if len(w := waiting_ids(runtime)) >= many else None, 90, f"{many} runs to wait")
     assert first <= ids
     time.sleep(1.5)
     states[f"{many} waiting"] = sample_memory(samples)
@@ -184,7 +190,7 @@ def bench_memory(runtime: Runtime, site: str, samples: int, many: int) -> dict[s
 
 
 # --- 2. the live view ---------------------------------------------------------------------------------
-def window_cpu(window_s: float, during: Callable[[], Any]) -> tuple[dict[str, float], Any]:
+def window_cpu(during: Callable[[], Any]) -> tuple[dict[str, float], Any]:
     before, started = cpu_by_part(), time.monotonic()
     result = during()
     after, elapsed = cpu_by_part(), time.monotonic() - started
@@ -253,7 +259,7 @@ def bench_live(runtime: Runtime, site: str, window_s: float, deflate: bool) -> d
         run = start_run(runtime, waiting_template(f"{site}/{kind}"))
         [run_id] = wait_for(lambda: waiting_ids(runtime), 60, f"the {kind} run to wait")
         time.sleep(1.0)
-        idle, _ = window_cpu(window_s, lambda: time.sleep(window_s))
+        idle, _ = window_cpu(lambda: time.sleep(window_s))
         idle.pop("elapsed_s")
         watched = asyncio.run(watch(link_for(runtime, run_id), window_s, deflate, cpu_by_part))
         watched["cpu"]["python"] -= watched["viewer_cpu"]  # the worker's share of this process
@@ -292,9 +298,20 @@ def report(memory: dict[str, Any], live: dict[str, Any], window_s: float) -> Non
               f"{jpeg:>9.1f}{cpu['chromium'] * 100:>10.1f}{cpu['driver'] * 100:>8.1f}{cpu['python'] * 100:>8.1f}"
               f"{sum(cpu.values()) * 100:>8.1f}{watched['viewer_cpu'] * 100:>8.1f}")
     any_case = next(iter(live.values()))["watched"]
-    print(f"   viewport {any_case['viewport'][0]}x{any_case['viewport'][1]}; permessage-deflate "
+    sizes = sorted({"x".join(map(str, case["watched"]["viewport"])) for case in live.values()})
+    print(f"   viewport {', '.join(sizes)}; permessage-deflate "
           f"{'on' if any_case['deflate'] else 'off'}; 'python' = this process minus the viewer client's "
           "thread; 'worker' = chromium + driver + python; 'viewer' = the client (a person's browser in real life)")
+
+
+def one_visitor(runtime: Runtime, seed: str) -> None:
+    """Every context of this runtime the same stealth visitor (same screen size)."""
+    new_context = runtime.pool.new_context
+
+    async def same_visitor(*, identity_seed: str | None = None, **options: Any) -> Any:
+        return await new_context(identity_seed=identity_seed or seed, **options)
+
+    runtime.pool.new_context = same_visitor  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -304,16 +321,18 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5, help="PSS samples per memory state")
     parser.add_argument("--waiting", type=int, default=4, help="runs waiting at once (memory)")
     parser.add_argument("--no-deflate", action="store_true", help="viewer does not offer permessage-deflate")
+    parser.add_argument("--seed", default="bench-visitor", help="stealth identity seed of every context")
     parser.add_argument("--json", action="store_true", help="also print everything as JSON")
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="bq-bench-human-"))
-    settings = make_settings(tmp, context_prewarm=0)
+    tmpdir = tempfile.TemporaryDirectory(prefix="bq-bench-human-", ignore_cleanup_errors=True)
+    settings = make_settings(Path(tmpdir.name), context_prewarm=0)
     executable = settings.resolve_chromium() or "?"
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    with serve_http(html_pages(PAGES)) as host, Runtime(settings) as runtime:
+    with tmpdir, serve_http(html_pages(PAGES)) as host, Runtime(settings) as runtime:
         site = f"http://{host}"
+        one_visitor(runtime, args.seed)
         # warm-up: one whole handoff (the live view's server starts at the first one; Chromium's
         # helper processes exist before the baseline is taken)
         warm = start_run(runtime, waiting_template(f"{site}/still"))
@@ -329,7 +348,8 @@ def main() -> None:
     print(f"browser: {executable}: {chrome_version_of(executable) if executable != '?' else '?'}; "
           f"aiohttp {aiohttp.__version__}; Python {platform.python_version()}")
     print("runtime: in-process, SQLite, context_prewarm=0 (no spare context), handoff without `until` "
-          f"on a page served on 127.0.0.1; runs waiting at once run in threads of one Runtime")
+          f"on a page served on 127.0.0.1; runs waiting at once run in threads of one Runtime; stealth on, "
+          f"every context the visitor {args.seed!r}")
     report(memory, live, args.window)
     if args.json:
         for case in live.values():

@@ -164,3 +164,23 @@ def test_give_up_and_no_password_keys_in_the_record(runtime: Runtime, site: str)
     assert {"text": "ann", "length": 3} in inputs
     assert {"length": 7, "password": True} in inputs and {"length": 1, "password": True} in inputs
     assert "hunter2" not in repr(runtime.store.steps(run_id))
+
+
+def test_a_cancel_ends_the_wait_and_the_run(runtime: Runtime, site: str) -> None:
+    loaded = template(f"""
+        settings: {{trace: off}}
+        steps:
+          - {{action: navigate, url: "{site}/gate"}}
+          - {{id: ask, action: handoff, message: "solve it", timeout_s: 120}}
+    """)
+    thread, done = _in_thread(runtime, loaded)
+    run_id, _link = _waiting_link(runtime, thread)
+    runtime.store.request_cancel(run_id, reason="nobody is on call tonight")
+    thread.join(30)
+    [outcome] = done
+    assert outcome.status == "cancelled"
+    [handoff] = runtime.store.handoffs(run_id)
+    assert handoff.outcome == "cancelled" and handoff.ended_at is not None
+    statuses = [t.to_status for t in runtime.store.transitions(run_id)]
+    assert statuses[-2:] == ["waiting_for_human", "cancelled"]
+    assert runtime.store.mint_live_token(run_id, purpose="test", ttl_s=60) is None

@@ -71,3 +71,34 @@ def test_a_fleet_wide_notify_url_needs_a_secret(tmp_path: Path) -> None:
         Settings(database_url=f"sqlite:///{tmp_path}/x.db", notify_url="https://hooks.example.com/x")
     assert Settings(database_url=f"sqlite:///{tmp_path}/x.db", notify_url="https://hooks.example.com/x",
                     webhook_secret="s").notify_url == "https://hooks.example.com/x"
+
+
+def test_an_event_nobody_sent_is_sent_by_the_sweep(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from browserq.settings import get_settings
+    from browserq.store.human_models import WebhookDelivery
+    from browserq.store.models import utcnow
+    from browserq.tasks import sweep_stuck_runs
+
+    queue = f"bq_notify_{uuid.uuid4().hex[:8]}"
+    env = producer_settings(tmp_path, BROWSERQ_WEBHOOK_SECRET="whsec-x", BROWSERQ_QUEUE=queue)
+    hooks = redis.Redis.from_url(REDIS_URL)
+    with producer_env(env):
+        handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
+        store = Store(env["BROWSERQ_DATABASE_URL"])  # no relay: as if the process died after the commit
+        try:
+            store.request_cancel(handle.id, reason="gone")
+            [delivery] = store.webhook_deliveries(handle.id)
+            assert hooks.llen(f"{queue}.webhooks") == 0
+            with store.engine.begin() as conn:
+                conn.execute(update(WebhookDelivery).values(created_at=utcnow() - timedelta(seconds=30)))
+            sweep_stuck_runs(store, get_settings())
+            [raw] = hooks.lrange(f"{queue}.webhooks", 0, -1)
+            assert json.loads(raw)["headers"]["argsrepr"] == f"[{delivery.id}, 1]"
+            assert store.overdue_webhooks() == []  # sent: not again at the next sweep
+        finally:
+            store.dispose()
+            hooks.delete(queue, f"{queue}.webhooks")
