@@ -52,6 +52,7 @@ from pool import (  # bench/pool.py (this script's directory)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.* helpers
 
 from browserq.execute.runtime import Runtime
+from browserq.live import frames
 from browserq.stealth.host import chrome_version_of
 from tests.conftest import make_settings, template
 from tests.support.http import html_pages, serve_http
@@ -271,7 +272,7 @@ def bench_live(runtime: Runtime, site: str, window_s: float, deflate: bool) -> d
 
 
 # --- output -------------------------------------------------------------------------------------------
-def report(memory: dict[str, Any], live: dict[str, Any], window_s: float) -> None:
+def report(memory: dict[str, Any], lives: dict[str, dict[str, Any]], window_s: float) -> None:
     parts = ("chromium", "driver", "python", "total")
     print(f"\n1. Memory (PSS, MB; median of {memory['samples']} samples per state)")
     print(f"   {'state':<12}" + "".join(f"{p:>10}" for p in parts))
@@ -281,7 +282,12 @@ def report(memory: dict[str, Any], live: dict[str, Any], window_s: float) -> Non
         label = f"per run ({n})"
         print(f"   {label:<12}" + "".join(f"{values[p]:>+10.1f}" for p in parts))
 
-    print(f"\n2. Live view, one viewer, {window_s:g} s windows (CPU % of one core)")
+    for label, live in lives.items():
+        print(f"\n2. Live view ({label}), one viewer, {window_s:g} s windows (CPU % of one core)")
+        report_live(live)
+
+
+def report_live(live: dict[str, Any]) -> None:
     header = (f"   {'page':<9}{'who':<9}{'frames/s':>9}{'KB/s msg':>10}{'KB/s wire':>10}{'JPEG KB':>9}"
               f"{'chromium':>10}{'driver':>8}{'python':>8}{'worker':>8}{'viewer':>8}")
     print(header)
@@ -323,6 +329,9 @@ def main() -> None:
     parser.add_argument("--no-deflate", action="store_true", help="viewer does not offer permessage-deflate")
     parser.add_argument("--seed", default="bench-visitor", help="stealth identity seed of every context")
     parser.add_argument("--json", action="store_true", help="also print everything as JSON")
+    parser.add_argument("--compare-frame-cap", action="store_true",
+                        help="measure the live view twice: frames cast at the page's full size, then capped "
+                             "(browserq.live.frames.MAX_FRAME_WIDTH/HEIGHT)")
     args = parser.parse_args()
 
     tmpdir = tempfile.TemporaryDirectory(prefix="bq-bench-human-", ignore_cleanup_errors=True)
@@ -340,7 +349,14 @@ def main() -> None:
         print("memory ...", file=sys.stderr)
         memory = bench_memory(runtime, site, args.samples, args.waiting)
         print("live view ...", file=sys.stderr)
-        live = bench_live(runtime, site, args.window, not args.no_deflate)
+        cap = (frames.MAX_FRAME_WIDTH, frames.MAX_FRAME_HEIGHT)
+        caps = {f"frames capped at {cap[0]}x{cap[1]}": cap}
+        if args.compare_frame_cap:
+            caps = {"frames at the page's full size": (100_000, 100_000), **caps}
+        lives = {}
+        for label, (width, height) in caps.items():
+            frames.MAX_FRAME_WIDTH, frames.MAX_FRAME_HEIGHT = width, height
+            lives[label] = bench_live(runtime, site, args.window, not args.no_deflate)
     load_after = os.getloadavg()
 
     print(f"Human in the loop — {started}")
@@ -350,11 +366,12 @@ def main() -> None:
     print("runtime: in-process, SQLite, context_prewarm=0 (no spare context), handoff without `until` "
           f"on a page served on 127.0.0.1; runs waiting at once run in threads of one Runtime; stealth on, "
           f"every context the visitor {args.seed!r}")
-    report(memory, live, args.window)
+    report(memory, lives, args.window)
     if args.json:
-        for case in live.values():
-            case["watched"].pop("jpeg_bytes", None)
-        print(json.dumps({"memory": memory, "live": live}, indent=2, default=str))
+        for live in lives.values():
+            for case in live.values():
+                case["watched"].pop("jpeg_bytes", None)
+        print(json.dumps({"memory": memory, "live": lives}, indent=2, default=str))
 
 
 if __name__ == "__main__":

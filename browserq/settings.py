@@ -208,7 +208,8 @@ class Settings(BaseSettings):
         "127.0.0.1", description="Interface a worker's live view listens on (0.0.0.0 only behind a proxy you trust)."
     )
     live_view_port: int = Field(
-        0, ge=0, le=65535, description="Port of a worker's live view (0 = a free port per worker process)."
+        0, ge=0, le=65535,
+        description="First port of a worker's live views: each worker process takes the next free one of 32 (0 = any free port).",
     )
     live_view_public_url: str | None = Field(
         None, description="Base URL people open the live view at, e.g. https://live.example.com/{port} (default: http://HOST:PORT)."

@@ -26,6 +26,10 @@ import structlog
 log = structlog.get_logger(__name__)
 
 QUALITY = 70
+#: The largest frame cast (Chromium scales the page into it, keeping its shape): a person's
+#: window shows no more, and an identity's 2560-pixel screen costs the encoder ~4x the pixels.
+MAX_FRAME_WIDTH = 1280
+MAX_FRAME_HEIGHT = 1024
 #: The fallback's polling interval, and how often a quiet cast looks whether the run's page moved.
 FRAME_INTERVAL_S = 0.4
 PAGE_CHECK_S = 0.5
@@ -130,8 +134,8 @@ class Screencast:
         try:
             size = page.viewport_size or await page.evaluate(_VIEWPORT)
             await asyncio.wait_for(cdp.send("Page.startScreencast", {
-                "format": "jpeg", "quality": QUALITY, "maxWidth": int(size["width"]),
-                "maxHeight": int(size["height"]), "everyNthFrame": 1,
+                "format": "jpeg", "quality": QUALITY, "maxWidth": min(int(size["width"]), MAX_FRAME_WIDTH),
+                "maxHeight": min(int(size["height"]), MAX_FRAME_HEIGHT), "everyNthFrame": 1,
             }), CDP_TIMEOUT_S)
             self.casting, self.starts = page, self.starts + 1
             log.debug("live view screencast started", url=page.url[:200], viewers=len(self._viewers))

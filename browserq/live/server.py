@@ -32,6 +32,8 @@ from browserq.live.session import HumanInput, LiveSession
 log = structlog.get_logger(__name__)
 
 COOKIE = "browserq_live"
+#: A fixed BROWSERQ_LIVE_VIEW_PORT is the first of this many: one per worker process of a host.
+PORT_SPAN = 32
 #: The most viewers of one handoff at once, and the largest input message.
 MAX_VIEWERS = 4
 MAX_MESSAGE_BYTES = 4096
@@ -65,12 +67,7 @@ class LiveViewServer:
         app = web.Application(middlewares=[_headers])
         app.router.add_get("/live/{hid}", self._page)
         app.router.add_get("/live/{hid}/ws", self._socket)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
-        self._runner = runner
-        port = runner.addresses[0][1]
+        self._runner, port = await _listen(app, self.host, self.port)
         self._base = (self.public_url.replace("{port}", str(port)).rstrip("/") if self.public_url
                       else f"http://{self.host}:{port}")
         return self._base
@@ -211,6 +208,23 @@ class LiveViewServer:
             await session.on_input(event)
         else:
             await ws.send_json({"type": "error", "message": f"unknown message type {str(kind)[:30]!r}"})
+
+
+async def _listen(app: web.Application, host: str, first_port: int) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` on ``first_port`` (0: any free port) or, when it is taken, on the next free one
+    of :data:`PORT_SPAN`: the prefork children of one worker share the setting, each takes a port."""
+    ports = [0] if first_port == 0 else list(range(first_port, min(first_port + PORT_SPAN, 65536)))
+    error: OSError | None = None
+    for port in ports:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+            return runner, runner.addresses[0][1]
+        except OSError as exc:
+            error = exc
+            await runner.cleanup()
+    raise OSError(f"no free port for the live view on {host} in {ports[0]}-{ports[-1]}: {error}")
 
 
 async def _apply(page: Any, kind: str, message: dict[str, Any]) -> HumanInput:

@@ -341,3 +341,23 @@ def test_docs_screenshot(runtime: Runtime, waiting: Waiting) -> None:
     asyncio.run(_in_browser(_link(runtime, run_id), shoot, runtime.settings.resolve_chromium()))
     _end(runtime, thread, run_id)
     assert target.stat().st_size > 10_000
+
+
+def test_a_fixed_port_is_the_first_of_a_span_one_per_worker_process() -> None:
+    """Prefork children share BROWSERQ_LIVE_VIEW_PORT: the second takes the next free port."""
+    from browserq.live.server import LiveViewServer
+    from tests.support.http import free_port
+
+    async def two() -> tuple[str, str]:
+        port = free_port()
+        first = LiveViewServer("127.0.0.1", port, "https://live.example.com/{port}")
+        second = LiveViewServer("127.0.0.1", port)
+        try:
+            return await first.start(), await second.start()
+        finally:
+            await first.stop()
+            await second.stop()
+
+    first_url, second_url = asyncio.run(two())
+    port = int(first_url.rsplit("/", 1)[1])
+    assert first_url == f"https://live.example.com/{port}" and second_url == f"http://127.0.0.1:{port + 1}"
