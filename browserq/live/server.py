@@ -21,6 +21,7 @@ import contextlib
 import json
 import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import WSMsgType, web
@@ -124,9 +125,11 @@ class LiveViewServer:
                                              f"get a new one: browserq live {session.run_id}")
             cookie = secrets.token_urlsafe(32)
             self._cookies[cookie] = session.handoff_id
-            response = web.HTTPSeeOther(f"/live/{session.handoff_id}")
+            # behind a proxy that serves this worker under a path (BROWSERQ_LIVE_VIEW_PUBLIC_URL's)
+            own = f"{urlsplit(self._base or '').path.rstrip('/')}/live/{session.handoff_id}"
+            response = web.HTTPSeeOther(own)
             response.set_cookie(COOKIE, cookie, httponly=True, samesite="Strict",
-                                path=f"/live/{session.handoff_id}",
+                                path=own,
                                 secure=bool(self.public_url and self.public_url.startswith("https:")))
             raise response
         self._check_cookie(request, session)

@@ -361,3 +361,38 @@ def test_a_fixed_port_is_the_first_of_a_span_one_per_worker_process() -> None:
     first_url, second_url = asyncio.run(two())
     port = int(first_url.rsplit("/", 1)[1])
     assert first_url == f"https://live.example.com/{port}" and second_url == f"http://127.0.0.1:{port + 1}"
+
+
+def test_behind_a_path_prefix_the_redirect_and_cookie_keep_it() -> None:
+    """BROWSERQ_LIVE_VIEW_PUBLIC_URL with a path (a proxy serving each worker under /w/<port>):
+    the token-free redirect and the session cookie stay under that path."""
+    from datetime import UTC, datetime
+
+    from browserq.live.server import LiveViewServer
+    from browserq.live.session import LiveSession
+
+    async def opened() -> tuple[int, str, str]:
+        server = LiveViewServer("127.0.0.1", 0, "http://127.0.0.1/w/{port}")
+        base = await server.start()
+
+        async def redeem(token: str) -> bool:
+            return token == "good"
+
+        async def ignore(_event: object) -> None:
+            return None
+
+        server.register(LiveSession(run_id="r" * 32, handoff_id=7, message="m", until=None,
+                                    deadline=datetime.now(UTC), page=lambda: None, redeem=redeem,
+                                    on_input=ignore, on_continue=lambda: None, on_give_up=lambda: None))
+        port = base.rsplit("/", 1)[1]
+        try:
+            async with aiohttp.ClientSession() as http, http.get(
+                f"http://127.0.0.1:{port}/live/7?token=good", allow_redirects=False
+            ) as response:
+                return response.status, response.headers["Location"], response.headers["Set-Cookie"]
+        finally:
+            await server.stop()
+
+    status, location, cookie = asyncio.run(opened())
+    assert status == 303 and location.endswith("/live/7") and location.startswith("/w/")
+    assert f"Path={location}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
