@@ -68,11 +68,13 @@ def enqueue(
     identity: Annotated[str | None, typer.Option(help="Run as this named identity.")] = None,
     identity_pool: Annotated[str | None, typer.Option(help="Run as an identity from this pool.")] = None,
     tenant: Annotated[str | None, typer.Option(help="Count the run against this tenant's cap.")] = None,
+    notify: Annotated[str | None, typer.Option(help="POST the run's events (waiting_for_human, completed, "
+                                               "failed, …) to this URL, signed with BROWSERQ_WEBHOOK_SECRET.")] = None,
 ) -> None:
     """Send a run to the workers (like run_template.delay) and print its id; --wait follows it."""
     try:
         run_id, store = _send(template, param, queue=queue, idempotency_key=idempotency_key,
-                              identity=identity, identity_pool=identity_pool, tenant=tenant)
+                              identity=identity, identity_pool=identity_pool, tenant=tenant, notify=notify)
     except (BrokerUnavailable, StoreError) as exc:
         fail(one_line(exc), EXIT_UNREACHABLE if _unreachable(exc) else EXIT_REFUSED)
     except (BrowserqError, ValueError) as exc:

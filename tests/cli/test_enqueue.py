@@ -92,6 +92,9 @@ def test_bad_input_is_one_line_exit_2_and_nothing_is_enqueued(worker, demo) -> N
         (["no_such_template"], "no_such_template"),
         (["prog_steps", "-p", f"base_url={demo.url}", "--queue", "amq.x"], "queue 'amq.x' must be"),
         (["prog_steps", "-p", "oops"], "-p expects key=value"),
+        (["prog_steps", "-p", f"base_url={demo.url}", "--notify", "ftp://x.example/h"], "http:// or https://"),
+        (["prog_steps", "-p", f"base_url={demo.url}", "--notify", "https://x.example/h"],
+         "BROWSERQ_WEBHOOK_SECRET is not set"),
     ):
         done = browserq(worker, "enqueue", *args, "--wait")
         no_traceback(done)
