@@ -13,7 +13,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from browserq.report import evidence
-from browserq.report.model import ArtifactLine, Fact, Image, JsonBlock, Report, Snapshot, Trace
+from browserq.report.model import (
+    ArtifactLine,
+    Fact,
+    HandoffLine,
+    Image,
+    JsonBlock,
+    Report,
+    Snapshot,
+    Trace,
+    WebhookLine,
+)
 from browserq.report.outputs import previews
 from browserq.report.timeline import build_timeline, duration_text, span, step_lines
 from browserq.store.artifacts import artifact_store
@@ -69,7 +79,26 @@ def build_report(store: Any, settings: Any, run_id: str, *, now: datetime | None
         artifacts=lines,
         extras=extras,
         generated_at=when(now),
+        handoffs=handoff_lines(store, run_id, now),
+        webhooks=webhook_lines(store, run_id),
     )
+
+
+def handoff_lines(store: Any, run_id: str, now: datetime) -> tuple[HandoffLine, ...]:
+    """The run's waits for people (a view-only watch is not one)."""
+    return tuple(
+        HandoffLine(h.step_path, h.kind, h.message, h.until or "Continue", when(h.started_at),
+                    duration_text(((h.ended_at or now) - h.started_at).total_seconds() * 1000),
+                    h.outcome or "waiting", h.inputs)
+        for h in store.handoffs(run_id) if h.kind != "watch"
+    )
+
+
+def webhook_lines(store: Any, run_id: str) -> tuple[WebhookLine, ...]:
+    from browserq.webhooks.targets import shown_url
+
+    return tuple(WebhookLine(d.event, shown_url(d.url), d.status, d.attempts, d.last_error or "")
+                 for d in store.webhook_deliveries(run_id))
 
 
 def stats(run: Any, steps: list[Any], outputs: int) -> tuple[Fact, ...]:

@@ -164,6 +164,31 @@ class ArtifactLine:
 
 
 @dataclass(frozen=True, slots=True)
+class HandoffLine:
+    """One wait for a person, as the report lists it."""
+
+    step_path: str
+    kind: str  # step | trigger
+    message: str
+    until: str  # what ended it by itself, or "Continue"
+    started: str
+    waited: str
+    outcome: str
+    inputs: int
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookLine:
+    """One run event POSTed to a receiver (its URL by host only)."""
+
+    event: str
+    target: str
+    status: str
+    attempts: int
+    last_error: str
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     run_id: str
     title: str  # template@version
@@ -182,3 +207,5 @@ class Report:
     artifacts: tuple[ArtifactLine, ...]
     extras: tuple[JsonBlock, ...]  # JSON evidence not part of a failure snapshot
     generated_at: str
+    handoffs: tuple[HandoffLine, ...] = ()  # waits for a person
+    webhooks: tuple[WebhookLine, ...] = ()  # events sent to notify URLs

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from browserq.execute.runtime import Runtime
+from browserq.report import build_report, render_html
 from browserq.runner import RunOutcome
 from tests.conftest import make_settings, template
 from tests.support.http import html_pages, serve_http
@@ -125,6 +126,9 @@ def test_a_person_clicks_the_captcha_and_the_run_goes_on(runtime: Runtime, site:
     assert (handoff.id, handoff.outcome, handoff.inputs) == (handoff_id, "condition", 1)
     statuses = [t.to_status for t in runtime.store.transitions(run_id)]
     assert statuses[-3:] == ["waiting_for_human", "running", "completed"]
+    page = render_html(build_report(runtime.store, runtime.settings, run_id))
+    people = page.split('id="people"', 1)[1].split("</section>", 1)[0]
+    assert "absent &#39;#captcha&#39;" in people and "<td>condition</td>" in people and "<td>trigger</td>" in people
 
 
 def test_nobody_comes_the_wait_times_out_with_a_snapshot(runtime: Runtime, site: str) -> None:
