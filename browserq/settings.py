@@ -221,7 +221,9 @@ class Settings(BaseSettings):
         900.0, gt=0, le=86400, description="How long a one-time live-view link stays valid."
     )
     max_human_wait_s: float = Field(
-        3600.0, gt=0, description="The longest a template's handoffs may wait in all (its handoff budget is refused above it)."
+        3600.0, gt=0, le=5 * 3600,
+        description="The longest a template's handoffs may wait in all (its handoff budget is refused above it; "
+        "at most 5 h, under Redis' 6 h visibility timeout).",
     )
     notify_url: str | None = Field(
         None, description="Webhook URL for every run's events unless the run or its template names another."
