@@ -41,8 +41,8 @@ MAX_LISTED_RUNS = 100_000
 #: out so that ``--help`` and ``keygen`` need not import SQLAlchemy.
 RunStatusChoice = StrEnum(
     "RunStatusChoice",
-    {s: s for s in ("queued", "running", "waiting_for_human", "retrying", "completed", "failed", "cancelled",
-                    "needs_review")},
+    {s: s for s in ("queued", "running", "retrying", "completed", "failed", "cancelled", "needs_review",
+                    "waiting_for_human")},
 )
 
 

@@ -24,10 +24,10 @@ def test_worker_argv_keeps_browserqs_queues(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, queue="runs")
     for extra in (["-Q", "other"], ["-Qother"], ["--queues", "other"], ["--queues=other"]):
         argv = worker_argv(settings, 2, "INFO", [*extra, "-n", "w@h"])
-        assert argv[argv.index("-Q") + 1] == "runs,runs.sweep,other", extra
+        assert argv[argv.index("-Q") + 1] == "runs,runs.sweep,runs.webhooks,other", extra
         assert argv.count("-Q") == 1 and argv[-2:] == ["-n", "w@h"]
     argv = worker_argv(settings, 2, "INFO", ["-Q", "runs.sweep,a", "-Q", "b", "-X", "runs"])
-    assert argv[argv.index("-Q") + 1] == "runs,runs.sweep,a,b" and argv[-2:] == ["-X", "runs"]
+    assert argv[argv.index("-Q") + 1] == "runs,runs.sweep,runs.webhooks,a,b" and argv[-2:] == ["-X", "runs"]
     with pytest.raises(BrowserqError, match="cannot be excluded"):
         worker_argv(settings, 2, "INFO", ["-X", "runs.sweep"])
 
@@ -52,13 +52,15 @@ def test_worker_with_extra_queue_serves_it_the_runs_queue_and_the_sweeper(tmp_pa
             f"extra = run_template.apply_async(args=['quotes'], kwargs={{'params': p}}, queue={other!r})\n"
             "default = run_template.delay('quotes', params=p)\n"
             f"sweep = app.send_task(SWEEP_TASK_NAME, queue={config.queue + '.sweep'!r})\n"
+            # a delivery nobody recorded: the task finds nothing to claim and says so
+            f"hook = app.send_task('browserq.deliver_webhook', args=[10**12, 1], queue={config.queue + '.webhooks'!r})\n"
             "print(json.dumps([extra.get(timeout=90)['status'], default.get(timeout=90)['status'],"
-            " sweep.get(timeout=90)]))\n"
+            " sweep.get(timeout=90), hook.get(timeout=90)]))\n"
         )
         done = run_producer(config, code, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
-        extra, default, swept = json.loads(done.stdout.strip().splitlines()[-1])
-        assert (extra, default) == ("completed", "completed")
+        extra, default, swept, hook = json.loads(done.stdout.strip().splitlines()[-1])
+        assert (extra, default, hook) == ("completed", "completed", "done")
         assert set(swept) == {"requeued"}
     finally:
         stop(proc, 60, group=True)
