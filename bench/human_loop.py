@@ -330,8 +330,8 @@ def main() -> None:
     parser.add_argument("--seed", default="bench-visitor", help="stealth identity seed of every context")
     parser.add_argument("--json", action="store_true", help="also print everything as JSON")
     parser.add_argument("--compare-frame-cap", action="store_true",
-                        help="measure the live view twice: frames cast at the page's full size, then capped "
-                             "(browserq.live.frames.MAX_FRAME_WIDTH/HEIGHT)")
+                        help="measure the live view twice: frames cast at the page's full size and rate, then "
+                             "capped (browserq.live.frames.MAX_FRAME_WIDTH/HEIGHT, MAX_FPS)")
     args = parser.parse_args()
 
     tmpdir = tempfile.TemporaryDirectory(prefix="bq-bench-human-", ignore_cleanup_errors=True)
@@ -349,13 +349,13 @@ def main() -> None:
         print("memory ...", file=sys.stderr)
         memory = bench_memory(runtime, site, args.samples, args.waiting)
         print("live view ...", file=sys.stderr)
-        cap = (frames.MAX_FRAME_WIDTH, frames.MAX_FRAME_HEIGHT)
-        caps = {f"frames capped at {cap[0]}x{cap[1]}": cap}
+        cap = (frames.MAX_FRAME_WIDTH, frames.MAX_FRAME_HEIGHT, frames.MIN_FRAME_INTERVAL_S)
+        caps = {f"frames capped at {cap[0]}x{cap[1]}, {frames.MAX_FPS}/s": cap}
         if args.compare_frame_cap:
-            caps = {"frames at the page's full size": (100_000, 100_000), **caps}
+            caps = {"frames at the page's full size and rate": (100_000, 100_000, 0.0), **caps}
         lives = {}
-        for label, (width, height) in caps.items():
-            frames.MAX_FRAME_WIDTH, frames.MAX_FRAME_HEIGHT = width, height
+        for label, (width, height, interval) in caps.items():
+            frames.MAX_FRAME_WIDTH, frames.MAX_FRAME_HEIGHT, frames.MIN_FRAME_INTERVAL_S = width, height, interval
             lives[label] = bench_live(runtime, site, args.window, not args.no_deflate)
     load_after = os.getloadavg()
 

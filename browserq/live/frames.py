@@ -29,6 +29,10 @@ QUALITY = 70
 #: The largest frame cast (Chromium scales the page into it, keeping its shape): a person's
 #: window shows no more, and an identity's 2560-pixel screen costs the encoder ~4x the pixels.
 MAX_FRAME_WIDTH = 1280
+#: At most this many frames a second (a person solving a captcha needs no more; a spinning
+#: animation would otherwise cost the encoder 40+ frames a second).
+MAX_FPS = 10
+MIN_FRAME_INTERVAL_S = 1 / MAX_FPS
 MAX_FRAME_HEIGHT = 1024
 #: The fallback's polling interval, and how often a quiet cast looks whether the run's page moved.
 FRAME_INTERVAL_S = 0.4
@@ -147,9 +151,12 @@ class Screencast:
                 if self._current() is not page:
                     break
                 meta = frame.get("metadata") or {}
+                sent = asyncio.get_running_loop().time()
                 await self._broadcast(_frame(frame["data"], meta.get("deviceWidth"),
                                              meta.get("deviceHeight")))
-                # acked once sent: Chromium sends the next frame only then (a slow viewer slows it)
+                # acked once sent and not before MIN_FRAME_INTERVAL_S: Chromium sends (and encodes)
+                # the next frame only then, so an animation costs at most MAX_FPS frames a second
+                await asyncio.sleep(max(0.0, sent + MIN_FRAME_INTERVAL_S - asyncio.get_running_loop().time()))
                 await asyncio.wait_for(cdp.send("Page.screencastFrameAck",
                                                 {"sessionId": frame["sessionId"]}), CDP_TIMEOUT_S)
         finally:
