@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -31,26 +33,31 @@ def test_a_bad_notify_url_is_refused_before_anything_is_recorded(producer: Produ
     assert producer.store.list_runs() == [] and producer.messages() == []
 
 
-def test_a_cancelled_runs_event_is_sent_for_delivery_at_once(tmp_path: Path) -> None:
+@pytest.fixture
+def signing_producer(tmp_path: Path) -> Iterator[tuple[Store, Any]]:
+    """A producer with a webhook secret and a queue of its own: its store (without a relay), and
+    a function that reads the headers of the delivery tasks sent to ``<queue>.webhooks``."""
     queue = f"bq_notify_{uuid.uuid4().hex[:8]}"
     env = producer_settings(tmp_path, BROWSERQ_WEBHOOK_SECRET="whsec-x", BROWSERQ_QUEUE=queue)
     hooks = redis.Redis.from_url(REDIS_URL)
     with producer_env(env):
-        handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
-        assert cancel_run(handle.id) == "cancelled"
-        store = Store(env["BROWSERQ_DATABASE_URL"])
+        store = Store(env["BROWSERQ_DATABASE_URL"])  # no relay: what it records stays unsent
         try:
-            assert store.get_run(handle.id).notify_url == "https://hooks.example.com/browserq"  # type: ignore[union-attr]
-            [delivery] = store.webhook_deliveries(handle.id)
-            assert (delivery.event, delivery.status) == ("cancelled", "pending")
+            yield store, lambda: [json.loads(raw)["headers"] for raw in hooks.lrange(f"{queue}.webhooks", 0, -1)]
         finally:
             store.dispose()
-    try:
-        [raw] = hooks.lrange(f"{queue}.webhooks", 0, -1)
-        headers = json.loads(raw)["headers"]
-        assert headers["task"] == "browserq.deliver_webhook" and headers["argsrepr"] == f"[{delivery.id}, 1]"
-    finally:
-        hooks.delete(queue, f"{queue}.webhooks")
+            hooks.delete(queue, f"{queue}.webhooks")
+
+
+def test_a_cancelled_runs_event_is_sent_for_delivery_at_once(signing_producer: Any) -> None:
+    store, sent = signing_producer
+    handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
+    assert cancel_run(handle.id) == "cancelled"  # through the producer's store, which relays
+    assert store.get_run(handle.id).notify_url == "https://hooks.example.com/browserq"  # type: ignore[union-attr]
+    [delivery] = store.webhook_deliveries(handle.id)
+    assert (delivery.event, delivery.status) == ("cancelled", "pending")
+    [headers] = sent()
+    assert headers["task"] == "browserq.deliver_webhook" and headers["argsrepr"] == f"[{delivery.id}, 1]"
 
 
 def test_a_templates_notify_is_checked_when_it_loads() -> None:
@@ -73,7 +80,7 @@ def test_a_fleet_wide_notify_url_needs_a_secret(tmp_path: Path) -> None:
                     webhook_secret="s").notify_url == "https://hooks.example.com/x"
 
 
-def test_an_event_nobody_sent_is_sent_by_the_sweep(tmp_path: Path) -> None:
+def test_an_event_nobody_sent_is_sent_by_the_sweep(signing_producer: Any) -> None:
     from datetime import timedelta
 
     from sqlalchemy import update
@@ -83,22 +90,13 @@ def test_an_event_nobody_sent_is_sent_by_the_sweep(tmp_path: Path) -> None:
     from browserq.store.models import utcnow
     from browserq.tasks import sweep_stuck_runs
 
-    queue = f"bq_notify_{uuid.uuid4().hex[:8]}"
-    env = producer_settings(tmp_path, BROWSERQ_WEBHOOK_SECRET="whsec-x", BROWSERQ_QUEUE=queue)
-    hooks = redis.Redis.from_url(REDIS_URL)
-    with producer_env(env):
-        handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
-        store = Store(env["BROWSERQ_DATABASE_URL"])  # no relay: as if the process died after the commit
-        try:
-            store.request_cancel(handle.id, reason="gone")
-            [delivery] = store.webhook_deliveries(handle.id)
-            assert hooks.llen(f"{queue}.webhooks") == 0
-            with store.engine.begin() as conn:
-                conn.execute(update(WebhookDelivery).values(created_at=utcnow() - timedelta(seconds=30)))
-            sweep_stuck_runs(store, get_settings())
-            [raw] = hooks.lrange(f"{queue}.webhooks", 0, -1)
-            assert json.loads(raw)["headers"]["argsrepr"] == f"[{delivery.id}, 1]"
-            assert store.overdue_webhooks() == []  # sent: not again at the next sweep
-        finally:
-            store.dispose()
-            hooks.delete(queue, f"{queue}.webhooks")
+    store, sent = signing_producer
+    handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
+    store.request_cancel(handle.id, reason="gone")  # as if the process died after the commit
+    [delivery] = store.webhook_deliveries(handle.id)
+    assert sent() == []
+    with store.engine.begin() as conn:
+        conn.execute(update(WebhookDelivery).values(created_at=utcnow() - timedelta(seconds=30)))
+    sweep_stuck_runs(store, get_settings())
+    assert [h["argsrepr"] for h in sent()] == [f"[{delivery.id}, 1]"]
+    assert store.overdue_webhooks() == []  # sent: not again at the next sweep
