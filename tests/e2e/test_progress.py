@@ -202,8 +202,9 @@ def test_the_readme_example_reads_progress_from_async_result_info(producer, demo
         f"result = run_template.delay('prog_steps', params={{'base_url': '{demo.url}'}})\n"
         "seen = set()\n"
         "while not result.ready():\n"
-        "    if result.state == 'PROGRESS':\n"
-        "        seen.add(result.info['step'])\n"
+        "    meta = result.backend.get_task_meta(result.id)\n"
+        "    if meta['status'] == 'PROGRESS' and meta['result']['status'] == 'running':\n"
+        "        seen.add(meta['result']['step'])\n"
         "    time.sleep(0.1)\n"
         "print(sorted(seen), result.state)\n"
     )
