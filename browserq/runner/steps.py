@@ -49,6 +49,8 @@ class StepsMixin(HandoffMixin):
             await self._run_steps(step.steps, f"{path}.", state)
         elif isinstance(step, HandoffStep):
             await self._run_handoff_step(step, path, state)
+        elif state.request.loaded.template.handoff is None:  # no trigger to check after it
+            await self._run_action(step, path, state)  # type: ignore[attr-defined]
         else:
             page = self._page(state)
             url_before = None if page.is_closed() else page.url
