@@ -33,7 +33,9 @@ def scrape(collector: object) -> Samples:
 @pytest.mark.parametrize("url", [redis_url(BROKER_DB), AMQP_URL], ids=["redis", "rabbitmq"])
 def test_queue_depth_counts_the_waiting_messages(url: str) -> None:
     full, empty, unknown = (f"bq_metrics_{uuid.uuid4().hex[:8]}_{n}" for n in ("full", "empty", "unknown"))
-    with Connection(url) as connection:
+    # publisher confirms: each put returns once RabbitMQ holds the message, so another
+    # connection's passive declare counts all three (without them it once counted 1)
+    with Connection(url, transport_options={"confirm_publish": True}) as connection:
         queues = {name: connection.SimpleQueue(name) for name in (full, empty)}
         for n in range(3):
             queues[full].put({"n": n})
