@@ -19,9 +19,8 @@ import json
 import statistics
 import time
 
-from playwright.async_api import async_playwright
-
 from browserq.actions.outputs import evaluate_bounded
+from browserq.browsers.api import async_playwright
 from browserq.errors import StepFailed
 from browserq.recordable import dumps
 

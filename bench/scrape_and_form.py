@@ -48,10 +48,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser
 from sqlalchemy import event
 
 from browserq.browsers import flags
+from browserq.browsers.api import async_playwright
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
 from browserq.demo.site import DEMO_PASSWORD, DEMO_USERNAME, DemoSite
 from browserq.execute.runtime import Runtime

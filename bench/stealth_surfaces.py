@@ -31,9 +31,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from playwright.async_api import Playwright, async_playwright  # noqa: E402
+from playwright.async_api import Playwright  # noqa: E402
 
 from browserq import stealth  # noqa: E402
+from browserq.browsers.api import async_playwright  # noqa: E402
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS  # noqa: E402
 from browserq.settings import load_settings  # noqa: E402
 from tests.stealth.detector import CDP_TELLS, DetectorServer, evaluate_checks, run_detector  # noqa: E402

@@ -27,7 +27,7 @@ from browserq.settings import load_settings
 
 
 async def main(trials: int) -> None:
-    from playwright.async_api import async_playwright
+    from browserq.browsers.api import async_playwright
 
     settings = load_settings(artifacts_dir=Path(tempfile.mkdtemp()), stealth=False)
     timings: dict[str, list[float]] = {"context": [], "attach": [], "probe": [], "terminate": []}

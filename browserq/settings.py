@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from browserq.drivers import usable_driver
 from browserq.errors import ConfigError
 from browserq.limits.specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
 
@@ -90,7 +91,8 @@ class Settings(BaseSettings):
     chromium_path: str | None = Field(
         None, description="Chromium/Chrome executable; autodetected, then Playwright's own build."
     )
-    headless: bool = Field(True, description="Run Chromium headless.")
+    headless: bool = Field(True, description="Run Chromium headless; false: headful, on $DISPLAY or, without one, on an Xvfb display browserq starts.")
+    driver: Annotated[str, AfterValidator(usable_driver)] = Field("playwright", description="The Playwright driver: playwright, rebrowser or patchright (the last two are extras: pip install 'browserq[rebrowser]').")
     chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags (feature lists are merged with Playwright's and browserq's).")
     no_sandbox: bool | None = Field(
         None, description="Pass --no-sandbox; default: only when running as root."

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
-from playwright.async_api import expect
-
 from browserq.actions.context import StepContext
 from browserq.actions.locate import first, url_matcher
+from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
+from browserq.browsers.api import expect
 from browserq.errors import Codes, StepFailed
 from browserq.templates import AssertStep
 

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Download, Response
-from playwright.async_api import Error as PlaywrightError
 
 from browserq.actions.context import StepContext
 from browserq.actions.files import RunFiles, run_files
 from browserq.actions.locate import first
 from browserq.actions.locators import shown
+from browserq.browsers.api import Error as PlaywrightError
 from browserq.browsers.errors import first_line
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url, safe_artifact_path, safe_filename

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browserq.actions.context import StepContext
 from browserq.actions.locators import FRAME_SEPARATOR, SelectorValue, to_locator
+from browserq.browsers.api import Error as PlaywrightError
+from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.errors import Codes, StepFailed
 from browserq.templates.regex import RegexError, describe_url_pattern, url_predicate
 

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 from playwright.async_api import Page
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browserq.actions.context import StepContext
 from browserq.actions.locate import first, url_matcher
 from browserq.actions.notices import WAIT_SHORTENED
+from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url
 from browserq.templates import NavigateStep, ScrollStep, WaitStep

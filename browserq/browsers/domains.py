@@ -321,7 +321,7 @@ def _frame_ids(node: dict[str, Any]) -> set[str]:
 
 async def _install_websocket_guard(context: BrowserContext, block_log: BlockLog) -> None:
     """Refuse WebSockets of ``context`` to hosts outside allowed_domains (``Fetch`` cannot)."""
-    from playwright.async_api import Error as PlaywrightError
+    from browserq.browsers.api import Error as PlaywrightError
 
     allowed = block_log.allowed_domains
 

@@ -13,8 +13,9 @@ import os
 import signal
 
 import structlog
-from playwright.async_api import Playwright, async_playwright
+from playwright.async_api import Playwright
 
+from browserq.browsers import api
 from browserq.browsers.errors import BrowserLaunchFailed
 from browserq.browsers.launcher import browser_process_tree
 
@@ -39,10 +40,10 @@ async def start_driver(*, again: bool = False) -> Playwright:
     """A started Playwright driver; ``again`` for a replacement (then bounded by a timeout)."""
     try:
         if again:
-            return await asyncio.wait_for(async_playwright().start(), START_TIMEOUT_S)
-        return await async_playwright().start()
+            return await asyncio.wait_for(api.async_playwright().start(), START_TIMEOUT_S)
+        return await api.async_playwright().start()
     except Exception as exc:
-        which = "a new Playwright driver" if again else "the Playwright driver"
+        which = f"a new {api.NAME} driver" if again else f"the {api.NAME} driver"
         raise BrowserLaunchFailed(f"could not start {which}: {exc}") from exc
 
 

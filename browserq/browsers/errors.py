@@ -25,9 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
-
+from browserq.browsers.api import Error as PlaywrightError
+from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.errors import (
     Codes,
     ConfigError,

@@ -140,9 +140,8 @@ def locate(
     Each locator is the most robust one that matches the element and nothing else: role and
     accessible name, then label, test id, placeholder, a short CSS selector.
     """
-    from playwright.async_api import Error as PlaywrightError
-    from playwright.async_api import TimeoutError as PlaywrightTimeoutError
-
+    from browserq.browsers.api import Error as PlaywrightError
+    from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
     from browserq.browsers.errors import first_line
     from browserq.guards import check_url
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from browserq.actions.locators import to_locator
+from browserq.browsers.api import Error as PlaywrightError
 from browserq.templates import ACTIONS, ARIA_ROLES
 
 #: The attribute that names an element while the page is inspected (never printed).

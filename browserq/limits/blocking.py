@@ -64,7 +64,7 @@ async def install_blocking(context: BrowserContext, kinds: Iterable[str]) -> Blo
     if not wanted:
         return stats
 
-    from playwright.async_api import Error as PlaywrightError
+    from browserq.browsers.api import Error as PlaywrightError
 
     async def handler(route: Route) -> None:
         kind = route.request.resource_type

@@ -47,7 +47,7 @@ async def install_navigation_gate(
     gate = NavigationGate(deadline)
     if not limiter.enabled:
         return gate
-    from playwright.async_api import Error as PlaywrightError
+    from browserq.browsers.api import Error as PlaywrightError
 
     async def handler(route: Route) -> None:
         request = route.request

@@ -16,11 +16,11 @@ from typing import Any
 
 import structlog
 from playwright.async_api import Page
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browserq.actions import StepContext, element_selector, not_traced, notices
 from browserq.actions.files import RunFiles
 from browserq.actions.outputs import check_step_output
+from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.browsers.errors import first_line
 from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
 from browserq.guards import check_selector_length

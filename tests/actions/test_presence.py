@@ -4,6 +4,8 @@ page still loading. Counted on the driver's message path, never timed."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import threading
 import time
 from collections import Counter
@@ -14,10 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from playwright._impl.connection import Connection
 from playwright.async_api import Page
 
 from browserq.actions import StepContext, handler_for, locate, present
+from browserq.browsers import api
 from browserq.redact import Redactor
 from browserq.templates import ExtractStep, TemplateSettings
 from tests.support.chromium import LaunchedChromium as Chromium
@@ -31,17 +33,23 @@ chromium = chromium_fixture()
 def driver_messages() -> Iterator[Counter[str]]:
     """Every message the Playwright client sends to its driver inside the block, by method."""
     counts: Counter[str] = Counter()
-    original = Connection.send_message_to_server
+    # the chosen driver's own client (a fork is a package of its own: BROWSERQ_DRIVER)
+    package = api.module.__name__.split(".")[0]
+    names = (f"{package}._impl.connection", f"{package}._impl._connection")  # 1.65+, before
+    Connection = next(importlib.import_module(n) for n in names if importlib.util.find_spec(n)).Connection
+    # 1.65 names it send_message_to_server, the 1.64 forks _send_message_to_server: (obj, method, ...)
+    attr = next(a for a in ("send_message_to_server", "_send_message_to_server") if hasattr(Connection, a))
+    original = getattr(Connection, attr)
 
-    def counted(conn: Connection, obj: Any, method: str, params: Any, options: Any) -> Any:
+    def counted(conn: Any, obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         counts[f"{obj._type}.{method}"] += 1
-        return original(conn, obj, method, params, options)
+        return original(conn, obj, method, *args, **kwargs)
 
-    Connection.send_message_to_server = counted  # type: ignore[method-assign]
+    setattr(Connection, attr, counted)
     try:
         yield counts
     finally:
-        Connection.send_message_to_server = original  # type: ignore[method-assign]
+        setattr(Connection, attr, original)
 
 
 def test_a_presence_check_on_a_loaded_page_is_one_round_trip(chromium: Chromium, demo) -> None:

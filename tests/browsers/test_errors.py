@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Error, Page
+from playwright.async_api import Page
 
+from browserq.browsers.api import Error
 from browserq.browsers.errors import (
     NET_ERROR_TABLE,
     NET_ERRORS,

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import async_playwright
 
 from browserq.browsers import EventLoopThread
+from browserq.browsers.api import async_playwright
 from browserq.browsers.instance import Instance, close_browser, close_quietly, retire_reason
 from browserq.browsers.launcher import find_browser_pid, launch_chromium
 from tests.conftest import make_settings

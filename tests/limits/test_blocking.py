@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from playwright.async_api import async_playwright
 
+from browserq.browsers.api import async_playwright
 from browserq.limits import (
     BlockStats,
     install_blocking,

@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import async_playwright
 
+from browserq.browsers.api import Error as PlaywrightError
+from browserq.browsers.api import async_playwright
 from browserq.limits import RateLimiter, RateLimitTimeout, install_blocking, install_navigation_gate
 from tests.limits.test_blocking import ARGS, CHROMIUM, CountingServer
 

@@ -23,8 +23,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Page
 
+from browserq.browsers.api import async_playwright
 from browserq.execute.runtime import Runtime
 from browserq.live.frames import Screencast
 from browserq.live.server import LiveViewServer

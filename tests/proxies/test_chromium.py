@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import pytest
 import redis
-from playwright.async_api import Browser, Playwright, async_playwright
+from playwright.async_api import Browser, Playwright
 from structlog.testing import capture_logs
 
+from browserq.browsers.api import async_playwright
 from browserq.proxies import (
     AUTH,
     BLOCKED,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.proxies import (
     AUTH,
     BLOCKED,

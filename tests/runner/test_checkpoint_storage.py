@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from playwright.async_api import BrowserContext, async_playwright
+from playwright.async_api import BrowserContext
 
+from browserq.browsers.api import async_playwright
 from browserq.runner.storage import StorageReader
 from browserq.settings import load_settings
 

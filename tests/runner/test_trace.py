@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import async_playwright
 from playwright.async_api._generated import Tracing
 
+from browserq.browsers.api import async_playwright
 from browserq.execute.runtime import Runtime
 from browserq.runner.trace import open_trace
 from browserq.settings import load_settings

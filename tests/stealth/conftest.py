@@ -13,9 +13,10 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import pytest
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser
 
 from browserq import stealth
+from browserq.browsers.api import async_playwright
 from browserq.settings import load_settings
 from tests.stealth.detector import DetectorServer
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Playwright, async_playwright
+from playwright.async_api import Browser, Playwright
 
 from browserq.browsers import EventLoopThread
+from browserq.browsers.api import async_playwright
 from browserq.browsers.launcher import launch_chromium
 from tests.conftest import make_settings
 

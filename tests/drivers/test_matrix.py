@@ -1,0 +1,42 @@
+"""Every action test (and the stealth suite) under each supported driver, each in a pytest
+subprocess with ``BROWSERQ_DRIVER`` set: a driver is chosen once per process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browserq.drivers import DRIVERS
+
+REPO = Path(__file__).resolve().parents[2]
+FORKS = [name for name in DRIVERS if name != "playwright"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("driver", FORKS)
+def test_every_action_test_passes_under(driver: str) -> None:
+    env = {**os.environ, "BROWSERQ_DRIVER": driver}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/actions", "tests/stealth"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=840,
+    )
+    tail = "\n".join(done.stdout.splitlines()[-40:])
+    assert done.returncode == 0, f"under BROWSERQ_DRIVER={driver}:\n{tail}"
+    assert " passed" in tail and "failed" not in tail.splitlines()[-1]
+
+
+def test_the_chosen_driver_is_the_one_running_and_an_unknown_one_is_refused() -> None:
+    probe = "from browserq.browsers import api; print(api.NAME, api.Error.__module__)"
+    for driver, (module, _) in DRIVERS.items():
+        out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "BROWSERQ_DRIVER": driver},
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert out[0] == driver and out[1].startswith(module.split(".")[0] + "._impl")
+    bad = subprocess.run([str(Path(sys.executable).with_name("browserq")), "settings"], env={**os.environ, "BROWSERQ_DRIVER": "selenium"},
+                         capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "BROWSERQ_DRIVER='selenium' is not a driver browserq knows: use one of playwright, rebrowser, patchright" in bad.stdout + bad.stderr
