@@ -37,6 +37,6 @@ NAME: str = driver_name()
 module: ModuleType = _load(NAME)
 
 Error: type[Exception] = module.Error
-TimeoutError: type[Exception] = module.TimeoutError  # noqa: A001 - the driver's own name
+TimeoutError: type[Exception] = module.TimeoutError
 expect: Any = module.expect
 async_playwright: Any = module.async_playwright
