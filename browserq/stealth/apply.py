@@ -32,10 +32,11 @@ import weakref
 from importlib import resources
 from typing import Any
 
-from playwright.async_api import Browser, BrowserContext, Page
+from playwright.async_api import Browser, BrowserContext, CDPSession, Page
 
 from browserq.stealth.host import CH_PLATFORM, HostInfo, host_platform, user_agent_for
 from browserq.stealth.identity import Fingerprint
+from browserq.stealth.workers import WorkerScripts, prime_page_targets, worker_scripts
 
 #: Always-safe launch flags (version-independent).
 BASE_LAUNCH_ARGS: tuple[str, ...] = ("--disable-blink-features=AutomationControlled",)
@@ -137,15 +138,29 @@ def init_script(fp: Fingerprint, *, host: HostInfo | None = None, nonce: str | N
         and host.webgl_vendor == fp.webgl_vendor
     ):
         config["webgl"] = None
+    # Shared and service workers see no CDP override: their platform and cores (patched only
+    # where the native value differs, i.e. for an identity that is not the host's).
+    config["workerNavigator"] = {
+        "platform": fp.navigator_platform,
+        "hardwareConcurrency": fp.hardware_concurrency,
+    }
+    if host is not None and host.blank_hints:
+        metadata = fp.user_agent_metadata()
+        config["hints"] = {
+            key: metadata[key]
+            for key in ("architecture", "bitness", "platformVersion", "fullVersionList", "model")
+        } | {"uaFullVersion": fp.chrome_version, "formFactors": metadata["formFactors"]}
     source = resources.files("browserq.stealth").joinpath("patches.js").read_text(encoding="utf-8")
     return source.replace("__BROWSERQ_STEALTH_CONFIG__", json.dumps(config))
 
 
 # --- applying ------------------------------------------------------------------------------------
 class _ContextState:
-    def __init__(self, fp: Fingerprint, host: HostInfo | None) -> None:
+    def __init__(self, fp: Fingerprint, host: HostInfo | None, script: str) -> None:
         self.fp = fp
         self.host = host
+        self.script = script  # the init script, run in workers too (stealth/workers.py)
+        self.worker_scripts: WorkerScripts | None = None
         self.ready: weakref.WeakKeyDictionary[Page, asyncio.Future[None]] = (
             weakref.WeakKeyDictionary()
         )
@@ -165,9 +180,11 @@ async def apply(context: BrowserContext, fp: Fingerprint, *, host: HostInfo | No
     """
     if context in _STATES:
         raise RuntimeError("stealth.apply() was already called on this context")
-    state = _ContextState(fp, host)
+    state = _ContextState(fp, host, init_script(fp, host=host))
     _STATES[context] = state
-    await context.add_init_script(script=init_script(fp, host=host))
+    await context.add_init_script(script=state.script)
+    if context.browser is not None:
+        state.worker_scripts = await worker_scripts(context.browser)
     context.on("page", lambda page: _track(state, page))
     for page in context.pages:
         _track(state, page)
@@ -194,14 +211,15 @@ def _track(state: _ContextState, page: Page) -> asyncio.Future[None]:
     existing = state.ready.get(page)
     if existing is not None:
         return existing
-    future = asyncio.ensure_future(_setup_page(page, state.fp, state.host))
+    future = asyncio.ensure_future(_setup_page(page, state))
     state.ready[page] = future
     # A page closed before setup finished is not an error anyone waits for.
     future.add_done_callback(lambda f: f.cancelled() or f.exception())
     return future
 
 
-async def _setup_page(page: Page, fp: Fingerprint, host: HostInfo | None) -> None:
+async def _setup_page(page: Page, state: _ContextState) -> None:
+    fp, host = state.fp, state.host
     commands: list[tuple[str, dict[str, Any]]] = [
         ("Emulation.setUserAgentOverride", user_agent_override(fp, host)),
     ]
@@ -216,11 +234,26 @@ async def _setup_page(page: Page, fp: Fingerprint, host: HostInfo | None) -> Non
         )
     try:
         session = await page.context.new_cdp_session(page)
-        await asyncio.gather(*(session.send(method, params) for method, params in commands))
+        await asyncio.gather(
+            *(session.send(method, params) for method, params in commands),
+            prime_page_targets(session, state.script),
+            _register_worker_scripts(page, session, state),
+        )
     except Exception:
         if page.is_closed():
             return
         raise
+
+
+async def _register_worker_scripts(page: Page, session: CDPSession, state: _ContextState) -> None:
+    """Tell the browser's worker-script watch which script this page's context runs."""
+    watch = state.worker_scripts
+    if watch is None:
+        return
+    context_id = (await session.send("Target.getTargetInfo"))["targetInfo"]["browserContextId"]
+    if context_id not in watch.scripts:
+        watch.scripts[context_id] = state.script
+        page.context.on("close", lambda _context: watch.forget(context_id))
 
 
 # --- the host ------------------------------------------------------------------------------------
@@ -263,7 +296,8 @@ async def probe_host(browser: Browser) -> HostInfo:
     platform = families.get(data["platform"], host_platform())
     brands = [b for b in data["brands"] if not b.startswith("Not") and b != "Chromium"]
     architecture, bitness = data["architecture"], data["bitness"]
-    if not architecture:
+    blank_hints = not architecture
+    if blank_hints:
         # Chrome blanks the high-entropy hints when launched with --user-agent; the machine is
         # what navigator.platform says ("Linux x86_64", "Linux aarch64", "Win32", "MacIntel").
         nav = data["navigatorPlatform"].lower()
@@ -283,4 +317,5 @@ async def probe_host(browser: Browser) -> HostInfo:
         locale=data["locale"],
         webgl_vendor=data["vendor"],
         webgl_renderer=data["renderer"],
+        blank_hints=blank_hints,
     )

@@ -53,6 +53,9 @@ class HostInfo:
     locale: str = "en-US"  # the browser's default Intl locale
     webgl_vendor: str | None = None
     webgl_renderer: str | None = None
+    #: Chrome answered high-entropy client hints blank (launched with --user-agent, i.e.
+    #: headless): cross-site iframes and shared/service workers will too, unless patched.
+    blank_hints: bool = False
 
 
 def host_platform() -> Platform:

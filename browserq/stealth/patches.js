@@ -4,8 +4,12 @@
 //
 // Rules this file keeps:
 // * Patch only what CDP and launch flags cannot do natively (WebGL strings, work area, window
-//   geometry, deviceMemory when it differs from the host). No globals, no own properties on
-//   navigator, no Proxy objects.
+//   geometry, deviceMemory when it differs from the host; in workers also what no CDP override
+//   reaches; high-entropy client hints where the browser reports them blank). No globals, no own
+//   properties on navigator, no Proxy objects.
+// * The same file runs in pages and frames (init script) and in dedicated, shared and service
+//   workers (stealth/workers.py evaluates it before the worker's own script): every patch checks
+//   that what it replaces exists in this scope.
 // * A replaced function looks native: a method (no `prototype`, not constructible), same name and
 //   length, same property descriptor, toString "function NAME() { [native code] }" from
 //   Function.prototype.toString in any same-origin realm (one registry per frame tree, reached
@@ -26,6 +30,12 @@
   var wmGet = WeakMap.prototype.get;
   var wmSet = WeakMap.prototype.set;
   var KEY = Symbol.for(cfg.nonce);
+
+  // Once per scope: a worker can be reached both ways (stealth/workers.py). Our toString answers
+  // the secret key with the registry; the native one throws on a symbol receiver.
+  try {
+    if (typeof apply(Function.prototype.toString, KEY, []) === 'object') return;
+  } catch (e) { /* not patched yet */ }
 
   // One registry (patched function -> native source text) per frame tree: a child frame borrows
   // its same-origin top's through the top's patched toString, called with the secret symbol.
@@ -131,14 +141,63 @@
     }
   }
 
-  // --- navigator.deviceMemory (only when the host's bucket differs) ---------------------------
-  if (typeof cfg.deviceMemory === 'number' && G.Navigator) {
-    var dmDesc = getOwnPropertyDescriptor(G.Navigator.prototype, 'deviceMemory');
-    var nativeMemory;
-    try { nativeMemory = dmDesc && apply(dmDesc.get, G.navigator, []); } catch (e) { nativeMemory = undefined; }
-    if (typeof nativeMemory === 'number' && nativeMemory !== cfg.deviceMemory) {
-      replaceGetter(G.Navigator.prototype, 'deviceMemory', cfg.deviceMemory);
-    }
+  // --- navigator values (only where the native one differs) ----------------------------------
+  // Pages get platform and cores from CDP overrides; workers other than dedicated ones see
+  // neither, so cfg.workerNavigator carries them there.
+  var NavigatorCtor = G.Navigator || G.WorkerNavigator;
+  function replaceNavigatorValue(name, value) {
+    if (value === null || value === undefined || !NavigatorCtor) return;
+    var desc = getOwnPropertyDescriptor(NavigatorCtor.prototype, name);
+    var nativeValue;
+    try { nativeValue = desc && apply(desc.get, G.navigator, []); } catch (e) { nativeValue = undefined; }
+    if (nativeValue !== undefined && nativeValue !== value) replaceGetter(NavigatorCtor.prototype, name, value);
+  }
+  if (typeof cfg.deviceMemory === 'number') replaceNavigatorValue('deviceMemory', cfg.deviceMemory);
+  if (cfg.workerNavigator && G.WorkerNavigator) {
+    replaceNavigatorValue('platform', cfg.workerNavigator.platform);
+    replaceNavigatorValue('hardwareConcurrency', cfg.workerNavigator.hardwareConcurrency);
+  }
+
+  // --- high-entropy client hints the browser reports blank -----------------------------------
+  // Launched with --user-agent (headless), Chrome answers architecture, bitness, platformVersion
+  // and fullVersionList with '' / [] wherever no CDP override reaches (cross-site iframes, shared
+  // and service workers). Fill exactly those blanks with the identity's values; a page that the
+  // override reached gets its values untouched.
+  if (cfg.hints && G.NavigatorUAData) {
+    var hints = cfg.hints;
+    var promiseThen = Promise.prototype.then;
+    var isArray = Array.isArray;
+    var fillBlanks = function (values) {
+      if (values === null || typeof values !== 'object') return values;
+      for (var key in hints) {
+        if (!(key in values)) continue;
+        var current = values[key];
+        var blank = current === '' || (isArray(current) && current.length === 0);
+        if (!blank) continue;
+        var wanted = hints[key];
+        if (isArray(wanted)) {
+          var copy = [];
+          for (var j = 0; j < wanted.length; j++) {
+            var item = wanted[j];
+            copy.push(typeof item === 'object' ? { brand: item.brand, version: item.version } : item);
+          }
+          values[key] = copy;
+        } else {
+          values[key] = wanted;
+        }
+      }
+      return values;
+    };
+    replaceMethod(G.NavigatorUAData.prototype, 'getHighEntropyValues', function (original) {
+      var replacement = {
+        getHighEntropyValues(hintNames) {
+          var pending;
+          try { pending = apply(original, this, arguments); } catch (e) { rethrow(e, replacement); }
+          return apply(promiseThen, pending, [fillBlanks]);
+        },
+      }.getHighEntropyValues;
+      return replacement;
+    });
   }
 
   // --- screen work area (taskbar / menu bar) -------------------------------------------------

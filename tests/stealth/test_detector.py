@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from browserq import stealth
+from browserq.browsers import api
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
 from browserq.settings import load_settings
 from tests.stealth.conftest import launched, run, stealth_context
@@ -59,22 +60,33 @@ PLAIN_PASSES = {
         for v in ("ua", "uadata", "platform", "languages", "hardware", "intl", "webgl")
     ),
 }
-#: What a host-coherent identity still shows, and why (see README.md):
-REMAINING = {
-    # WebGL strings are patched in windows; workers' OffscreenCanvas still answers SwiftShader.
-    "worker_webgl_matches",
-    "shared_worker_webgl_matches",
-    "service_worker_webgl_matches",
-    # --user-agent makes Chrome blank high-entropy client hints where no page override reaches.
-    "cross_site_iframe_uadata_matches",
-    "shared_worker_uadata_matches",
-    "service_worker_uadata_matches",
-    *CDP_TELLS,
+#: What a host-coherent identity still shows, by driver, and why (see README.md): stock
+#: Playwright keeps CDP's Runtime domain on and evaluates in the main world; rebrowser closes
+#: both; patchright's own init-script injection leaves a cross-site iframe without its scripts.
+REMAINING_BY_DRIVER: dict[str, set[str]] = {
+    "playwright": set(CDP_TELLS),
+    "rebrowser": set(),
 }
+if api.NAME not in REMAINING_BY_DRIVER:  # patchright: compared in bench/stealth_surfaces.py only
+    pytest.skip(f"the detector's expectations are kept for {sorted(REMAINING_BY_DRIVER)}", allow_module_level=True)
+REMAINING = REMAINING_BY_DRIVER[api.NAME]
+#: A patched driver closes these on its own (no --enable-automation, no CDP Runtime tells).
+if api.NAME != "playwright":
+    PLAIN_FAILS -= {"webdriver_false", "webdriver_false_iframe", *CDP_TELLS}
 
 
 def _failed(checks: dict[str, bool]) -> set[str]:
     return {name for name, ok in checks.items() if not ok}
+
+
+def _lost_blob_race(why: dict[str, str]) -> set[str]:
+    """Dedicated-worker checks that failed only for the ``blob:`` worker: browserq reaches a blob
+    worker only by evaluating before Playwright resumes it, a race it can lose (README.md)."""
+    return {
+        name
+        for name, reason in why.items()
+        if name.startswith("worker_") and reason.startswith("blob: ") and "; " not in reason
+    }
 
 
 async def _stealth_run(
@@ -123,11 +135,11 @@ def test_coherent_identity_passes_every_claimed_check(detector_server: DetectorS
     detector_run, fp, _host = run(lambda: _stealth_run(detector_server))
     checks, why = evaluate_checks(detector_run)
     claimed = set(checks) - REMAINING
-    failed = _failed(checks)
+    failed = _failed(checks) - _lost_blob_race(why)
     assert not (failed & claimed), {c: why[c] for c in failed & claimed}
     assert fp.host_coherent
-    # The remainder is real (keeps README.md honest): these fail today, for the stated reasons.
-    assert {"worker_webgl_matches", *CDP_TELLS} <= failed
+    # The remainder is real (keeps README.md honest): exactly these fail, for the stated reasons.
+    assert failed == REMAINING
 
 
 def test_headers_equal_javascript_on_every_surface(detector_server: DetectorServer) -> None:
@@ -220,9 +232,13 @@ def test_foreign_platform_identity_costs_what_the_readme_says(
         "worker_uadata_matches",
     }
     assert not (_failed(checks) & page_level), {c: why[c] for c in _failed(checks) & page_level}
-    # Workers report the real navigator.platform and hardware; CDP cannot change that.
+    # Shared and service workers and cross-site iframes carry the launch-level (pool) user agent:
+    # a Linux one. Their navigator.platform and cores follow the identity (stealth/workers.py).
+    failed = _failed(checks) - _lost_blob_race(why)
     assert {
-        "worker_platform_matches",
-        "worker_hardware_matches",
         "shared_worker_ua_matches",
-    } <= _failed(checks)
+        "service_worker_ua_matches",
+        "cross_site_iframe_ua_matches",
+    } <= failed
+    assert not {"worker_platform_matches", "worker_hardware_matches", "worker_webgl_matches",
+                "shared_worker_webgl_matches", "service_worker_webgl_matches"} & failed
