@@ -39,9 +39,10 @@ RUN pip install -r /tmp/constraints.txt
 # the separate headless shell, since browserq launches this full build (new headless mode).
 # BROWSERQ_CHROMIUM_PATH names it through a stable link: with an explicit path browserq does not
 # autodetect (no /usr/bin/chromium exists here anyway), and the stealth layer can read the
-# browser's version from `chrome --version` before launching it.
+# browser's version from `chrome --version` before launching it. xvfb: the virtual display of
+# headful mode (BROWSERQ_HEADLESS=false), which closes tells headless cannot (stealth/README.md).
 RUN python -m playwright install --with-deps --no-shell chromium \
-    && apt-get install -y --no-install-recommends tzdata \
+    && apt-get install -y --no-install-recommends tzdata xvfb \
     && rm -rf /var/lib/apt/lists/* \
     && chmod -R a+rX "$PLAYWRIGHT_BROWSERS_PATH" \
     && mkdir -p /opt/browserq \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything browserq needs on a fresh machine: a system Chromium (apt, when missing and
-# possible), a virtualenv in .venv with browserq and its dev dependencies. Safe to run again.
+# Install everything browserq needs on a fresh machine: a system Chromium and Xvfb (apt, when
+# missing and possible), a virtualenv in .venv with browserq and its dev dependencies (the patched
+# drivers included). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,17 @@ if ! have_chromium; then
   else
     echo "==> no system Chromium found; will use Playwright's build (playwright install chromium)"
     NEED_PLAYWRIGHT_BROWSER=1
+  fi
+fi
+
+# Xvfb: the virtual display of headful mode (BROWSERQ_HEADLESS=false without DISPLAY).
+if ! command -v Xvfb >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "==> installing Debian's xvfb"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends xvfb >/dev/null
+  else
+    echo "==> no Xvfb: headful mode needs a DISPLAY (its tests are skipped)"
   fi
 fi
 

@@ -11,6 +11,7 @@ import structlog
 from playwright.async_api import Browser, Playwright
 
 from browserq.browsers import flags
+from browserq.browsers.display import display_for_headful
 from browserq.browsers.errors import BrowserLaunchFailed, launch_failure
 from browserq.errors import ConfigError
 from browserq.settings import Settings
@@ -41,11 +42,14 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
         from browserq import stealth
 
         version = _chrome_version(executable) if executable else None
-        args += [a for a in stealth.launch_args(chrome_version=version) if a not in args]
+        stealth_args = stealth.launch_args(chrome_version=version, headless=settings.headless)
+        args += [a for a in stealth_args if a not in args]
         ignore = stealth.ignore_default_args()
     args = flags.tuned_args(args, headless=settings.headless)
+    display = None if settings.headless else display_for_headful()  # may start Xvfb
     try:
         browser = await playwright.chromium.launch(
+            env={**os.environ, "DISPLAY": display} if display else None,
             executable_path=executable,
             headless=settings.headless,
             args=args,

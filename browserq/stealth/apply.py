@@ -42,7 +42,9 @@ from browserq.stealth.workers import WorkerScripts, prime_page_targets, worker_s
 BASE_LAUNCH_ARGS: tuple[str, ...] = ("--disable-blink-features=AutomationControlled",)
 
 
-def launch_args(fp: Fingerprint | None = None, *, chrome_version: str | None = None) -> list[str]:
+def launch_args(
+    fp: Fingerprint | None = None, *, chrome_version: str | None = None, headless: bool = True
+) -> list[str]:
     """Chromium flags for a browser whose contexts will carry stealth identities.
 
     With ``fp`` (the worker's "pool identity"): ``--user-agent`` (its UA string, without
@@ -50,17 +52,21 @@ def launch_args(fp: Fingerprint | None = None, *, chrome_version: str | None = N
     whose fingerprint shares the platform and locale are then coherent even where no per-context
     override reaches (service/shared workers, cross-site iframes). With only ``chrome_version``
     (see :func:`~browserq.stealth.host.chrome_version_of`), the user agent is the host
-    platform's. Without either, only the version-independent flags.
+    platform's. Without either, only the version-independent flags. ``headless=False`` (a real
+    or virtual display): no ``--user-agent`` for the host platform — headful Chrome's own says
+    no ``HeadlessChrome`` and keeps its client hints, which the flag would blank.
     """
     args = list(BASE_LAUNCH_ARGS)
+    foreign = fp is not None and fp.platform != host_platform()
     if fp is not None:
+        if headless or foreign:
+            args.append(f"--user-agent={fp.user_agent}")
         args += [
-            f"--user-agent={fp.user_agent}",
             f"--lang={fp.locale}",
             f"--accept-lang={fp.locale}",
             f"--window-size={fp.outer[0]},{fp.outer[1]}",
         ]
-    elif chrome_version:
+    elif chrome_version and headless:
         major = int(chrome_version.split(".")[0])
         args += [
             f"--user-agent={user_agent_for(host_platform(), major)}",

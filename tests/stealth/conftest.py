@@ -8,6 +8,7 @@ stealth's flags where a test says so.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from playwright.async_api import Browser
 
 from browserq import stealth
 from browserq.browsers.api import async_playwright
+from browserq.browsers.display import display_for_headful
 from browserq.settings import load_settings
 from tests.stealth.detector import DetectorServer
 
@@ -34,9 +36,10 @@ def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
 
 
 @asynccontextmanager
-async def launched(*, stealth_pool: stealth.Fingerprint | bool | None = None):
+async def launched(*, stealth_pool: stealth.Fingerprint | bool | None = None, headless: bool = True):
     """A Chromium launched like browserq's; with ``stealth_pool`` (a pool fingerprint, or True
-    for the default one) also with stealth's launch flags."""
+    for the default one) also with stealth's launch flags; ``headless=False`` on a display
+    (``$DISPLAY`` or the Xvfb browserq starts)."""
     settings = load_settings()
     executable = settings.resolve_chromium()
     extra: list[str] = []
@@ -48,12 +51,14 @@ async def launched(*, stealth_pool: stealth.Fingerprint | bool | None = None):
             if version is None:
                 pytest.skip("cannot read the Chromium version before launch")
             pool = stealth.Fingerprint.generate("pool", chrome_version=version)
-        extra = stealth.launch_args(pool)  # type: ignore[arg-type]
+        extra = stealth.launch_args(pool, headless=headless)  # type: ignore[arg-type]
         ignore = stealth.ignore_default_args()
+    display = None if headless else display_for_headful()
     async with async_playwright() as pw:
         browser: Browser = await pw.chromium.launch(
             executable_path=executable,
-            headless=True,
+            headless=headless,
+            env={**os.environ, "DISPLAY": display} if display else None,
             args=[*settings.chromium_launch_args(), *extra],
             ignore_default_args=ignore,
             chromium_sandbox=settings.chromium_sandbox,

@@ -95,13 +95,14 @@ async def _stealth_run(
     region: str | None = None,
     platform: str | None = None,
     pool_region: str | None = None,
+    headless: bool = True,
 ) -> tuple[Any, stealth.Fingerprint, Any]:
     executable = load_settings().resolve_chromium()
     version = stealth.chrome_version_of(executable) if executable else None
     if version is None:
         pytest.skip("cannot read the Chromium version before launch")
     pool = stealth.Fingerprint.generate("pool", chrome_version=version, region=pool_region)
-    async with launched(stealth_pool=pool) as browser:
+    async with launched(stealth_pool=pool, headless=headless) as browser:
         host = await stealth.probe_host(browser)
         fp = stealth.Fingerprint.generate(
             "visitor-7",
@@ -140,6 +141,18 @@ def test_coherent_identity_passes_every_claimed_check(detector_server: DetectorS
     assert fp.host_coherent
     # The remainder is real (keeps README.md honest): exactly these fail, for the stated reasons.
     assert failed == REMAINING
+
+
+def test_headful_on_a_virtual_display_is_as_coherent_without_a_user_agent_flag(
+    detector_server: DetectorServer,
+) -> None:
+    detector_run, fp, host = run(lambda: _stealth_run(detector_server, headless=False))
+    checks, why = evaluate_checks(detector_run)
+    failed = _failed(checks) - _lost_blob_race(why)
+    assert failed == REMAINING, {c: why[c] for c in failed ^ REMAINING if c in why}
+    # Chrome's own user agent and client hints: nothing was blanked, nothing needed filling.
+    assert not host.blank_hints and "HeadlessChrome" not in detector_run.report["page"]["ua"]
+    assert detector_run.report["crossSite"]["highEntropy"]["architecture"] == fp.architecture
 
 
 def test_headers_equal_javascript_on_every_surface(detector_server: DetectorServer) -> None:
