@@ -60,7 +60,7 @@ def _start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
         [binary, "-displayfd", str(write_fd), "-screen", "0", SCREEN, "-nolisten", "tcp", "-nocursor"],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads touched
+        stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
     )
     os.close(write_fd)
     number = _read_display_number(read_fd, process)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from typing import Any
 
-from playwright.async_api import BrowserContext, ConsoleMessage, Request, Response
+from playwright.async_api import BrowserContext, CDPSession, ConsoleMessage, Request, Response
+
+from browserq.browsers import api
+
+#: Drivers that deliver ``console`` and ``weberror`` events (the patched forks keep CDP's Runtime
+#: domain off, so they cannot: :func:`replay_console` reads the page's stored messages instead).
+LIVE_CONSOLE = api.NAME == "playwright"
 
 
 class PageActivity:
@@ -50,3 +57,29 @@ class PageActivity:
                 "resource_type": request.resource_type,
             }
         )
+
+
+async def replay_console(session: CDPSession, limit: int) -> list[dict[str, Any]]:
+    """The console messages and uncaught errors the page has stored, read after the fact.
+
+    Chromium keeps a page's console messages and exceptions, and sends them all when a client
+    enables the ``Runtime`` domain. Enabling it is a tell a page can notice, which is why the
+    patched drivers never do: browserq does it once, on a failed run's page, for the snapshot
+    (the run already failed), then disables it again.
+    """
+    lines: list[dict[str, Any]] = []
+
+    def on_console(event: dict[str, Any]) -> None:
+        text = " ".join(str(a.get("value", a.get("description", a.get("type", "")))) for a in event.get("args", []))
+        lines.append({"t": event.get("timestamp", 0) / 1000, "type": event.get("type", "log"), "text": text[:2000]})
+
+    def on_exception(event: dict[str, Any]) -> None:
+        details = event.get("exceptionDetails", {})
+        text = details.get("exception", {}).get("description") or details.get("text", "")
+        lines.append({"t": event.get("timestamp", 0) / 1000, "type": "pageerror", "text": str(text)[:2000]})
+
+    session.on("Runtime.consoleAPICalled", on_console)
+    session.on("Runtime.exceptionThrown", on_exception)
+    await asyncio.wait_for(session.send("Runtime.enable"), 2.0)
+    await asyncio.wait_for(session.send("Runtime.disable"), 2.0)  # replayed before this answers
+    return sorted(lines, key=lambda line: line["t"])[-max(limit, 1):]

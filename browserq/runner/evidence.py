@@ -18,7 +18,7 @@ from browserq.browsers.errors import first_line
 from browserq.errors import StepFailed
 from browserq.recordable import clean_text
 from browserq.runner.base import SNAPSHOT_TIMEOUT_S, RunnerBase
-from browserq.runner.capture import PageActivity
+from browserq.runner.capture import LIVE_CONSOLE, PageActivity, replay_console
 from browserq.runner.state import RunState
 from browserq.runner.watchdog import PageState
 
@@ -98,6 +98,8 @@ class EvidenceMixin(RunnerBase):
             cdp = await state.browser.context.new_cdp_session(page)
             try:
                 await asyncio.wait_for(cdp.send("Page.stopLoading"), 1.0)
+                if not LIVE_CONSOLE:  # a patched driver sent no console events: read them now
+                    activity.console.extend(await replay_console(cdp, activity.console.maxlen or 1))
             finally:
                 await asyncio.wait_for(cdp.detach(), 1.0)
         except Exception as exc:

@@ -1,4 +1,4 @@
-"""Every action test (and the stealth suite) under each supported driver, each in a pytest
+"""Every action test (and the stealth suite, and the failure evidence) under each supported driver, each in a pytest
 subprocess with ``BROWSERQ_DRIVER`` set: a driver is chosen once per process."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FORKS = [name for name in DRIVERS if name != "playwright"]
 def test_every_action_test_passes_under(driver: str) -> None:
     env = {**os.environ, "BROWSERQ_DRIVER": driver}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/actions", "tests/stealth"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/actions", "tests/stealth", "tests/runner/test_evidence.py"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=840,
     )
     tail = "\n".join(done.stdout.splitlines()[-40:])
