@@ -7,16 +7,24 @@ iframe/worker/header comparisons), three configurations:
 (a) ``before``: Chromium launched as browserq launches it (``settings.chromium_launch_args()``),
     a context with browserq's ``DEFAULT_CONTEXT_OPTIONS``.
 (b) ``after``: the same plus ``stealth.launch_args(pool identity)`` and
-    ``ignore_default_args``; ``probe_host`` once; a host-coherent identity
-    (``Fingerprint.generate(seed, host=host, region=...)``), ``context_options`` + ``apply`` +
-    ``new_page``.
-(c) ``after_windows`` (unless ``--no-windows``): the browser of (b) with an identity that claims
-    Windows — what a non-host platform costs.
+    ``ignore_default_args``; ``probe_host`` once; the identity a worker gives a run that names
+    none (``Fingerprint.generate(<random seed>, host=host, region=...)``, as the pool does),
+    ``context_options`` + ``apply`` + ``new_page``.
+(c) ``named:<seed>``, one per ``--identity`` (default ``alice`` and ``bob``): the browser of (b)
+    with a named identity (``run_template.delay(..., identity="alice")``).
+(d) ``after_windows`` (with ``--windows``): an identity that claims Windows on this Linux browser
+    — what a non-host platform costs.
 
-    .venv/bin/python bench/stealth_surfaces.py [--seed visitor-1] [--region de] [--json]
+The driver and the mode are the process's: ``BROWSERQ_DRIVER`` (playwright, rebrowser, patchright)
+and ``BROWSERQ_HEADLESS`` (false: headful, on ``$DISPLAY`` or an Xvfb browserq starts).
+``--matrix`` runs this script once per installed driver and mode, in subprocesses, and prints
+how many checks fail in each.
 
-Prints ``failed checks: before N/M, after K/M`` and a table of every check. Checks listed in
-``CDP_TELLS`` cannot pass with the shipped Playwright driver (see browserq/stealth/README.md).
+    .venv/bin/python bench/stealth_surfaces.py [--identity alice --identity bob] [--region de] [--windows] [--json]
+    .venv/bin/python bench/stealth_surfaces.py --matrix
+
+Prints ``failed checks: before N/M, after K/M, ...`` and a table of every check. ``CDP_TELLS``
+are the driver's own tells (see browserq/stealth/README.md).
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,28 +45,35 @@ sys.path.insert(0, str(REPO))
 from playwright.async_api import Playwright  # noqa: E402
 
 from browserq import stealth  # noqa: E402
+from browserq.browsers import api  # noqa: E402
 from browserq.browsers.api import async_playwright  # noqa: E402
+from browserq.browsers.display import display_for_headful  # noqa: E402
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS  # noqa: E402
+from browserq.drivers import DRIVERS, check_installed  # noqa: E402
 from browserq.settings import load_settings  # noqa: E402
 from tests.stealth.detector import CDP_TELLS, DetectorServer, evaluate_checks, run_detector  # noqa: E402
 
 
 async def _launch(pw: Playwright, extra: list[str], ignore: list[str]) -> Any:
     settings = load_settings()
+    display = None if settings.headless else display_for_headful()
     return await pw.chromium.launch(
         executable_path=settings.resolve_chromium(),
         headless=settings.headless,
         args=[*settings.chromium_launch_args(), *extra],
         ignore_default_args=ignore or None,
         chromium_sandbox=settings.chromium_sandbox,
+        env={**os.environ, "DISPLAY": display} if display else None,
     )
 
 
-async def measure(seed: str, region: str | None, windows: bool) -> dict[str, Any]:
+async def measure(names: list[str], region: str | None, windows: bool) -> dict[str, Any]:
     settings = load_settings()
     executable = settings.resolve_chromium()
     version = stealth.chrome_version_of(executable) if executable else None
-    out: dict[str, Any] = {"seed": seed, "region": region, "runs": {}}
+    seed = uuid.uuid4().hex  # what the pool gives a run without a named identity
+    out: dict[str, Any] = {"seed": seed, "region": region, "runs": {}, "driver": api.NAME,
+                           "mode": "headless" if settings.headless else "headful"}
     with DetectorServer() as server:
         async with async_playwright() as pw:
             browser = await _launch(pw, [], [])
@@ -69,12 +87,15 @@ async def measure(seed: str, region: str | None, windows: bool) -> dict[str, Any
             pool = stealth.Fingerprint.generate(
                 "pool", chrome_version=version or out["chrome_version"], region=region
             )
-            browser = await _launch(pw, stealth.launch_args(pool), stealth.ignore_default_args())
+            browser = await _launch(
+                pw, stealth.launch_args(pool, headless=settings.headless), stealth.ignore_default_args()
+            )
             host = await stealth.probe_host(browser)
             identities = {
-                "after": stealth.Fingerprint.generate(
-                    seed, chrome_version=host.chrome_version, region=region, host=host
+                name: stealth.Fingerprint.generate(
+                    identity, chrome_version=host.chrome_version, region=region, host=host
                 )
+                for name, identity in [("after", seed), *((f"named:{n}", n) for n in names)]
             }
             if windows:
                 identities["after_windows"] = stealth.Fingerprint.generate(
@@ -102,14 +123,15 @@ def render(result: dict[str, Any]) -> str:
     total = len(checks)
     failed = {n: [c for c in checks if not runs[n][0].get(c)] for n in names}
     lines = [
-        f"Chromium {result['chrome_version']}, seed {result['seed']!r}, region {result['region'] or 'us'}"
+        f"Chromium {result['chrome_version']}, driver {result['driver']}, {result['mode']}, "
+        f"default identity seed {result['seed'][:8]}…, region {result['region'] or 'us'}"
     ]
     summary = ", ".join(f"{n.replace('_', ' ')} {len(failed[n])}/{total}" for n in names)
     lines.append(f"failed checks: {summary}")
-    lines.append(f"  (of which CDP tells no configuration can pass: {', '.join(CDP_TELLS)})")
+    lines.append(f"  (the driver's own tells: {', '.join(CDP_TELLS)})")
     width = max(len(c) for c in checks)
     lines.append("")
-    lines.append(f"{'check':<{width}}  " + "  ".join(f"{n:<13}" for n in names))
+    lines.append(f"{'check':<{width}}  " + "  ".join(f"{n[:13]:<13}" for n in names))
     for c in checks:
         cells = "  ".join(f"{('pass' if runs[n][0][c] else 'FAIL'):<13}" for n in names)
         lines.append(f"{c:<{width}}  {cells}")
@@ -122,36 +144,59 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def as_json(result: dict[str, Any]) -> dict[str, Any]:
+    runs = result["runs"]
+    return {
+        **{k: v for k, v in result.items() if k != "runs"},
+        "total_checks": len(runs["before"][0]),
+        "failed": {n: sorted(c for c, ok in r[0].items() if not ok) for n, r in runs.items()},
+        "checks": {n: r[0] for n, r in runs.items()},
+        "why": {n: r[1] for n, r in runs.items()},
+        "cdp_tells": list(CDP_TELLS),
+    }
+
+
+def matrix(extra: list[str]) -> str:
+    """This script per installed driver and mode (subprocesses): failed checks per column."""
+    rows = []
+    for driver in DRIVERS:
+        try:
+            check_installed(driver)
+        except Exception as exc:
+            rows.append(f"{driver:<11} skipped: {exc}")
+            continue
+        for mode in ("headless", "headful"):
+            env = {**os.environ, "BROWSERQ_DRIVER": driver, "BROWSERQ_HEADLESS": str(mode == "headless").lower()}
+            env.pop("DISPLAY", None) if mode == "headful" else None
+            done = subprocess.run([sys.executable, __file__, "--json", *extra], env=env,
+                                  capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                rows.append(f"{driver:<11} {mode:<9} failed to run: {done.stderr.strip().splitlines()[-1:]}")
+                continue
+            data = json.loads(done.stdout)
+            cells = "  ".join(f"{name} {len(failed)}/{data['total_checks']}" for name, failed in data["failed"].items())
+            rows.append(f"{driver:<11} {mode:<9} {cells}")
+            for name, failed in data["failed"].items():
+                if name not in ("before", "after_windows") and failed:
+                    rows.append(f"{'':<21} {name} fails: {', '.join(failed)}")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", default="visitor-1")
+    parser.add_argument("--identity", action="append", help="a named identity (repeat); default alice and bob")
     parser.add_argument("--region", default=None, help="proxy region hint, e.g. de (default: us)")
-    parser.add_argument(
-        "--no-windows", action="store_true", help="skip the Windows-identity column"
-    )
+    parser.add_argument("--windows", action="store_true", help="add a Windows-identity column")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--matrix", action="store_true", help="every installed driver x headless/headful")
     args = parser.parse_args()
-    result = asyncio.run(measure(args.seed, args.region, not args.no_windows))
-    if args.json:
-        runs = result["runs"]
-        total = len(runs["before"][0])
-        print(
-            json.dumps(
-                {
-                    **{k: v for k, v in result.items() if k != "runs"},
-                    "total_checks": total,
-                    "failed": {
-                        n: sorted(c for c, ok in r[0].items() if not ok) for n, r in runs.items()
-                    },
-                    "checks": {n: r[0] for n, r in runs.items()},
-                    "why": {n: r[1] for n, r in runs.items()},
-                    "cdp_tells": list(CDP_TELLS),
-                },
-                indent=2,
-            )
-        )
-    else:
-        print(render(result))
+    if args.matrix:
+        extra = [a for n in (args.identity or []) for a in ("--identity", n)]
+        extra += ["--region", args.region] if args.region else []
+        print(matrix(extra + (["--windows"] if args.windows else [])))
+        return
+    result = asyncio.run(measure(args.identity or ["alice", "bob"], args.region, args.windows))
+    print(json.dumps(as_json(result), indent=2) if args.json else render(result))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
-"""Every action test (and the stealth suite, and the failure evidence) under each supported driver, each in a pytest
-subprocess with ``BROWSERQ_DRIVER`` set: a driver is chosen once per process."""
+"""Every action test, the detector and the failure evidence under each supported driver, each in a
+pytest subprocess with ``BROWSERQ_DRIVER`` set: a driver is chosen once per process.
+
+The other stealth tests inspect the page's JavaScript state with ``page.evaluate``; under
+rebrowser (isolated-world evaluations) that state is out of their reach by design."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from browserq.drivers import DRIVERS
 
 REPO = Path(__file__).resolve().parents[2]
 FORKS = [name for name in DRIVERS if name != "playwright"]
+SUITES = ("tests/actions", "tests/stealth/test_detector.py", "tests/runner/test_evidence.py")
 
 
 @pytest.mark.slow
@@ -22,7 +26,7 @@ FORKS = [name for name in DRIVERS if name != "playwright"]
 def test_every_action_test_passes_under(driver: str) -> None:
     env = {**os.environ, "BROWSERQ_DRIVER": driver}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/actions", "tests/stealth", "tests/runner/test_evidence.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=840,
     )
     tail = "\n".join(done.stdout.splitlines()[-40:])
