@@ -17,12 +17,11 @@ Per driver (all in one process, each driver with its own Node driver process):
    plain (non-stealth) browser per driver; median / min / max ms.
 
 Browsers are never downloaded: every launch uses ``--executable`` (default /usr/bin/chromium).
-The drivers must be importable, so run it from a venv that has them (the project venv has only
-``playwright``):
+The project venv has all three (the ``dev`` extra; ``browserq[rebrowser]`` / ``browserq[patchright]``
+elsewhere). The detector counts per driver *and mode* come from ``bench/stealth_surfaces.py
+--matrix``; this script adds what a detector does not see (tracing, stacks, speed):
 
-    python3 -m venv /tmp/drivers-venv
-    /tmp/drivers-venv/bin/pip install -q -e . patchright rebrowser-playwright
-    /tmp/drivers-venv/bin/python bench/drivers.py [playwright patchright rebrowser] [--json]
+    .venv/bin/python bench/drivers.py [playwright patchright rebrowser] [--json]
 """
 
 from __future__ import annotations

@@ -125,7 +125,11 @@ def check_launch(settings: Settings, found: Findings) -> Check:
     name = "browser launch"
     if not found.chromium_ok:
         return Check(name, "skip", "no Chromium to launch")
-    mode = "headless" if settings.headless else "headed"
+    import os
+
+    from browserq.drivers import driver_name
+
+    mode = "headless" if settings.headless else "headed" if os.environ.get("DISPLAY") else "headed (Xvfb)"
     try:
         version = asyncio.run(asyncio.wait_for(_launch(settings), LAUNCH_TIMEOUT_S))
     except TimeoutError:
@@ -133,7 +137,7 @@ def check_launch(settings: Settings, found: Findings) -> Check:
                      "run the binary by hand to see why it hangs (missing libraries, sandbox)")
     except Exception as exc:
         return failed(name, first_line(exc), "see the message; `browserq run` shows the same launch")
-    return passed(name, f"{mode} Chromium {version} opened about:blank")
+    return passed(name, f"{mode} Chromium {version} opened about:blank (driver {driver_name(settings.driver)})")
 
 
 __all__ = [
