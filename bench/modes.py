@@ -78,7 +78,7 @@ async def measure(rounds: int, tmp: Path) -> dict[str, dict[str, Any]]:
                 modes[mode] = {"browser": browser, "marker": marker, "host": host, "ms": [], "pss": [], "cpu": []}
                 await one_round(browser, host, site.url)  # warm-up
             for _ in range(rounds):
-                for mode, m in modes.items():
+                for m in modes.values():
                     pids = browser_process_tree(m["marker"])
                     _, cpu_before = _tree_stats(pids)
                     started = time.perf_counter()
