@@ -18,6 +18,8 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
+from pathlib import Path
 
 from browserq.browsers.errors import BrowserLaunchFailed
 
@@ -75,7 +77,11 @@ def _read_display_number(read_fd: int, process: subprocess.Popen[bytes]) -> str:
         number = os.read(read_fd, 64).decode().strip() if ready else ""
     finally:
         os.close(read_fd)
-    if not number.isdigit():
+    socket = Path(f"/tmp/.X11-unix/X{number}")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while number.isdigit() and not socket.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # the number comes first; Chromium connects through the socket
+    if not number.isdigit() or not socket.exists() or process.poll() is not None:
         _stop(process)
         raise BrowserLaunchFailed(f"Xvfb did not start within {START_TIMEOUT_S:.0f} s (exit code {process.poll()})")
     return number

@@ -17,7 +17,8 @@ from browserq.drivers import DRIVERS
 
 REPO = Path(__file__).resolve().parents[2]
 FORKS = [name for name in DRIVERS if name != "playwright"]
-SUITES = ("tests/actions", "tests/stealth/test_detector.py", "tests/runner/test_evidence.py")
+SUITES = ("tests/actions", "tests/stealth/test_detector.py", "tests/stealth/test_workers.py",
+          "tests/runner/test_evidence.py")
 
 
 @pytest.mark.slow

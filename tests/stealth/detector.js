@@ -21,6 +21,7 @@ function bqFunctionTargets(win) {
   };
   method('WebGLRenderingContext.prototype.getParameter', win.WebGLRenderingContext && win.WebGLRenderingContext.prototype, 'getParameter');
   method('WebGL2RenderingContext.prototype.getParameter', win.WebGL2RenderingContext && win.WebGL2RenderingContext.prototype, 'getParameter');
+  method('NavigatorUAData.prototype.getHighEntropyValues', win.NavigatorUAData && win.NavigatorUAData.prototype, 'getHighEntropyValues');
   method('Function.prototype.toString', win.Function.prototype, 'toString');
   method('Permissions.prototype.query', win.Permissions && win.Permissions.prototype, 'query');
   method('HTMLCanvasElement.prototype.toDataURL', win.HTMLCanvasElement.prototype, 'toDataURL');
@@ -228,7 +229,7 @@ async function bqRun() {
   report.crossSite = await bqWaitMessage('cross', 8000);
 
   // Workers: dedicated (URL and blob), shared, service.
-  const probeSource = bqProbe.toString();
+  const probeSource = bqProbe.toString() + '\n' + bqTamperedHere.toString();
   report.workers = {};
   report.workers.dedicated = await bqWorkerProbe((ok, fail) => {
     const w = new Worker('/worker.js'); w.onmessage = e => ok(e.data); w.onerror = e => fail(e.message || 'worker error');

@@ -588,6 +588,15 @@ def evaluate_checks(run: DetectorRun) -> tuple[dict[str, bool], dict[str, str]]:
         f"{f['label']}: {', '.join(f['problems'])}" for f in r["functionsInIframe"] if f["problems"]
     ]
     check("functions_look_native_iframe", not bad, " | ".join(bad))
+    # the same in every other scope: cross-site iframe, dedicated, shared and service workers
+    bad = [
+        f"{name}: {problem}"
+        for probes in _surface_probes(r).values()
+        for name, probe in probes
+        if isinstance(probe, dict)
+        for problem in probe.get("tampered", [])
+    ]
+    check("functions_look_native_in_workers_and_frames", not bad, " | ".join(bad)[:600])
     check("no_automation_globals", not r["globals"], str(r["globals"]))
 
     # -- CDP / driver tells -------------------------------------------------------------------------

@@ -32,5 +32,35 @@ async function bqProbe(scope) {
       out.webgl = null;
     }
   } catch (e) { out.webglError = String(e); }
+  out.tampered = bqTamperedHere(scope);
   return out;
+}
+
+// The functions a stealth layer would replace in this scope (page, frame or worker), checked the
+// way a detector checks them from inside a worker: native toString, no prototype, not constructible.
+function bqTamperedHere(scope) {
+  const bad = [];
+  const look = (label, fn, name) => {
+    if (typeof fn !== 'function') return;
+    let src;
+    try { src = scope.Function.prototype.toString.call(fn); } catch (e) { src = 'THREW ' + e; }
+    if (src !== 'function ' + name + '() { [native code] }') bad.push(label + ' toString: ' + src.slice(0, 60));
+    if ('prototype' in fn) bad.push(label + ' has prototype');
+    if (fn.name !== name) bad.push(label + ' name: ' + fn.name);
+  };
+  const method = (label, proto, key) => {
+    const d = proto && Object.getOwnPropertyDescriptor(proto, key);
+    if (d) look(label, d.value, key);
+  };
+  const getter = (label, proto, key) => {
+    const d = proto && Object.getOwnPropertyDescriptor(proto, key);
+    if (d) look(label, d.get, 'get ' + key);
+  };
+  method('WebGLRenderingContext.getParameter', scope.WebGLRenderingContext && scope.WebGLRenderingContext.prototype, 'getParameter');
+  method('WebGL2RenderingContext.getParameter', scope.WebGL2RenderingContext && scope.WebGL2RenderingContext.prototype, 'getParameter');
+  method('NavigatorUAData.getHighEntropyValues', scope.NavigatorUAData && scope.NavigatorUAData.prototype, 'getHighEntropyValues');
+  method('Function.prototype.toString', scope.Function.prototype, 'toString');
+  const nav = scope.Navigator || scope.WorkerNavigator;
+  for (const k of ['platform', 'hardwareConcurrency', 'deviceMemory', 'userAgent']) getter('navigator.' + k, nav && nav.prototype, k);
+  return bad;
 }

@@ -49,6 +49,7 @@ PLAIN_PASSES = {
     "uadata_plausible",
     "functions_look_native",
     "functions_look_native_iframe",
+    "functions_look_native_in_workers_and_frames",
     "plugins_present",
     "chrome_object",
     "permissions_consistent",
@@ -235,6 +236,7 @@ def test_foreign_platform_identity_costs_what_the_readme_says(
         "webgl_matches_platform",
         "functions_look_native",
         "functions_look_native_iframe",
+        "functions_look_native_in_workers_and_frames",
         "webdriver_false",
         "outer_size_plausible",
         *(

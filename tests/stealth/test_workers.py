@@ -5,6 +5,7 @@ while a plain context in the same browser gets the very same scripts untouched."
 from __future__ import annotations
 
 import gzip
+import json
 from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
@@ -25,8 +26,8 @@ SCRIPTS = {
 self.addEventListener('activate', e => e.waitUntil(self.clients.claim()));
 self.addEventListener('message', e => e.ports[0].postMessage(seen));""",
 }
-PAGE = b"""<html><body><script>
-window.seen = (async () => {
+PAGE = b"""<html><body><pre id="out"></pre><script>
+(async () => {
   const one = (make) => new Promise((ok, fail) => { make(ok); setTimeout(() => fail('timeout'), 8000); });
   const dedicated = await one(ok => { const w = new Worker('/dedicated.js'); w.onmessage = e => ok(e.data); });
   const zipped = await one(ok => { const w = new Worker('/zipped.js'); w.onmessage = e => ok(e.data); });
@@ -34,7 +35,8 @@ window.seen = (async () => {
   const reg = await navigator.serviceWorker.register('/sw.js'); await navigator.serviceWorker.ready;
   const service = await one(ok => { const c = new MessageChannel(); c.port1.onmessage = e => ok(e.data); reg.active.postMessage(0, [c.port2]); });
   return {dedicated, zipped, shared, service};
-})();
+})().then(seen => { document.getElementById('out').textContent = JSON.stringify(seen); },
+          error => { document.getElementById('out').textContent = JSON.stringify({error: String(error)}); });
 </script></body></html>"""
 
 
@@ -60,6 +62,13 @@ class WorkerSite(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+async def _seen(page: Any) -> Any:
+    """What the page's workers answered (read from the DOM: any driver's evaluate world sees it)."""
+    out = page.locator("#out")
+    await out.filter(has_text="{").wait_for(timeout=20_000)
+    return json.loads(await out.text_content() or "{}")
+
+
 def test_a_stealth_contexts_workers_carry_its_identity_and_a_plain_contexts_do_not() -> None:
     async def go() -> tuple[Any, Any, stealth.Fingerprint, stealth.HostInfo]:
         with serve_http(WorkerSite) as host_port:
@@ -69,11 +78,11 @@ def test_a_stealth_contexts_workers_carry_its_identity_and_a_plain_contexts_do_n
                 context = await stealth_context(browser, fp, host)
                 page = await stealth.new_page(context)
                 await page.goto(f"http://{host_port}/")
-                dressed = await page.evaluate("window.seen")
+                dressed = await _seen(page)
                 plain_context = await browser.new_context()
                 plain = await plain_context.new_page()
                 await plain.goto(f"http://{host_port}/")
-                bare = await plain.evaluate("window.seen")
+                bare = await _seen(plain)
                 return dressed, bare, fp, host
 
     dressed, bare, fp, host = run(go)
