@@ -16,7 +16,7 @@
 //   through a per-context secret symbol), and errors thrown through it carry the stack the native
 //   function would have produced (Error.captureStackTrace drops our frame).
 // * Strict mode: like native functions, the replacements throw on `.caller` / `.arguments`.
-(function () {
+(function bqIdentity() {
   'use strict';
   var cfg = __BROWSERQ_STEALTH_CONFIG__;
   var G = globalThis;
@@ -217,6 +217,32 @@
     replaceGetter(G, 'screenLeft', cfg.window.screenX);
     replaceGetter(G, 'screenY', cfg.window.screenY);
     replaceGetter(G, 'screenTop', cfg.window.screenY);
+  }
+
+  // --- blob: workers ------------------------------------------------------------------------------
+  // A worker from a URL gets this script prepended to its own (stealth/workers.py); a blob: worker's
+  // script is in the page's memory, where no request can be rewritten and the CDP way can lose the
+  // race. So a JavaScript blob gets this script in front when a URL is made for it.
+  if (G.URL && G.Blob && typeof G.URL.createObjectURL === 'function') {
+    var BlobCtor = G.Blob;
+    var blobType = getOwnPropertyDescriptor(BlobCtor.prototype, 'type').get;
+    var selfSource = '(' + apply(nativeToString, bqIdentity, []) + ')();\n';
+    var scriptType = /^(text|application)\/(x-)?(java|ecma)script\b/i;
+    var test = RegExp.prototype.test;
+    replaceMethod(G.URL, 'createObjectURL', function (original) {
+      var replacement = {
+        createObjectURL(object) {
+          var target = object;
+          try {
+            var type = apply(blobType, object, []);  // throws for anything but a Blob
+            if (apply(test, scriptType, [type])) target = new BlobCtor([selfSource, object], { type: type });
+          } catch (e) { target = object; }
+          var args = target === object ? arguments : [target];  // untouched: the native's own errors
+          try { return apply(original, this, args); } catch (e) { rethrow(e, replacement); }
+        },
+      }.createObjectURL;
+      return replacement;
+    });
   }
 
   // --- Function.prototype.toString, last: everything above is registered ----------------------

@@ -23,6 +23,7 @@ function bqFunctionTargets(win) {
   method('WebGL2RenderingContext.prototype.getParameter', win.WebGL2RenderingContext && win.WebGL2RenderingContext.prototype, 'getParameter');
   method('NavigatorUAData.prototype.getHighEntropyValues', win.NavigatorUAData && win.NavigatorUAData.prototype, 'getHighEntropyValues');
   method('Function.prototype.toString', win.Function.prototype, 'toString');
+  method('URL.createObjectURL', win.URL, 'createObjectURL');
   method('Permissions.prototype.query', win.Permissions && win.Permissions.prototype, 'query');
   method('HTMLCanvasElement.prototype.toDataURL', win.HTMLCanvasElement.prototype, 'toDataURL');
   method('Date.prototype.getTimezoneOffset', win.Date.prototype, 'getTimezoneOffset');
