@@ -99,7 +99,7 @@ class Settings(BaseSettings):
         None, description="Chromium/Chrome executable; autodetected, then Playwright's own build."
     )
     headless: bool = Field(True, description="Run Chromium headless; false: headful, on $DISPLAY or, without one, on an Xvfb display browserq starts.")
-    driver: Annotated[str, AfterValidator(usable_driver)] = Field("playwright", description="The Playwright driver: playwright, rebrowser or patchright (the last two are extras: pip install 'browserq[rebrowser]').")
+    driver: Annotated[str, AfterValidator(usable_driver)] = Field("playwright", description="The Playwright driver: playwright, rebrowser or patchright (the last two are extras: pip install 'browserq[rebrowser]'); read from the environment, before any setting loads.")
     chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags (feature lists are merged with Playwright's and browserq's).")
     no_sandbox: bool | None = Field(
         None, description="Pass --no-sandbox; default: only when running as root."

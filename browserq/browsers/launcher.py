@@ -10,7 +10,7 @@ from pathlib import Path
 import structlog
 from playwright.async_api import Browser, Playwright
 
-from browserq.browsers import flags
+from browserq.browsers import api, flags
 from browserq.browsers.display import display_for_headful
 from browserq.browsers.errors import BrowserLaunchFailed, launch_failure
 from browserq.errors import ConfigError
@@ -30,6 +30,11 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
     fix: this is where a launch error enters browserq, so it is translated here, once.
     """
     marker = uuid.uuid4().hex[:16]
+    if settings.driver != api.NAME:  # a settings file or a keyword, too late to choose the driver
+        raise BrowserLaunchFailed(
+            f"this process runs the {api.NAME} driver but the settings say driver={settings.driver!r}: "
+            f"set BROWSERQ_DRIVER={settings.driver} in the environment (the driver is loaded before settings)"
+        )
     try:
         executable = settings.resolve_chromium()
     except ConfigError as exc:  # BROWSERQ_CHROMIUM_PATH names a file that does not exist

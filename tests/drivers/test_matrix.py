@@ -50,3 +50,19 @@ def test_the_chosen_driver_is_the_one_running_and_an_unknown_one_is_refused() ->
                          capture_output=True, text=True)
     assert bad.returncode != 0
     assert "BROWSERQ_DRIVER='selenium' is not a driver browserq knows: use one of playwright, rebrowser, patchright" in bad.stdout + bad.stderr
+
+
+def test_a_driver_named_only_in_the_settings_file_is_refused_at_launch(tmp_path: Path) -> None:
+    """The driver is loaded at import, from the environment: a settings file that names another
+    one cannot take effect, and the first launch says how to set it instead."""
+    import asyncio
+
+    from browserq.browsers import api
+    from browserq.browsers.errors import BrowserLaunchFailed
+    from browserq.browsers.launcher import launch_chromium
+    from tests.conftest import make_settings
+
+    other = next(name for name in DRIVERS if name != api.NAME)
+    settings = make_settings(tmp_path, driver=other)
+    with pytest.raises(BrowserLaunchFailed, match=f"set BROWSERQ_DRIVER={other} in the environment"):
+        asyncio.run(launch_chromium(None, settings))  # type: ignore[arg-type]
