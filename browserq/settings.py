@@ -95,22 +95,14 @@ class Settings(BaseSettings):
     queue: str = Field("browserq", description="Celery queue the run tasks are sent to.")
 
     # --- browser -----------------------------------------------------------------------------
-    chromium_path: str | None = Field(
-        None, description="Chromium/Chrome executable; autodetected, then Playwright's own build."
-    )
+    chromium_path: str | None = Field(None, description="Chromium/Chrome executable; autodetected, then Playwright's own build.")
     headless: bool = Field(True, description="Run Chromium headless; false: headful, on $DISPLAY or, without one, on an Xvfb display browserq starts.")
     driver: Annotated[str, AfterValidator(usable_driver)] = Field("playwright", description="The Playwright driver: playwright, rebrowser or patchright (the last two are extras: pip install 'browserq[rebrowser]'); read from the environment, before any setting loads.")
     chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags (feature lists are merged with Playwright's and browserq's).")
-    no_sandbox: bool | None = Field(
-        None, description="Pass --no-sandbox; default: only when running as root."
-    )
+    no_sandbox: bool | None = Field(None, description="Pass --no-sandbox; default: only when running as root.")
 
-    stealth: bool = Field(
-        True, description="Give every context a coherent, non-headless identity (browserq.stealth)."
-    )
-    context_prewarm: int = Field(
-        1, ge=0, le=8, description="Spare contexts each worker keeps pre-warmed for the next runs."
-    )
+    stealth: bool = Field(True, description="Give every context a coherent, non-headless identity (browserq.stealth).")
+    context_prewarm: int = Field(1, ge=0, le=8, description="Spare contexts each worker keeps pre-warmed for the next runs.")
     browser_max_contexts: int = Field(
         500, ge=0, description="Recycle the browser after this many contexts (0 = never)."
     )

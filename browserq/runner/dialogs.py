@@ -8,10 +8,15 @@ an event on the step attempt it appeared in (``{"type": "dialog", "dialog": "con
 "message": …, "answer": "accepted", "prompt": …}``); a dialog between steps goes to the next
 step's record. Messages are page text and prompt texts may be params: both pass the run's
 redactor (a secret is masked), and messages are cut to :data:`MESSAGE_CHARS`.
+
+With ``settings.human_input`` a dialog is answered after a person's reading time (around
+:data:`HUMAN_READ_MS`): detectors time ``alert()`` and call anything under ~30 ms a robot
+(infosimples/detect-headless, run in tests/stealth/test_public_pages.py).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -19,6 +24,7 @@ import structlog
 from playwright.async_api import BrowserContext, Dialog
 
 from browserq.redact import Redactor
+from browserq.stealth.human import pause
 from browserq.templates import DialogAnswer
 
 log = structlog.get_logger(__name__)
@@ -27,13 +33,16 @@ log = structlog.get_logger(__name__)
 MESSAGE_CHARS = 500
 #: Dialogs recorded per step attempt at most (a page that alerts in a loop must not fill the row).
 MAX_EVENTS = 50
+#: How long a person takes to read a dialog and press a button (log-normal around this).
+HUMAN_READ_MS = 700.0
 
 
 class DialogAnswerer:
     """Answers the dialogs of one context; keeps what it did for the step attempt's record."""
 
-    def __init__(self, context: BrowserContext, policy: str, redactor: Redactor) -> None:
+    def __init__(self, context: BrowserContext, policy: str, redactor: Redactor, *, human: bool = False) -> None:
         self._default = DialogAnswer(accept=policy == "accept")
+        self._human = random.Random() if human else None
         self._redactor = redactor
         self._answer: DialogAnswer | None = None
         self._events: list[dict[str, Any]] = []
@@ -73,6 +82,8 @@ class DialogAnswerer:
         else:
             self._dropped += 1
         try:
+            if self._human is not None:
+                await pause(self._human, HUMAN_READ_MS)
             if answer.accept:
                 await dialog.accept(prompt) if prompt is not None else await dialog.accept()
             else:

@@ -187,7 +187,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1
         )
         # Before any page loads: every dialog of every page is answered (and recorded).
-        browser.dialogs = DialogAnswerer(context, tsettings.dialogs, state.redactor)
+        browser.dialogs = DialogAnswerer(context, tsettings.dialogs, state.redactor, human=tsettings.human_input)
         page = context.pages[0] if context.pages else await stealth.new_page(context)
         browser.tabs = Tabs(context, browser)  # follows popups; moves page and watchdog
         browser.tabs.adopt(page, PageWatchdog(context, page))

@@ -18,6 +18,7 @@ from browserq.drivers import DRIVERS
 REPO = Path(__file__).resolve().parents[2]
 FORKS = [name for name in DRIVERS if name != "playwright"]
 SUITES = ("tests/actions", "tests/stealth/test_detector.py", "tests/stealth/test_workers.py",
+          "tests/stealth/test_public_pages.py",
           "tests/runner/test_evidence.py")
 
 
