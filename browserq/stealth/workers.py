@@ -140,8 +140,9 @@ class WorkerScripts:
             log.debug("worker script not rewritten", error=str(exc)[:200])
 
     def forget(self, context_id: str) -> None:
+        """A context closed: drop its script and the frame lookups it left (unknown ones too)."""
         self.scripts.pop(context_id, None)
-        self._contexts = {k: v for k, v in self._contexts.items() if v != context_id}
+        self._contexts = {k: v for k, v in self._contexts.items() if v not in (context_id, None)}
 
 
 _WATCHES: weakref.WeakKeyDictionary[Browser, asyncio.Future[WorkerScripts]] = (
