@@ -167,6 +167,7 @@ class _ContextState:
         self.host = host
         self.script = script  # the init script, run in workers too (stealth/workers.py)
         self.worker_scripts: WorkerScripts | None = None
+        self.registered = False  # the context's script is known to the worker-script watch
         self.ready: weakref.WeakKeyDictionary[Page, asyncio.Future[None]] = (
             weakref.WeakKeyDictionary()
         )
@@ -254,12 +255,12 @@ async def _setup_page(page: Page, state: _ContextState) -> None:
 async def _register_worker_scripts(page: Page, session: CDPSession, state: _ContextState) -> None:
     """Tell the browser's worker-script watch which script this page's context runs."""
     watch = state.worker_scripts
-    if watch is None:
+    if watch is None or state.registered:  # once per context, not once per page
         return
     context_id = (await session.send("Target.getTargetInfo"))["targetInfo"]["browserContextId"]
-    if context_id not in watch.scripts:
-        watch.scripts[context_id] = state.script
-        page.context.on("close", lambda _context: watch.forget(context_id))
+    state.registered = True
+    watch.scripts[context_id] = state.script
+    page.context.on("close", lambda _context: watch.forget(context_id))
 
 
 # --- the host ------------------------------------------------------------------------------------

@@ -80,16 +80,6 @@ def _failed(checks: dict[str, bool]) -> set[str]:
     return {name for name, ok in checks.items() if not ok}
 
 
-def _lost_blob_race(why: dict[str, str]) -> set[str]:
-    """Dedicated-worker checks that failed only for the ``blob:`` worker: browserq reaches a blob
-    worker only by evaluating before Playwright resumes it, a race it can lose (README.md)."""
-    return {
-        name
-        for name, reason in why.items()
-        if name.startswith("worker_") and reason.startswith("blob: ") and "; " not in reason
-    }
-
-
 async def _stealth_run(
     server: DetectorServer,
     *,
@@ -137,7 +127,7 @@ def test_coherent_identity_passes_every_claimed_check(detector_server: DetectorS
     detector_run, fp, _host = run(lambda: _stealth_run(detector_server))
     checks, why = evaluate_checks(detector_run)
     claimed = set(checks) - REMAINING
-    failed = _failed(checks) - _lost_blob_race(why)
+    failed = _failed(checks)
     assert not (failed & claimed), {c: why[c] for c in failed & claimed}
     assert fp.host_coherent
     # The remainder is real (keeps README.md honest): exactly these fail, for the stated reasons.
@@ -149,7 +139,7 @@ def test_headful_on_a_virtual_display_is_as_coherent_without_a_user_agent_flag(
 ) -> None:
     detector_run, fp, host = run(lambda: _stealth_run(detector_server, headless=False))
     checks, why = evaluate_checks(detector_run)
-    failed = _failed(checks) - _lost_blob_race(why)
+    failed = _failed(checks)
     assert failed == REMAINING, {c: why[c] for c in failed ^ REMAINING if c in why}
     # Chrome's own user agent and client hints: nothing was blanked, nothing needed filling.
     assert not host.blank_hints and "HeadlessChrome" not in detector_run.report["page"]["ua"]
@@ -215,7 +205,7 @@ def test_region_identity_on_its_pool(detector_server: DetectorServer) -> None:
     # Debian's Chromium ships only the en-US locale pack: the cross-site iframe (its own process,
     # out of reach of the page's CDP override) keeps Intl en-US. A Chrome with locale packs and
     # --lang=de-DE (launch_args) has it natively.
-    remaining = REMAINING | {"cross_site_iframe_intl_matches"} | _lost_blob_race(why)
+    remaining = REMAINING | {"cross_site_iframe_intl_matches"}
     failed = _failed(checks) - remaining
     assert not failed, {c: why[c] for c in failed}
 
@@ -249,7 +239,7 @@ def test_foreign_platform_identity_costs_what_the_readme_says(
     assert not (_failed(checks) & page_level), {c: why[c] for c in _failed(checks) & page_level}
     # Shared and service workers and cross-site iframes carry the launch-level (pool) user agent:
     # a Linux one. Their navigator.platform and cores follow the identity (stealth/workers.py).
-    failed = _failed(checks) - _lost_blob_race(why)
+    failed = _failed(checks)
     assert {
         "shared_worker_ua_matches",
         "service_worker_ua_matches",
