@@ -6,7 +6,10 @@ Playwright CDP session) pushes a JPEG when the page paints, at once, and nothing
 still. A cast belongs to one page, so there is one per handoff, not one per viewer: it starts with
 the first viewer, moves when the run's current page changes (a tab), and stops — and its CDP
 session detaches — with the last viewer or the handoff. A new viewer gets one screenshot at once,
-since a still page would otherwise show nothing. Without a CDP session (a browser that is not
+since a still page would otherwise show nothing. Chromium drops, for good, a paint that comes
+while three cast frames wait for their ack — and the cast holds acks to cap its frame rate — so
+a burst of frames (less than :data:`SETTLE_S` apart) may end on a lost paint: once the page is
+still again, the cast sends a screenshot (a lone paint costs none). Without a CDP session (a browser that is not
 Chromium) the frames are screenshots every :data:`FRAME_INTERVAL_S` again.
 
 Every frame message carries the page's CSS viewport as ``w``/``h`` (a cast frame may be at device
@@ -37,6 +40,9 @@ MAX_FRAME_HEIGHT = 1024
 #: The fallback's polling interval, and how often a quiet cast looks whether the run's page moved.
 FRAME_INTERVAL_S = 0.4
 PAGE_CHECK_S = 0.5
+#: Frames closer than this make a burst, and this long without a frame ends one (the page is
+#: still): a burst's last paint may be lost, so its end is shown with a screenshot.
+SETTLE_S = 0.3
 #: The longest one frame may take to reach one viewer, and one CDP call to answer.
 SEND_TIMEOUT_S = 5.0
 CDP_TIMEOUT_S = 5.0
@@ -71,15 +77,9 @@ class Screencast:
         page = self._current()
         if page is None:
             return
-        try:
-            shot = await page.screenshot(type="jpeg", quality=QUALITY, scale="css", timeout=5000)
-        except Exception as exc:  # a page between documents: the cast's frames come anyway
-            log.debug("live view first frame failed", error=str(exc)[:200])
-            return
-        if self._viewers.get(viewer) is False:  # else a newer cast frame got there first
-            size = page.viewport_size or {}
-            await self._send(viewer, _frame(base64.b64encode(shot).decode(),
-                                            size.get("width"), size.get("height")))
+        message = await _screenshot(page)
+        if message is not None and self._viewers.get(viewer) is False:  # else a cast frame got there first
+            await self._send(viewer, message)
 
     async def remove(self, viewer: Viewer) -> None:
         """A viewer leaves; the last one stops the cast."""
@@ -143,20 +143,31 @@ class Screencast:
             }), CDP_TIMEOUT_S)
             self.casting, self.starts = page, self.starts + 1
             log.debug("live view screencast started", url=page.url[:200], viewers=len(self._viewers))
+            loop = asyncio.get_running_loop()
+            last = -SETTLE_S  # when the last frame came
+            burst = False  # frames came less than SETTLE_S apart since the last settle screenshot
             while self._viewers and self._current() is page and not page.is_closed():
                 try:
-                    frame = await asyncio.wait_for(frames.get(), PAGE_CHECK_S)
+                    frame = await asyncio.wait_for(frames.get(), SETTLE_S if burst else PAGE_CHECK_S)
                 except TimeoutError:
+                    if burst:  # the page went still after a burst: show where it ended
+                        burst = False
+                        await self._broadcast_screenshot(page)
                     continue
                 if self._current() is not page:
                     break
+                sent = loop.time()
+                burst, last = burst or sent - last < SETTLE_S, sent
                 meta = frame.get("metadata") or {}
-                sent = asyncio.get_running_loop().time()
                 await self._broadcast(_frame(frame["data"], meta.get("deviceWidth"),
                                              meta.get("deviceHeight")))
                 # acked once sent and not before MIN_FRAME_INTERVAL_S: Chromium sends (and encodes)
-                # the next frame only then, so an animation costs at most MAX_FPS frames a second
-                await asyncio.sleep(max(0.0, sent + MIN_FRAME_INTERVAL_S - asyncio.get_running_loop().time()))
+                # the next frame only then, so an animation costs at most MAX_FPS frames a second.
+                # But Chromium drops, for good, a paint that comes while three frames are captured
+                # and not acked (kMaxScreencastFramesInFlight = 2, page_handler.cc), and those
+                # being encoded are not seen here: a burst's last paint may be lost, so a burst
+                # ends with a screenshot (above)
+                await asyncio.sleep(max(0.0, sent + MIN_FRAME_INTERVAL_S - loop.time()))
                 await asyncio.wait_for(cdp.send("Page.screencastFrameAck",
                                                 {"sessionId": frame["sessionId"]}), CDP_TIMEOUT_S)
         finally:
@@ -169,16 +180,13 @@ class Screencast:
     async def _poll(self, page: Any) -> None:
         """The fallback: a screenshot every interval while ``page`` is the run's page."""
         while self._viewers and self._current() is page and not page.is_closed():
-            try:
-                shot = await page.screenshot(type="jpeg", quality=QUALITY, scale="css", timeout=5000)
-                size = page.viewport_size or {}
-                await self._broadcast(_frame(base64.b64encode(shot).decode(),
-                                             size.get("width"), size.get("height")))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a page between documents: the next frame comes later
-                log.debug("live view frame failed", error=str(exc)[:200])
+            await self._broadcast_screenshot(page)
             await asyncio.sleep(FRAME_INTERVAL_S)
+
+    async def _broadcast_screenshot(self, page: Any) -> None:
+        message = await _screenshot(page)
+        if message is not None:
+            await self._broadcast(message)
 
     # --- sending -----------------------------------------------------------------------------------
     async def _broadcast(self, message: dict[str, Any]) -> None:
@@ -192,6 +200,20 @@ class Screencast:
             return
         if viewer in self._viewers:
             self._viewers[viewer] = True
+
+
+async def _screenshot(page: Any) -> dict[str, Any] | None:
+    """A frame of ``page`` as it is now; None while it cannot be had (a page between documents:
+    the next frame comes later)."""
+    try:
+        shot = await page.screenshot(type="jpeg", quality=QUALITY, scale="css", timeout=5000)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.debug("live view screenshot failed", error=str(exc)[:200])
+        return None
+    size = page.viewport_size or {}
+    return _frame(base64.b64encode(shot).decode(), size.get("width"), size.get("height"))
 
 
 def _frame(data: str, width: Any, height: Any) -> dict[str, Any]:

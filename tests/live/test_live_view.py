@@ -44,6 +44,15 @@ PAGES = {
     "/still": HEAD + '<button id="show" style="position:fixed;left:10%;top:10%;width:20%;height:15%" '
     f'onclick="this.remove();{_FILL}">show</button>'
     f'<template id="more">{_TEXT}</template></body></html>',
+    # each click: a burst of paints (a counter, one per animation frame, for ~half a second) that
+    # ends by filling the page, or by emptying it again: the last paint comes while the cast holds
+    # its acks to stay under MAX_FPS
+    "/burst": HEAD + '<button id="show" style="position:fixed;left:10%;top:10%;width:20%;height:15%" '
+    'onclick="let n=0;const tick=()=>{document.getElementById(\'n\').textContent=++n;if(n<30)'
+    'requestAnimationFrame(tick);else if(document.getElementById(\'filled\'))document.getElementById('
+    f'\'filled\').remove();else{{{_FILL}}}}};requestAnimationFrame(tick)">show</button>'
+    '<b id="n" style="position:fixed;right:10%;bottom:10%"></b>'
+    f'<template id="more">{_TEXT}</template></body></html>',
     "/opener": HEAD + _TEXT + '<a id="pop" href="/popup" target="_blank">open</a></body></html>',
     "/popup": HEAD + '<button id="closeme" style="position:fixed;left:10%;top:10%;width:20%;'
     'height:15%" onclick="window.close()">close</button></body></html>',
@@ -134,6 +143,11 @@ def _bigger(than: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
     return lambda m: len(m["jpeg"]) > 3 * len(than["jpeg"])
 
 
+def _smaller(than: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    """A frame of the page emptied again."""
+    return lambda m: 3 * len(m["jpeg"]) < len(than["jpeg"])
+
+
 def _end(runtime: Runtime, thread: threading.Thread, run_id: str) -> None:
     """Press Continue (if the run still waits) and let the run finish."""
     async def press(link: str) -> None:
@@ -186,6 +200,30 @@ def test_a_viewer_gets_a_frame_at_once_and_another_when_the_page_changes(runtime
     asyncio.run(watch())
     _end(runtime, thread, run_id)
     assert [s.action for s in runtime.store.steps(run_id) if s.step_path == "1~input"] == ["human_click"]
+
+
+def test_the_last_paint_of_a_burst_reaches_the_viewer(runtime: Runtime, waiting: Waiting) -> None:
+    """Chromium drops a paint while two cast frames wait for their ack, and the cast holds acks
+    to stay under MAX_FPS: the burst's last paint (the filled page) may never be cast, and a still
+    page sends no more. The viewer must see it anyway, or it looks at a stale page until the
+    next change."""
+    thread, _done, run_id, _handoff_id = waiting("/burst")
+
+    async def watch() -> None:
+        async with _viewer(_link(runtime, run_id)) as ws:
+            first = await _frame(ws, "at once")
+            await _eventually(lambda: _server(runtime).screencast(_handoff_id).casting is not None,
+                              "the CDP screencast to run")
+            click = {"type": "click", "x": first["w"] * 0.2, "y": first["h"] * 0.17}
+            for burst in range(3):  # filled, emptied, filled again
+                await ws.send_json(click)
+                if burst % 2 == 0:
+                    filled = await _frame(ws, f"of the page burst {burst + 1} filled", _bigger(first))
+                else:
+                    await _frame(ws, f"of the page burst {burst + 1} emptied", _smaller(filled))
+
+    asyncio.run(watch())
+    _end(runtime, thread, run_id)
 
 
 def test_two_viewers_share_one_screencast_that_stops_with_the_last(runtime: Runtime, waiting: Waiting) -> None:
