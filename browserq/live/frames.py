@@ -9,8 +9,8 @@ session detaches — with the last viewer or the handoff. A new viewer gets one 
 since a still page would otherwise show nothing. Chromium drops, for good, a paint that comes
 while three cast frames wait for their ack — and the cast holds acks to cap its frame rate — so
 a burst of frames (less than :data:`SETTLE_S` apart) may end on a lost paint: once the page is
-still again, the cast sends a screenshot (a lone paint costs none). Without a CDP session (a browser that is not
-Chromium) the frames are screenshots every :data:`FRAME_INTERVAL_S` again.
+still again, the cast sends a screenshot (a lone paint costs none). Without a CDP session (a
+browser that is not Chromium) the frames are screenshots every :data:`FRAME_INTERVAL_S` again.
 
 Every frame message carries the page's CSS viewport as ``w``/``h`` (a cast frame may be at device
 pixels or scaled down by ``maxWidth``): the page script maps a click by those, not by the image.
@@ -157,7 +157,8 @@ class Screencast:
                 if self._current() is not page:
                     break
                 sent = loop.time()
-                burst, last = burst or sent - last < SETTLE_S, sent
+                burst = burst or sent - last < SETTLE_S
+                last = sent
                 meta = frame.get("metadata") or {}
                 await self._broadcast(_frame(frame["data"], meta.get("deviceWidth"),
                                              meta.get("deviceHeight")))
@@ -207,9 +208,7 @@ async def _screenshot(page: Any) -> dict[str, Any] | None:
     the next frame comes later)."""
     try:
         shot = await page.screenshot(type="jpeg", quality=QUALITY, scale="css", timeout=5000)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
+    except Exception as exc:  # a cancel is a BaseException: it passes
         log.debug("live view screenshot failed", error=str(exc)[:200])
         return None
     size = page.viewport_size or {}

@@ -203,16 +203,16 @@ def test_a_viewer_gets_a_frame_at_once_and_another_when_the_page_changes(runtime
 
 
 def test_the_last_paint_of_a_burst_reaches_the_viewer(runtime: Runtime, waiting: Waiting) -> None:
-    """Chromium drops a paint while two cast frames wait for their ack, and the cast holds acks
+    """Chromium drops a paint while three cast frames wait for their ack, and the cast holds acks
     to stay under MAX_FPS: the burst's last paint (the filled page) may never be cast, and a still
     page sends no more. The viewer must see it anyway, or it looks at a stale page until the
     next change."""
-    thread, _done, run_id, _handoff_id = waiting("/burst")
+    thread, _done, run_id, handoff_id = waiting("/burst")
 
     async def watch() -> None:
         async with _viewer(_link(runtime, run_id)) as ws:
             first = await _frame(ws, "at once")
-            await _eventually(lambda: _server(runtime).screencast(_handoff_id).casting is not None,
+            await _eventually(lambda: _server(runtime).screencast(handoff_id).casting is not None,
                               "the CDP screencast to run")
             click = {"type": "click", "x": first["w"] * 0.2, "y": first["h"] * 0.17}
             for burst in range(3):  # filled, emptied, filled again
