@@ -29,6 +29,8 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 from browserq.drivers import usable_driver
 from browserq.errors import ConfigError
 from browserq.limits.specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
+from browserq.webhooks.egress import AllowedHosts, AllowedNetworks
+from browserq.webhooks.targets import notify_egress_problem, notify_url_problem
 
 #: Flags Chromium needs on locked-down hosts (root in a container) and on closed networks.
 CHROMIUM_BASE_ARGS: tuple[str, ...] = (
@@ -226,16 +228,15 @@ class Settings(BaseSettings):
         description="The longest a template's handoffs may wait in all (its handoff budget is refused above it; "
         "at most 5 h, under Redis' 6 h visibility timeout).",
     )
-    notify_url: str | None = Field(
-        None, description="Webhook URL for every run's events unless the run or its template names another."
-    )
+    notify_url: str | None = Field(None, description="Webhook URL for every run's events without a notify URL of its own.")
     webhook_secret: str | None = Field(
         None, description="Shared secret that signs every webhook (HMAC-SHA256); required once any notify URL is set."
     )
-    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="How long one webhook POST may take.")
-    webhook_max_attempts: int = Field(
-        8, ge=1, le=30, description="POSTs of one event before it is given up (backoff doubles from 5 s, at most 10 min)."
-    )
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="How long one webhook POST may take in all.")
+    webhook_threads: int = Field(4, ge=0, le=64, description="First webhook POSTs a worker process makes at once.")
+    webhook_allowed_hosts: AllowedHosts = Field((), description="Hosts (or *.domain) webhooks may reach at any address.")
+    webhook_allowed_networks: AllowedNetworks = Field((), description="CIDRs webhooks may reach besides public ones.")
+    webhook_max_attempts: int = Field(8, ge=1, le=30, description="POSTs of one event before it is given up.")
 
     # --- proxies (browserq.proxies) ----------------------------------------------------------
     # A string is split on commas/newlines by browserq.proxies.config; a JSON list arrives as a list.
@@ -291,8 +292,6 @@ class Settings(BaseSettings):
     @field_validator("notify_url")
     @classmethod
     def _notify_url_form(cls, value: str | None) -> str | None:
-        from browserq.webhooks.targets import notify_url_problem
-
         if value is None or not value.strip():
             return None
         if problem := notify_url_problem(value):
@@ -301,6 +300,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _signed_webhooks(self) -> Settings:
+        if self.notify_url and (problem := notify_egress_problem(self.notify_url, self)):
+            raise ValueError(f"BROWSERQ_NOTIFY_URL: {problem}")
         if self.notify_url and not self.webhook_secret:
             raise ValueError(
                 "BROWSERQ_NOTIFY_URL is set but BROWSERQ_WEBHOOK_SECRET is not: webhooks are always signed; "

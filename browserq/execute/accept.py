@@ -29,7 +29,12 @@ from browserq.templates.file_params import (
 )
 from browserq.templates.params import DEFAULT_MAX_PARAMS_BYTES, show
 from browserq.templates.regex import interpolated_pattern_problems
-from browserq.webhooks.targets import notify_target, notify_url_problem, shown_url
+from browserq.webhooks.targets import (
+    notify_egress_problem,
+    notify_target,
+    notify_url_problem,
+    shown_url,
+)
 
 #: Longest ``idempotency_key`` a caller may give (the store keeps 200; derived keys use 41+).
 MAX_IDEMPOTENCY_KEY_LENGTH = 150
@@ -131,14 +136,17 @@ def _name_problem(what: str, value: Any, limit: int) -> str | None:
     return None
 
 
-def notify_for(prepared: PreparedRun, explicit: Any, *, default: str | None, secret: str | None) -> str | None:
+def notify_for(prepared: PreparedRun, explicit: Any, settings: Any) -> str | None:
     """Where the run's events are POSTed: ``explicit`` (``.delay(notify=…)``, checked here), else
     the template's ``settings.notify``, else ``BROWSERQ_NOTIFY_URL``. Refused at the producer when
-    there is a URL but no ``BROWSERQ_WEBHOOK_SECRET`` to sign with."""
+    the egress policy can never let a POST there out (``ParamError``), or there is a URL but no
+    ``BROWSERQ_WEBHOOK_SECRET`` to sign with."""
     if explicit is not None and (problem := notify_url_problem(explicit)):
         raise ParamError(prepared.loaded.ref, [problem])
-    url = notify_target(explicit, prepared.loaded.template.settings.notify, default)
-    if url and not secret:
+    url = notify_target(explicit, prepared.loaded.template.settings.notify, settings.notify_url)
+    if url and (problem := notify_egress_problem(url, settings)):
+        raise ParamError(prepared.loaded.ref, [problem])
+    if url and not settings.webhook_secret:
         raise ConfigError(
             f"run of {prepared.loaded.ref} would notify {shown_url(url)} but BROWSERQ_WEBHOOK_SECRET is not "
             "set: webhooks are always signed; set it (e.g. from `browserq keygen`) here and in the workers"

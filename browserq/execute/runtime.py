@@ -161,7 +161,7 @@ class Runtime:
         """``options``: ``identity``, ``identity_pool``, ``tenant``, ``notify``."""
         notify = options.pop("notify", None)
         check_run_options(prepared.loaded.ref, **options)
-        notify_url = notify_for(prepared, notify, default=self.settings.notify_url, secret=self.settings.webhook_secret)
+        notify_url = notify_for(prepared, notify, self.settings)
         check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
         record_run(self.store, prepared, secret_box=None, artifacts=self.artifacts, notify_url=notify_url, **options)
 

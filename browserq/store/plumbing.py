@@ -97,6 +97,9 @@ class StoreBase:
         #: Told the ids of webhook deliveries a transaction queued, once it committed (the Celery
         #: relay sends them; None: the next sweep does). See :mod:`browserq.store.webhooks`.
         self.webhook_listener: Callable[[list[int]], None] | None = None
+        #: Where the events of a run without a notify URL of its own go when this process records
+        #: them (``BROWSERQ_NOTIFY_URL`` here; set by the relay), pinned on the run at its first event.
+        self.fleet_notify_url: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:

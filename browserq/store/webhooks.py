@@ -83,9 +83,12 @@ class WebhookMethods(TransitionMethods):
     """The outbox of run events (:class:`browserq.store.Store`)."""
 
     def _record_outbox(self, s: Session, run: Run, to: RunStatus, now: datetime) -> None:
-        """Hook of ``_apply_transition``: queue the event when the run has somewhere to send it."""
-        if to not in NOTIFIED or not run.notify_url:
+        """Hook of ``_apply_transition``: queue the event when the run has somewhere to send it:
+        its own URL, else this process's fleet-wide one (then kept as the run's own, so every
+        later event of the run goes to the same place whoever records it)."""
+        if to not in NOTIFIED or not (run.notify_url or self.fleet_notify_url):
             return
+        run.notify_url = run.notify_url or self.fleet_notify_url
         seen = s.scalar(
             select(func.count()).select_from(WebhookDelivery)
             .where(WebhookDelivery.run_id == run.id, WebhookDelivery.event == to.value)

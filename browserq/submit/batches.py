@@ -71,7 +71,7 @@ def run_batch(
     if problems:
         raise ParamError(template, problems)
     loaded = prepared[0].loaded
-    notify_url = notify_for(prepared[0], notify, default=settings.notify_url, secret=settings.webhook_secret)
+    notify_url = notify_for(prepared[0], notify, settings)
     check_template_pin(store, loaded)  # before the batch row: a refused body records nothing
     breaker = None
     if max_failure_rate is not None:

@@ -62,7 +62,7 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
                            max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
     check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
-    notify_url = notify_for(prepared, notify, default=settings.notify_url, secret=settings.webhook_secret)
+    notify_url = notify_for(prepared, notify, settings)
     queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
     if key is not None:

@@ -74,7 +74,7 @@ def _accept_unrecorded(task: Task, runtime: Runtime, template: str, params: Any)
         settings = runtime.settings
         prepared = prepare_run(runtime.registry, template, params, run_id=run_id_for(task.request.id),
                                max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
-        notify_url = notify_for(prepared, None, default=settings.notify_url, secret=settings.webhook_secret)
+        notify_url = notify_for(prepared, None, settings)
         box = runtime.secret_box if runtime.secret_box.enabled else None  # so a retry has them
         record_run(runtime.store, prepared, secret_box=box, task_id=task.request.id, artifacts=runtime.artifacts,
                    notify_url=notify_url)

@@ -20,9 +20,6 @@ import json
 import logging
 import threading
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -34,33 +31,18 @@ from browserq.settings import Settings, get_settings
 from browserq.store import Store
 from browserq.store.webhooks import DeliveryView
 from browserq.tasks.app import WEBHOOK_TASK_NAME, app
+from browserq.webhooks.egress import EgressPolicy
+from browserq.webhooks.sender import Answer, post
 from browserq.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 log = structlog.get_logger(__name__)
 
 BACKOFF_FIRST_S = 5.0
 BACKOFF_MAX_S = 600.0
-RETRIED_STATUSES = frozenset({408, 409, 425, 429})
+#: Added to the POST's deadline for a claim's hold: the body is built and the answer recorded.
+CLAIM_MARGIN_S = 30.0
 EVENT_HEADER = "X-Browserq-Event"
 DELIVERY_HEADER = "X-Browserq-Delivery"
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What one POST got: a status code, or an error (no answer)."""
-
-    status_code: int | None
-    error: str | None
-    duration_ms: float
-
-    @property
-    def delivered(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-    @property
-    def retriable(self) -> bool:
-        code = self.status_code
-        return code is None or code in RETRIED_STATUSES or code >= 500
 
 
 def backoff_s(attempt: int) -> float:
@@ -68,30 +50,10 @@ def backoff_s(attempt: int) -> float:
     return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (attempt - 1))
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A receiver that redirects is misconfigured: the signed body is not re-sent elsewhere."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
-def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
-    """One POST; never raises."""
-    started = time.monotonic()
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with _opener.open(request, timeout=timeout_s) as response:
-            response.read(65536)
-            code, error = response.status, None
-    except urllib.error.HTTPError as exc:
-        code, error = exc.code, f"HTTP {exc.code} {exc.reason}"[:300]
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        code, error = None, f"{type(reason).__name__}: {reason}"[:300]
-    return Answer(code, error, (time.monotonic() - started) * 1000)
+def claim_hold_s(settings: Settings) -> float:
+    """How long a claimed attempt is held: past the POST's own deadline (it cannot still be in
+    flight when the hold ends, so the sweep never sends an event whose POST is under way)."""
+    return settings.webhook_timeout_s + CLAIM_MARGIN_S
 
 
 def request_body(store: Store, delivery: DeliveryView, settings: Settings) -> bytes:
@@ -106,7 +68,7 @@ def request_body(store: Store, delivery: DeliveryView, settings: Settings) -> by
 def deliver(store: Store, settings: Settings, delivery_id: int, attempt: int) -> float | None:
     """Make POST number ``attempt`` of a delivery; the seconds until the next one, or None
     (delivered, given up, or not ours to make)."""
-    delivery = store.claim_webhook(delivery_id, attempt, hold_s=settings.webhook_timeout_s + 30)
+    delivery = store.claim_webhook(delivery_id, attempt, hold_s=claim_hold_s(settings))
     if delivery is None:
         return None
     if not settings.webhook_secret:
@@ -122,7 +84,7 @@ def deliver(store: Store, settings: Settings, delivery_id: int, attempt: int) ->
         EVENT_HEADER: delivery.event, DELIVERY_HEADER: str(delivery.id),
         TIMESTAMP_HEADER: str(timestamp), SIGNATURE_HEADER: sign(settings.webhook_secret, timestamp, body),
     }
-    answer = post(delivery.url, body, headers, settings.webhook_timeout_s)
+    answer = post(delivery.url, body, headers, settings.webhook_timeout_s, EgressPolicy.from_settings(settings))
     last = attempt >= settings.webhook_max_attempts
     outcome = "delivered" if answer.delivered else "retry" if answer.retriable and not last else "failed"
     pause = backoff_s(attempt) if outcome == "retry" else None
@@ -156,30 +118,52 @@ def send(store: Store, items: list[tuple[int, int]]) -> None:
     store.mark_webhooks_sent([delivery_id for delivery_id, _ in items])
 
 
-def post_now(store: Store, settings: Settings, delivery_ids: list[int]) -> threading.Thread:
-    """Make the first POST of each delivery in a thread of this process, then leave retries to
-    the delivery task. A worker does this: the notice of a run waiting for a person must not
-    wait for a free worker slot (the waiting run holds its own)."""
-    def post_each() -> None:
-        for delivery_id in delivery_ids:
-            try:
-                pause = deliver(store, settings, delivery_id, 1)
-                if pause is not None:
-                    deliver_webhook.apply_async(args=[delivery_id, 2], countdown=pause)
-            except Exception as exc:  # the sweep sends it again once it is overdue
-                log.warning("webhook not posted now; the sweep sends it again", delivery=delivery_id,
-                            error=str(exc)[:300])
+@lru_cache(maxsize=4)
+def _delivery_threads(count: int) -> threading.BoundedSemaphore:
+    """The first-POST threads this process may run at once (``BROWSERQ_WEBHOOK_THREADS``)."""
+    return threading.BoundedSemaphore(max(count, 1))
 
+
+def _post_first(store: Store, settings: Settings, delivery_id: int, slots: threading.BoundedSemaphore) -> None:
+    """POST number 1 in this thread, then leave retries to the delivery task."""
+    try:
+        pause = deliver(store, settings, delivery_id, 1)
+        if pause is not None:
+            deliver_webhook.apply_async(args=[delivery_id, 2], countdown=pause)
+    except Exception as exc:  # the sweep sends it again once it is overdue
+        log.warning("webhook not posted now; the sweep sends it again", delivery=delivery_id, error=str(exc)[:300])
+    finally:
+        slots.release()
+
+
+def post_now(store: Store, settings: Settings, delivery_ids: list[int]) -> list[threading.Thread]:
+    """Make the first POST of each delivery in a thread of this process, at most
+    ``BROWSERQ_WEBHOOK_THREADS`` at once; a POST that finds none free goes to the delivery task
+    (a worker does this: the notice of a run waiting for a person must not wait for a free worker
+    slot, and a slow receiver must not pile up threads)."""
+    slots = _delivery_threads(settings.webhook_threads)
+    threads: list[threading.Thread] = []
+    queued: list[tuple[int, int]] = []
     store.mark_webhooks_sent(delivery_ids)
-    thread = threading.Thread(target=post_each, name="browserq-webhooks", daemon=True)
-    thread.start()
-    return thread
+    for delivery_id in delivery_ids:
+        if settings.webhook_threads <= 0 or not slots.acquire(blocking=False):
+            queued.append((delivery_id, 1))
+            continue
+        thread = threading.Thread(target=_post_first, args=(store, settings, delivery_id, slots),
+                                  name="browserq-webhooks", daemon=True)
+        thread.start()
+        threads.append(thread)
+    if queued:
+        send(store, queued)
+        log.info("webhook threads busy; first POSTs sent as delivery tasks", count=len(queued))
+    return threads
 
 
 def attach_relay(store: Store, settings: Settings | None = None) -> Store:
     """Send ``store``'s new webhook events as soon as their transaction commits: POSTed from a
     thread of this process when ``settings`` are given (a long-lived worker), else as delivery
     tasks (a producer or a CLI command, which may exit at once)."""
+    store.fleet_notify_url = (settings or get_settings()).notify_url
     def relay(ids: list[int]) -> None:
         if settings is not None:
             post_now(store, settings, ids)

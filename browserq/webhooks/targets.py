@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserq.webhooks.egress import EgressPolicy
+
 MAX_NOTIFY_URL_LENGTH = 2000
 
 
@@ -30,7 +32,18 @@ def notify_url_problem(value: Any) -> str | None:
         return f"notify {value[:80]!r} has a #fragment, which is never sent: remove it"
     if any(c.isspace() or ord(c) < 32 for c in value):
         return "notify must not contain spaces or control characters"
+    if "${" in value:
+        return ("notify is never interpolated: a ${…} in it would be sent as written; give the whole URL "
+                "(per run: .delay(notify=…) / enqueue --notify)")
     return None
+
+
+def notify_egress_problem(url: str, settings: Any) -> str | None:
+    """Why the egress policy (``BROWSERQ_WEBHOOK_ALLOWED_*`` of ``settings``) can never let a
+    POST to ``url`` out, from the URL alone (None: it may; its host's addresses are checked at
+    each POST)."""
+    parts = urlsplit(url)
+    return EgressPolicy.from_settings(settings).url_problem(parts.hostname or "", parts.port)
 
 
 def shown_url(url: str) -> str:
@@ -46,4 +59,4 @@ def notify_target(explicit: str | None, template_notify: str | None, default: st
     return explicit or template_notify or default
 
 
-__all__ = ["MAX_NOTIFY_URL_LENGTH", "notify_target", "notify_url_problem", "shown_url"]
+__all__ = ["MAX_NOTIFY_URL_LENGTH", "notify_egress_problem", "notify_target", "notify_url_problem", "shown_url"]

@@ -26,7 +26,7 @@ from tests.live.test_handoff import PAGES, _act, _open
 from tests.support.http import html_pages, serve_http
 from tests.support.polling import wait_until
 from tests.support.processes import stop
-from tests.support.receiver import Receiver, webhook_receiver
+from tests.support.receiver import ALLOW_LOOPBACK_ENV, Receiver, webhook_receiver
 from tests.support.templates import write_templates
 from tests.support.workers import browserq_env, spawn_logged, wait_for_log, worker_settings
 
@@ -64,6 +64,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Hu
     env = browserq_env(worker_settings(broker_url=REDIS_URL, database_url=pg_url, templates_dir=templates,
                                        artifacts_dir=tmp / "artifacts", queue=queue, secret_key=TEST_SECRET_KEY))
     env["BROWSERQ_WEBHOOK_SECRET"] = WEBHOOK_SECRET
+    env.update(ALLOW_LOOPBACK_ENV)  # the receiver served here is on loopback
     log = tmp / "worker.log"
     proc = spawn_logged([sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-n", f"{queue}@%h",
                          "--without-gossip", "--without-mingle"], env, log)

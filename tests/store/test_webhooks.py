@@ -13,7 +13,7 @@ from browserq.tasks.webhooks import backoff_s, deliver
 from tests.conftest import make_settings
 from tests.store.helpers import new_run
 from tests.support.http import free_port
-from tests.support.receiver import webhook_receiver
+from tests.support.receiver import ALLOW_LOOPBACK, webhook_receiver
 
 SECRET = "whsec-test-0123456789abcdef"
 
@@ -84,7 +84,7 @@ def test_deliveries_whose_message_was_lost_are_found_by_the_sweep(store: Store) 
 
 
 def test_a_failing_receiver_is_tried_again_then_gets_it_signed(store: Store, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, webhook_secret=SECRET)
+    settings = make_settings(tmp_path, webhook_secret=SECRET, **ALLOW_LOOPBACK)
     with webhook_receiver(SECRET, answers=[500, 429]) as receiver:
         run_id = _finished(store, receiver.url, status="failed")
         [delivery] = store.webhook_deliveries(run_id)
@@ -102,7 +102,7 @@ def test_a_failing_receiver_is_tried_again_then_gets_it_signed(store: Store, tmp
 
 
 def test_a_refusal_gives_up_at_once_and_a_dead_receiver_after_the_last_attempt(store: Store, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, webhook_secret=SECRET, webhook_max_attempts=2)
+    settings = make_settings(tmp_path, webhook_secret=SECRET, webhook_max_attempts=2, **ALLOW_LOOPBACK)
     with webhook_receiver(SECRET, answers=[400]) as receiver:
         refused = _finished(store, receiver.url)
         [delivery] = store.webhook_deliveries(refused)

@@ -5,6 +5,7 @@ a cancel of a queued run sends its ``cancelled`` event as a delivery task at onc
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,9 @@ from browserq import cancel_run, run_template
 from browserq.errors import ConfigError, ParamError, TemplateInvalid
 from browserq.settings import Settings
 from browserq.store import Store
-from tests.conftest import producer_env, template
+from tests.conftest import REPO, producer_env, template
 from tests.submit.conftest import REDIS_URL, Producer, producer_settings
+from tests.support.templates import write_templates
 
 START = {"start_url": "http://127.0.0.1:8000/quotes/"}
 
@@ -100,3 +102,75 @@ def test_an_event_nobody_sent_is_sent_by_the_sweep(signing_producer: Any) -> Non
     sweep_stuck_runs(store, get_settings())
     assert [h["argsrepr"] for h in sent()] == [f"[{delivery.id}, 1]"]
     assert store.overdue_webhooks() == []  # sent: not again at the next sweep
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://169.254.169.254/latest/meta-data/", "link-local"),  # the cloud metadata service
+    ("http://127.0.0.1:8080/hook", "loopback"),
+    ("http://10.1.2.3/hook", "private"),
+    ("http://172.16.0.1/hook", "private"),
+    ("http://192.168.1.1/hook", "private"),
+    ("http://100.64.0.1/hook", "shared (CGNAT)"),
+    ("http://0.0.0.0:8080/hook", "unspecified"),
+    ("http://224.0.0.1/hook", "multicast"),
+    ("http://[::1]/hook", "loopback"),
+    ("http://[fe80::1]/hook", "link-local"),
+    ("http://[fd00::1]/hook", "private"),
+    ("http://[::ffff:127.0.0.1]/hook", "that is 127.0.0.1"),
+    ("http://[::ffff:169.254.169.254]/hook", "that is 169.254.169.254"),
+    ("http://0x7f000001/hook", "unusual spelling"),
+    ("http://2130706433/hook", "unusual spelling"),
+    ("http://0177.0.0.1/hook", "unusual spelling"),
+    ("http://127.1/hook", "unusual spelling"),
+    ("http://localhost:8080/hook", "this machine"),
+    ("http://hooks.localhost/hook", "this machine"),
+    ("https://hooks.example.com:0/hook", "port 0"),
+    ("https://hооks.example.com/hook", "xn--"),  # Cyrillic о: a look-alike host
+])
+def test_a_notify_url_that_can_never_be_delivered_is_a_param_error(producer: Producer, url: str, why: str) -> None:
+    with pytest.raises(ParamError, match=re.escape(why)) as refused:
+        run_template.apply_async(args=["quotes"], kwargs={"params": START, "notify": url}, queue=producer.queue)
+    if why not in ("port 0", "xn--", "unusual spelling", "unspecified", "multicast"):
+        assert "BROWSERQ_WEBHOOK_ALLOWED" in str(refused.value)  # what to set for an internal receiver
+    assert producer.store.list_runs() == [] and producer.messages() == []
+
+
+def test_a_templates_notify_is_checked_against_the_egress_policy_at_the_producer(
+    producer: Producer, tmp_path: Path,
+) -> None:
+    write_templates(tmp_path / "templates", {"internal": """
+        settings: {notify: "http://169.254.169.254/hook"}
+        steps: [{action: navigate, url: "http://127.0.0.1/"}]
+    """}, copy_from=REPO / "templates")
+    env = producer_settings(tmp_path, BROWSERQ_TEMPLATES_DIR=str(tmp_path / "templates"))
+    with producer_env(env), pytest.raises(ParamError, match="link-local"):
+        run_template.apply_async(args=["internal"], queue=producer.queue)
+    assert producer.messages() == []
+
+
+def test_an_operator_allows_an_internal_receiver_by_network_or_by_host(tmp_path: Path) -> None:
+    for extra in ({"BROWSERQ_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"},
+                  {"BROWSERQ_WEBHOOK_ALLOWED_HOSTS": "localhost, *.internal.example"}):
+        env = producer_settings(tmp_path, **extra)
+        with producer_env(env):
+            url = "http://127.0.0.1:8080/hook" if "BROWSERQ_WEBHOOK_ALLOWED_NETWORKS" in extra else "http://localhost:8/h"
+            with pytest.raises(ConfigError, match="BROWSERQ_WEBHOOK_SECRET is not set"):  # past the egress check
+                run_template.delay("quotes", params=START, notify=url)
+    with pytest.raises(ValueError, match="is not an address or CIDR"):
+        Settings(database_url=f"sqlite:///{tmp_path}/x.db", webhook_allowed_networks="10.0.0.0/33")
+    with pytest.raises(ValueError, match="no scheme, port or path"):
+        Settings(database_url=f"sqlite:///{tmp_path}/x.db", webhook_allowed_hosts="https://hooks.internal")
+
+
+def test_a_fleet_notify_url_outside_the_egress_policy_is_refused_when_settings_load(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"BROWSERQ_NOTIFY_URL: notify host 169\.254\.169\.254 is a link-local address"):
+        Settings(database_url=f"sqlite:///{tmp_path}/x.db", notify_url="http://169.254.169.254/", webhook_secret="s")
+
+
+def test_a_templates_notify_holding_an_interpolation_is_refused_when_it_loads() -> None:
+    with pytest.raises(TemplateInvalid, match="never interpolated"):
+        template("""
+            params: {hook: {type: string}}
+            settings: {notify: "https://hooks.example.com/${hook}"}
+            steps: [{action: navigate, url: "http://127.0.0.1/"}]
+        """)

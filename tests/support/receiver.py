@@ -1,6 +1,10 @@
 """A webhook receiver the tests serve on 127.0.0.1: it checks each POST's signature as a real
 receiver would (:func:`browserq.webhooks.verify`), answers with the codes a test scripts (500,
-then 200…), and keeps every request it got, verified or not."""
+then 200…), and keeps every request it got, verified or not.
+
+Loopback is outside the default webhook egress policy: a test that delivers here allows it as an
+operator allows an internal receiver (:data:`ALLOW_LOOPBACK` for settings, :data:`ALLOW_LOOPBACK_ENV`
+for a process's environment)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,10 @@ from typing import Any
 
 from browserq.webhooks import WebhookSignatureError, verify
 from tests.support.http import serve_http
+
+#: The settings (and environment) that let webhooks reach this machine's receivers.
+ALLOW_LOOPBACK: dict[str, Any] = {"webhook_allowed_networks": ("127.0.0.0/8",)}
+ALLOW_LOOPBACK_ENV = {"BROWSERQ_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
 
 
 @dataclass
