@@ -58,6 +58,19 @@ def live(
                           highlight=False)
 
 
+def run_fields(run: Any, *, drop: tuple[str, ...]) -> dict[str, Any]:
+    """A run's columns as ``--json`` prints them: without ``drop``, its notify URL by scheme and
+    host only (a webhook URL's path or query can itself be a secret, as chat services use)."""
+    from dataclasses import asdict
+
+    from browserq.webhooks.targets import shown_url
+
+    data = {k: v for k, v in asdict(run).items() if k not in drop}
+    if data.get("notify_url"):
+        data["notify_url"] = shown_url(data["notify_url"])
+    return data
+
+
 def human_loop_data(store: Any, run: Any) -> dict[str, Any]:
     """``show --json``'s ``handoffs`` and ``webhooks`` (URLs shown by host only, no live link)."""
     from dataclasses import asdict

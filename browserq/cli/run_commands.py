@@ -172,10 +172,10 @@ def runs(
 
 def _run_json(run: Any) -> dict[str, Any]:
     """A run as ``runs --json`` lists it: every column but the encrypted secrets and the
-    checkpoint (browser storage; ``show --json`` has it)."""
-    from dataclasses import asdict
+    checkpoint (browser storage; ``show --json`` has it); the notify URL by host only."""
+    from browserq.cli.human import run_fields
 
-    return {k: v for k, v in asdict(run).items() if k not in ("secrets", "checkpoint")}
+    return run_fields(run, drop=("secrets", "checkpoint"))
 
 
 @friendly_errors
@@ -199,9 +199,9 @@ def show(
     if as_json:
         from dataclasses import asdict
 
-        from browserq.cli.human import human_loop_data
+        from browserq.cli.human import human_loop_data, run_fields
 
-        run_data = {k: v for k, v in asdict(run_view).items() if k != "secrets"}
+        run_data = run_fields(run_view, drop=("secrets",))
         print(json.dumps({"run": run_data, "steps": [asdict(s) for s in steps],
                           "artifacts": [asdict(a) for a in artifacts], **human_loop_data(store, run_view)},
                          indent=2, default=str, ensure_ascii=False))
