@@ -35,7 +35,7 @@ from browserq.templates import TemplateRegistry
 ROOT = Path(__file__).resolve().parent.parent
 BROWSERQ_IMAGE = "browserq:local"
 #: Services built from this repository that read or write the run store, and the one that does not.
-DB_SERVICES = {"migrate", "worker", "beat"}
+DB_SERVICES = {"migrate", "worker", "human", "beat"}
 NO_DB_SERVICES = {"flower"}
 #: BROWSERQ_* variables that are not Settings fields but are read by browserq.settings.
 NON_FIELD_VARS = {"BROWSERQ_SETTINGS_FILE"}
@@ -251,6 +251,73 @@ def test_worker_metrics_port_is_exposed() -> None:
     worker = services()["worker"]
     port = environment(worker).get("BROWSERQ_METRICS_PORT")
     assert port and port in [str(p) for p in worker.get("expose") or []]
+
+
+def interpolated(value: str, dotenv: dict[str, str] | None = None) -> str:
+    """``value`` as Compose reads it with ``dotenv`` as the .env: ``${VAR:-default}`` and
+    ``${VAR:?error}`` (a required one must be in ``dotenv``)."""
+    def one(match: re.Match[str]) -> str:
+        name, kind, rest = match.group(1), match.group(2), match.group(3)
+        if dotenv and dotenv.get(name):
+            return dotenv[name]
+        assert kind == ":-", f"{name} is required ({rest}) but the test's .env lacks it"
+        return rest
+
+    return re.sub(r"\$\{(\w+)(:-|:\?)([^}]*)\}", one, value)
+
+
+def published(service: dict[str, Any]) -> list[tuple[str, range, range]]:
+    """(host address, host ports, container ports) of each ``ports`` entry (short syntax)."""
+    found = []
+    for entry in service.get("ports") or []:
+        address, host, container = interpolated(str(entry)).rsplit(":", 2)
+        spans = [tuple(map(int, side.split("-"))) if "-" in side else (int(side), int(side)) for side in (host, container)]
+        found.append((address, *(range(a, b + 1) for a, b in spans)))
+    return found
+
+
+def test_the_human_worker_serves_a_live_view_people_can_open() -> None:
+    """A run waiting for a person on the compose stack gives a link that works from the host:
+    the view listens on every interface of the container, its whole port span is published at
+    the same numbers (so ``{port}`` in the link is the host's port), on loopback by default."""
+    from browserq.live.server import PORT_SPAN
+
+    human = services()["human"]
+    env = environment(human)
+    assert human["deploy"]["replicas"] == 1, "published host ports can be taken by one replica only"
+    assert env["BROWSERQ_LIVE_VIEW_HOST"] == "0.0.0.0", "127.0.0.1 inside a container is unreachable"
+    first = int(env["BROWSERQ_LIVE_VIEW_PORT"])
+    span = range(first, first + PORT_SPAN)
+    assert [(a, h, c) for a, h, c in published(human) if c == span] == [("127.0.0.1", span, span)]
+    settings = Settings(**{k.removeprefix("BROWSERQ_").lower(): interpolated(v) for k, v in env.items()
+                           if k.startswith("BROWSERQ_LIVE_VIEW_")})
+    assert settings.live_view_public_url == "http://127.0.0.1:{port}"
+    behind_proxy = interpolated(env["BROWSERQ_LIVE_VIEW_PUBLIC_URL"], {"LIVE_VIEW_URL_PREFIX": "https://live.example.com/w/"})
+    assert behind_proxy == "https://live.example.com/w/{port}"
+    queues = human["command"][human["command"].index("-Q") + 1]
+    assert "browserq.human" in queues.split(","), "templates that may wait are routed to browserq.human"
+    assert BROWSERQ_IMAGE == human["image"] and human["healthcheck"] == services()["worker"]["healthcheck"]
+
+
+def test_webhook_settings_reach_every_browserq_service_from_the_env_file() -> None:
+    """BROWSERQ_NOTIFY_URL and the webhook secret come from .env (optional, empty by default) to
+    every service that enqueues or runs (a producer checks them, a worker signs and sends), and
+    the settings load both with the defaults and with a .env that sets them."""
+    names = ("BROWSERQ_NOTIFY_URL", "BROWSERQ_WEBHOOK_SECRET", "BROWSERQ_WEBHOOK_ALLOWED_HOSTS",
+             "BROWSERQ_WEBHOOK_ALLOWED_NETWORKS")
+    dotenv = {"BROWSERQ_NOTIFY_URL": "https://hooks.example.com/browserq", "BROWSERQ_WEBHOOK_SECRET": "whsec-x",
+              "BROWSERQ_WEBHOOK_ALLOWED_HOSTS": "receiver"}
+    for name in DB_SERVICES:
+        env = environment(services()[name])
+        assert all(env.get(n) == f"${{{n}:-}}" for n in names), f"{name} must take {names} from .env"
+        for given in (None, dotenv):
+            values = {n.removeprefix("BROWSERQ_").lower(): interpolated(env[n], given) for n in names}
+            loaded = Settings(database_url="sqlite:///x.db", **values)
+            assert loaded.notify_url == (given or {}).get("BROWSERQ_NOTIFY_URL")
+    assert not set(names) & set(environment(services()["flower"]))
+    section = (ROOT / "README.md").read_text().partition("### Docker Compose")[2].partition("\n## ")[0]
+    for documented in (*names, "LIVE_VIEW_URL_PREFIX", "LIVE_VIEW_BIND", "browserq.human"):
+        assert documented in section, f"README 'Docker Compose' must document {documented}"
 
 
 def test_artifacts_go_to_the_object_store() -> None:
