@@ -296,7 +296,7 @@ def test_the_human_worker_serves_a_live_view_people_can_open() -> None:
     assert behind_proxy == "https://live.example.com/w/{port}"
     queues = human["command"][human["command"].index("-Q") + 1]
     assert "browserq.human" in queues.split(","), "templates that may wait are routed to browserq.human"
-    assert BROWSERQ_IMAGE == human["image"] and human["healthcheck"] == services()["worker"]["healthcheck"]
+    assert human["image"] == BROWSERQ_IMAGE and human["healthcheck"] == services()["worker"]["healthcheck"]
 
 
 def test_webhook_settings_reach_every_browserq_service_from_the_env_file() -> None:
