@@ -2,16 +2,22 @@
 
 Every store a worker, producer or CLI opens gets :func:`attach_relay`: once a transaction that
 queued webhook events commits, a worker makes the first POST at once from a thread of its own
-(:func:`post_now`); a producer or CLI sends one task per event to ``<queue>.webhooks`` (which
-every ``browserq worker`` consumes), and so does every retry. The sweep sends any event whose message never left or was lost
-(:func:`relay_overdue`). A task POSTs attempt *n* only after claiming it in the store, so a
-duplicate message does nothing; a receiver still sees the same ``X-Browserq-Delivery`` on a
-retry after a worker died mid-POST (at least once), and can deduplicate on it.
+(:func:`post_now`, at most ``BROWSERQ_WEBHOOK_THREADS`` at once; the rest become tasks); a
+producer or CLI sends one task per event to ``<queue>.webhooks`` (which every ``browserq worker``
+consumes), and so does every retry. The relay also gives the store this process's
+``BROWSERQ_NOTIFY_URL`` for runs without a URL of their own. The sweep sends any event whose
+message never left or was lost (:func:`relay_overdue`). A task POSTs attempt *n* only after
+claiming it in the store for longer than the POST may take (:func:`claim_hold_s`), so a
+duplicate message or the sweep does nothing while it is in flight; a receiver still sees the
+same ``X-Browserq-Delivery`` on a retry after a worker died mid-POST (at least once), and can
+deduplicate on it.
 
-An answer 2xx delivers; 408, 409, 425, 429, 5xx, a timeout or a refused connection are tried
-again with backoff (5 s, doubling, at most 10 min; ``BROWSERQ_WEBHOOK_MAX_ATTEMPTS`` in all); any
-other answer (a 4xx: the receiver refused it) and a redirect give up at once. Each POST is a
-``webhook_attempts`` row.
+The POST itself is :func:`browserq.webhooks.sender.post` (the egress policy, one deadline, never
+raising). An answer 2xx delivers; 408, 409, 425, 429, 5xx and every failure without an answer
+(a timeout, a refused or reset connection, an answer that is not HTTP) are tried again with
+backoff (5 s, doubling, at most 10 min; ``BROWSERQ_WEBHOOK_MAX_ATTEMPTS`` in all); any other
+answer (a 4xx: the receiver refused it), a redirect and an address the egress policy refuses
+give up at once. Each POST is a ``webhook_attempts`` row.
 """
 
 from __future__ import annotations
@@ -164,6 +170,7 @@ def attach_relay(store: Store, settings: Settings | None = None) -> Store:
     thread of this process when ``settings`` are given (a long-lived worker), else as delivery
     tasks (a producer or a CLI command, which may exit at once)."""
     store.fleet_notify_url = (settings or get_settings()).notify_url
+
     def relay(ids: list[int]) -> None:
         if settings is not None:
             post_now(store, settings, ids)
