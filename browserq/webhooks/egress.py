@@ -17,6 +17,7 @@ POST then connects to one of those checked addresses, so DNS cannot route around
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: NAT64 (RFC 6052): the IPv4 address is the last 32 bits.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
+_HOST_NAME = re.compile(r"[a-z0-9_.-]+")
 ALLOW_HINT = "BROWSERQ_WEBHOOK_ALLOWED_HOSTS or BROWSERQ_WEBHOOK_ALLOWED_NETWORKS"
 
 
@@ -172,9 +174,11 @@ class EgressPolicy:
         if name == "localhost" or name.endswith(".localhost"):
             return f"notify host {host!r} is this machine (loopback); to allow an internal receiver set {ALLOW_HINT}"
         try:
-            ip = ipaddress.ip_address(host)
+            ip = ipaddress.ip_address(name if ":" not in name else host)
         except ValueError:
-            return _numeric_spelling_problem(host)
+            if not _HOST_NAME.fullmatch(name):
+                return f"notify host {host!r} is not a host name (letters, digits, - _ . only)"
+            return _numeric_spelling_problem(name)
         problem = self.address_problem(ip)
         return None if problem is None else f"notify host {problem}"
 

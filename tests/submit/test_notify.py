@@ -122,6 +122,8 @@ def test_an_event_nobody_sent_is_sent_by_the_sweep(signing_producer: Any) -> Non
     ("http://2130706433/hook", "unusual spelling"),
     ("http://0177.0.0.1/hook", "unusual spelling"),
     ("http://127.1/hook", "unusual spelling"),
+    ("http://127.0.0.1./hook", "loopback"),  # a trailing dot
+    ("http://%31%32%37.0.0.1/hook", "not a host name"),  # percent-encoded: never decoded
     ("http://localhost:8080/hook", "this machine"),
     ("http://hooks.localhost/hook", "this machine"),
     ("https://hooks.example.com:0/hook", "port 0"),
@@ -130,7 +132,7 @@ def test_an_event_nobody_sent_is_sent_by_the_sweep(signing_producer: Any) -> Non
 def test_a_notify_url_that_can_never_be_delivered_is_a_param_error(producer: Producer, url: str, why: str) -> None:
     with pytest.raises(ParamError, match=re.escape(why)) as refused:
         run_template.apply_async(args=["quotes"], kwargs={"params": START, "notify": url}, queue=producer.queue)
-    if why not in ("port 0", "xn--", "unusual spelling", "unspecified", "multicast"):
+    if why not in ("port 0", "xn--", "unusual spelling", "unspecified", "multicast", "not a host name"):
         assert "BROWSERQ_WEBHOOK_ALLOWED" in str(refused.value)  # what to set for an internal receiver
     assert producer.store.list_runs() == [] and producer.messages() == []
 
