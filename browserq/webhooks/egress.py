@@ -193,7 +193,9 @@ class EgressPolicy:
             for _family, sockaddr in found:
                 ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
                 if problem := self.address_problem(ip):
-                    raise EgressRefused(f"{host} resolves to {problem}")
+                    raise EgressRefused(
+                        f"{host} resolves to an address webhooks may not reach: {problem}"
+                    )
         return found
 
 

@@ -63,7 +63,7 @@ def test_a_name_that_resolves_to_an_internal_address_is_refused_at_send_time(
     assert receiver.got == []  # nothing left the worker
     [attempt] = store.webhook_attempts(delivery_id)
     assert attempt["error"].startswith(
-        f"refused by the webhook egress policy: {name} resolves to {address}"
+        f"refused by the webhook egress policy: {name} resolves to an address webhooks may not reach: {address} is a"
     )
     assert "BROWSERQ_WEBHOOK_ALLOWED" in attempt["error"]
     assert store.webhook_deliveries(store.list_runs()[0].id)[0].status == "failed"
