@@ -57,14 +57,24 @@ def mask(name: str) -> str:
 
 class Redactor:
     def __init__(self, secrets: Mapping[str, Any] | None = None) -> None:
+        self._values = [(name, str(v)) for name, v in (secrets or {}).items() if v is not None and v != ""]
+        self._build()
+
+    def add(self, name: str, value: str) -> None:
+        """Mask ``value`` too, as ``[secret:NAME]``, from now on: a value the run learns while it
+        runs (what a person typed in a handoff). Several values may share a name."""
+        if value and (name, value) not in self._values:
+            self._values.append((name, value))
+            self._build()
+
+    def _build(self) -> None:
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[re.Pattern[str], str]] = []
         self._byte_patterns: list[tuple[re.Pattern[bytes], bytes]] = []
         # Base64 is matched as plain substrings (bytes.replace is far faster than a regex branch).
         self._literals: list[tuple[str, str]] = []
         # Longest first, so a secret that contains another is masked whole.
-        values = [(name, str(v)) for name, v in (secrets or {}).items() if v is not None and v != ""]
-        for name, text in sorted(values, key=lambda item: len(item[1]), reverse=True):
+        for name, text in sorted(self._values, key=lambda item: len(item[1]), reverse=True):
             self._exact[text] = mask(name)
             if len(text) >= MIN_SCRUB_LENGTH:
                 self._patterns.append((re.compile(secret_pattern(text)), mask(name)))

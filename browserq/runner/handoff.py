@@ -175,7 +175,7 @@ class HandoffMixin(ConditionsMixin):
                 request.run_id, path, state.redactor.text(message), shown,
                 handoff.deadline_at.isoformat(), link,
             ))
-            reason = await self._until_done(ended, until, path, wait_s, state)
+            reason = await self._person_works(session, ended, until, path, wait_s, state)
         finally:
             waited = time.monotonic() - begun
             if server is not None:
@@ -188,6 +188,24 @@ class HandoffMixin(ConditionsMixin):
             reason=f"handoff ended: {_ENDED[reason]}; running again" if resume else f"handoff ended: {_ENDED[reason]}",
         )
         return reason, waited
+
+    async def _person_works(
+        self, session: Any, ended: asyncio.Future[str], until: UntilSpec | None, path: str,
+        wait_s: float, state: RunState,
+    ) -> str:
+        """The wait, left out of the trace (a person's keys, and the page's fields after each, would
+        be in its snapshots); what they typed is learned at its end, to be scrubbed from the trace
+        recorded later (and, typed in a password field, from everything)."""
+        from browserq.live.typed import field_values, learn
+
+        before = await field_values(self._page(state))
+        trace = state.browser.trace
+        try:
+            async with trace.paused() if trace is not None else contextlib.nullcontext():
+                return await self._until_done(ended, until, path, wait_s, state)
+        finally:
+            after = await field_values(self._page(state)) if session.typing.typed else []
+            learn(session.typing, before, after, state.human.typed, state.redactor)
 
     async def _until_done(
         self, ended: asyncio.Future[str], until: UntilSpec | None, path: str, wait_s: float,
