@@ -68,20 +68,23 @@ class Redactor:
             self._build()
 
     def _build(self) -> None:
-        self._exact: dict[str, str] = {}
-        self._patterns: list[tuple[re.Pattern[str], str]] = []
-        self._byte_patterns: list[tuple[re.Pattern[bytes], bytes]] = []
+        """Compile every value's patterns; the new tables replace the old ones only once built
+        (another thread may be scrubbing a log line with them meanwhile)."""
+        exact: dict[str, str] = {}
+        patterns: list[tuple[re.Pattern[str], str]] = []
+        byte_patterns: list[tuple[re.Pattern[bytes], bytes]] = []
         # Base64 is matched as plain substrings (bytes.replace is far faster than a regex branch).
-        self._literals: list[tuple[str, str]] = []
+        literals: list[tuple[str, str]] = []
         # Longest first, so a secret that contains another is masked whole.
         for name, text in sorted(self._values, key=lambda item: len(item[1]), reverse=True):
-            self._exact[text] = mask(name)
+            exact[text] = mask(name)
             if len(text) >= MIN_SCRUB_LENGTH:
-                self._patterns.append((re.compile(secret_pattern(text)), mask(name)))
-                self._byte_patterns.append((re.compile(secret_pattern(text, as_bytes=True).encode()), mask(name).encode()))
-                self._literals += [(fragment, mask(name)) for fragment in _base64_fragments(text)]
-        self._literals.sort(key=lambda pair: len(pair[0]), reverse=True)
-        self._byte_literals = [(f.encode(), m.encode()) for f, m in self._literals]
+                patterns.append((re.compile(secret_pattern(text)), mask(name)))
+                byte_patterns.append((re.compile(secret_pattern(text, as_bytes=True).encode()), mask(name).encode()))
+                literals += [(fragment, mask(name)) for fragment in _base64_fragments(text)]
+        literals.sort(key=lambda pair: len(pair[0]), reverse=True)
+        self._byte_literals = [(f.encode(), m.encode()) for f, m in literals]
+        self._literals, self._byte_patterns, self._patterns, self._exact = literals, byte_patterns, patterns, exact
 
     def __bool__(self) -> bool:
         return bool(self._exact)

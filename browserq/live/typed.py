@@ -99,8 +99,10 @@ async def password_focused(page: Any) -> bool:
 
 async def field_values(page: Any) -> list[tuple[str, bool]]:
     """Every text field's value on ``page`` now (all frames, open shadow roots); [] if it cannot
-    be read (closed, busy)."""
+    be read (none, closed, busy)."""
     found: list[tuple[str, bool]] = []
+    if page is None or page.is_closed():
+        return found
     try:
         async with asyncio.timeout(READ_TIMEOUT_S):
             for frame in page.frames:

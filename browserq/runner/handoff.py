@@ -198,13 +198,13 @@ class HandoffMixin(ConditionsMixin):
         recorded later (and, typed in a password field, from everything)."""
         from browserq.live.typed import field_values, learn
 
-        before = await field_values(self._page(state))
+        before = await field_values(state.browser.page)
         trace = state.browser.trace
         try:
             async with trace.paused() if trace is not None else contextlib.nullcontext():
                 return await self._until_done(ended, until, path, wait_s, state)
         finally:
-            after = await field_values(self._page(state)) if session.typing.typed else []
+            after = await field_values(state.browser.page) if session.typing.typed else []
             learn(session.typing, before, after, state.human.typed, state.redactor)
 
     async def _until_done(
