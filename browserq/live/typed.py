@@ -32,8 +32,10 @@ TYPED = "typed"
 #: is cut: its start is masked).
 MAX_VALUES = 50
 MAX_VALUE_CHARS = 1000
-#: The longest reading the page's fields may take at the end of a wait (a busy page: skipped).
+#: The longest reading the page's fields may take at the end of a wait (a busy page: skipped),
+#: and one frame's answer to "is a password field focused?" before each key.
 READ_TIMEOUT_S = 5.0
+FOCUS_TIMEOUT_S = 1.0
 #: Keys that move on to something else: the text typed so far is one finished value.
 _ENDS_A_RUN = frozenset({"Enter", "Tab", "Escape", "ArrowUp", "ArrowDown", "PageUp", "PageDown"})
 
@@ -86,15 +88,18 @@ class TypedText:
 
 
 async def password_focused(page: Any) -> bool:
-    """Whether a password field has focus, in any frame of ``page`` (a frame that cannot answer,
-    detached or busy, counts as not focused)."""
-    for frame in page.frames:
+    """Whether a password field has focus, in any frame of ``page``. A frame that cannot answer
+    within :data:`FOCUS_TIMEOUT_S` (busy, going away) counts as one that may have it: the key's
+    name is then left out too."""
+
+    async def ask(frame: Any) -> bool:
         try:
-            if await asyncio.wait_for(frame.evaluate(_PASSWORD_FOCUSED), READ_TIMEOUT_S):
-                return True
-        except Exception as exc:  # a frame going away; a cancel is a BaseException: it passes
-            log.debug("could not ask a frame about its focus", error=str(exc)[:200])
-    return False
+            return bool(await asyncio.wait_for(frame.evaluate(_PASSWORD_FOCUSED), FOCUS_TIMEOUT_S))
+        except Exception as exc:  # a cancel is a BaseException: it passes
+            log.debug("a frame did not say where its focus is", error=str(exc)[:200])
+            return True
+
+    return any(await asyncio.gather(*(ask(frame) for frame in page.frames)))
 
 
 async def field_values(page: Any) -> list[tuple[str, bool]]:
