@@ -57,21 +57,34 @@ def mask(name: str) -> str:
 
 class Redactor:
     def __init__(self, secrets: Mapping[str, Any] | None = None) -> None:
-        self._exact: dict[str, str] = {}
-        self._patterns: list[tuple[re.Pattern[str], str]] = []
-        self._byte_patterns: list[tuple[re.Pattern[bytes], bytes]] = []
+        self._values = [(name, str(v)) for name, v in (secrets or {}).items() if v is not None and v != ""]
+        self._build()
+
+    def add(self, name: str, value: str) -> None:
+        """Mask ``value`` too, as ``[secret:NAME]``, from now on: a value the run learns while it
+        runs (what a person typed in a handoff). Several values may share a name."""
+        if value and (name, value) not in self._values:
+            self._values.append((name, value))
+            self._build()
+
+    def _build(self) -> None:
+        """Compile every value's patterns; the new tables replace the old ones only once built
+        (another thread may be scrubbing a log line with them meanwhile)."""
+        exact: dict[str, str] = {}
+        patterns: list[tuple[re.Pattern[str], str]] = []
+        byte_patterns: list[tuple[re.Pattern[bytes], bytes]] = []
         # Base64 is matched as plain substrings (bytes.replace is far faster than a regex branch).
-        self._literals: list[tuple[str, str]] = []
+        literals: list[tuple[str, str]] = []
         # Longest first, so a secret that contains another is masked whole.
-        values = [(name, str(v)) for name, v in (secrets or {}).items() if v is not None and v != ""]
-        for name, text in sorted(values, key=lambda item: len(item[1]), reverse=True):
-            self._exact[text] = mask(name)
+        for name, text in sorted(self._values, key=lambda item: len(item[1]), reverse=True):
+            exact[text] = mask(name)
             if len(text) >= MIN_SCRUB_LENGTH:
-                self._patterns.append((re.compile(secret_pattern(text)), mask(name)))
-                self._byte_patterns.append((re.compile(secret_pattern(text, as_bytes=True).encode()), mask(name).encode()))
-                self._literals += [(fragment, mask(name)) for fragment in _base64_fragments(text)]
-        self._literals.sort(key=lambda pair: len(pair[0]), reverse=True)
-        self._byte_literals = [(f.encode(), m.encode()) for f, m in self._literals]
+                patterns.append((re.compile(secret_pattern(text)), mask(name)))
+                byte_patterns.append((re.compile(secret_pattern(text, as_bytes=True).encode()), mask(name).encode()))
+                literals += [(fragment, mask(name)) for fragment in _base64_fragments(text)]
+        literals.sort(key=lambda pair: len(pair[0]), reverse=True)
+        self._byte_literals = [(f.encode(), m.encode()) for f, m in literals]
+        self._literals, self._byte_patterns, self._patterns, self._exact = literals, byte_patterns, patterns, exact
 
     def __bool__(self) -> bool:
         return bool(self._exact)

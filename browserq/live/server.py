@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import secrets
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +30,7 @@ from aiohttp import WSMsgType, web
 from browserq.live.frames import Screencast
 from browserq.live.page import live_page
 from browserq.live.session import HumanInput, LiveSession
+from browserq.live.typed import TypedText, password_focused
 
 log = structlog.get_logger(__name__)
 
@@ -39,10 +41,11 @@ PORT_SPAN = 32
 MAX_VIEWERS = 4
 MAX_MESSAGE_BYTES = 4096
 MAX_TEXT = 200
-#: True when the focused element (through same-origin frames) is a password field.
-_PASSWORD_FOCUSED = """() => { let d = document, e = d.activeElement;
-  while (e && e.tagName === 'IFRAME') { try { d = e.contentDocument; e = d.activeElement; } catch (_) { break; } }
-  return !!e && e.tagName === 'INPUT' && (e.type || '').toLowerCase() === 'password'; }"""
+#: The largest wheel delta one message scrolls by, in CSS pixels (a mouse notch is ~100).
+MAX_WHEEL_DELTA = 10_000.0
+#: The longest one input may take to apply (a page that hangs must not hang the socket).
+INPUT_TIMEOUT_S = 5.0
+_VIEWPORT = "() => ({width: innerWidth, height: innerHeight})"
 _NAMED_KEYS = frozenset({
     "Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
     "Home", "End", "PageUp", "PageDown", " ",
@@ -177,8 +180,11 @@ class LiveViewServer:
                 if message.type is not WSMsgType.TEXT:
                     continue
                 await self._handle(ws, session, message.data)
+        except ConnectionError:  # the viewer went away while an input was applied
+            log.debug("live view viewer left mid-input", handoff_id=session.handoff_id)
         finally:
             viewers.discard(ws)
+            log.debug("live view viewer left", handoff_id=session.handoff_id, viewers=len(viewers))
             await cast.remove(ws)
             if cast.viewers == 0 and self._casts.get(session.handoff_id) is cast:
                 del self._casts[session.handoff_id]
@@ -189,11 +195,11 @@ class LiveViewServer:
             message = json.loads(data)
             kind = message["type"]
         except (ValueError, KeyError, TypeError):
-            await ws.send_json({"type": "error", "message": "not a live-view message"})
+            await _reply(ws, {"type": "error", "message": "not a live-view message"})
             return
         if session.view_only and kind in ("continue", "give_up", "click", "wheel", "key", "text"):
-            await ws.send_json({"type": "error", "message": "view only: the run is running; input, Continue "
-                                "and Give up are taken while it waits for a person"})
+            await _reply(ws, {"type": "error", "message": "view only: the run is running; input, Continue "
+                              "and Give up are taken while it waits for a person"})
             return
         if kind == "continue":
             session.on_continue()
@@ -201,16 +207,17 @@ class LiveViewServer:
             session.on_give_up()
         elif kind in ("click", "wheel", "key", "text"):
             try:
-                event = await asyncio.wait_for(_apply(session.page(), kind, message), 5.0)
+                event = await asyncio.wait_for(_apply(session.page(), kind, message, session.typing),
+                                               INPUT_TIMEOUT_S)
             except (ValueError, TypeError) as exc:
-                await ws.send_json({"type": "error", "message": str(exc)[:200]})
+                await _reply(ws, {"type": "error", "message": str(exc)[:200]})
                 return
             except Exception as exc:  # the page refused it (closing, busy): the person tries again
-                await ws.send_json({"type": "error", "message": f"the page did not take it: {str(exc)[:150]}"})
+                await _reply(ws, {"type": "error", "message": f"the page did not take it: {str(exc)[:150]}"})
                 return
             await session.on_input(event)
         else:
-            await ws.send_json({"type": "error", "message": f"unknown message type {str(kind)[:30]!r}"})
+            await _reply(ws, {"type": "error", "message": f"unknown message type {str(kind)[:30]!r}"})
 
 
 async def _listen(app: web.Application, host: str, first_port: int) -> tuple[web.AppRunner, int]:
@@ -230,27 +237,67 @@ async def _listen(app: web.Application, host: str, first_port: int) -> tuple[web
     raise OSError(f"no free port for the live view on {host} in {ports[0]}-{ports[-1]}: {error}")
 
 
-async def _apply(page: Any, kind: str, message: dict[str, Any]) -> HumanInput:
-    """Forward one input to the page; what is recorded of it."""
+async def _apply(page: Any, kind: str, message: dict[str, Any], typing: TypedText) -> HumanInput:
+    """Forward one input to the page; what is recorded of it (no character typed, ever)."""
     if kind in ("click", "wheel"):
-        x, y = float(message["x"]), float(message["y"])
+        x, y = await _point(page, message)
         if kind == "click":
             await page.mouse.click(x, y)
+            typing.moved_on()
             return HumanInput("click", x=round(x), y=round(y), button="left")
-        dx, dy = float(message.get("dx", 0)), float(message.get("dy", 0))
+        dx, dy = (max(-MAX_WHEEL_DELTA, min(MAX_WHEEL_DELTA, _number(message, k, 0))) for k in ("dx", "dy"))
         await page.mouse.move(x, y)
         await page.mouse.wheel(dx, dy)
         return HumanInput("wheel", x=round(x), y=round(y), delta_x=dx, delta_y=dy)
-    password = bool(await page.evaluate(_PASSWORD_FOCUSED))
     if kind == "key":
-        key = str(message["key"])
-        if key not in _NAMED_KEYS:
-            raise ValueError(f"key {key[:20]!r} is not one the live view forwards")
+        key = message["key"]
+        if not isinstance(key, str) or key not in _NAMED_KEYS:
+            raise ValueError(f"key {str(key)[:20]!r} is not one the live view forwards")
+        password = await password_focused(page)
         await page.keyboard.press(key)
-        return HumanInput("key", key=None if password else key, length=1, password=password)
-    text = str(message["text"])[:MAX_TEXT]
+        typing.key(key, password)
+        named = None if password or key == " " else key  # a space is typed text
+        return HumanInput("key", key=named, length=1, password=password)
+    text = message["text"]
+    if not isinstance(text, str) or not text or len(text) > MAX_TEXT:
+        raise ValueError(f"text must be 1 to {MAX_TEXT} characters, one message each")
+    password = await password_focused(page)
     await page.keyboard.insert_text(text)
-    return HumanInput("text", text=None if password else text, length=len(text), password=password)
+    typing.text(text, password)
+    return HumanInput("text", length=len(text), password=password)
+
+
+def _number(message: dict[str, Any], key: str, default: float | None = None) -> float:
+    """``message[key]`` as a finite number (JSON lets ``NaN``, ``Infinity`` and 400-digit
+    integers through; Chromium's input pipeline stalls on some, and every later input with it)."""
+    value = message.get(key, default)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise ValueError(f"{key} must be a finite number, not {str(value)[:30]}")
+
+
+async def _point(page: Any, message: dict[str, Any]) -> tuple[float, float]:
+    """The message's ``x``/``y`` inside the page's viewport: a point off it (``x: 1e308``, a
+    negative one) goes to its nearest edge, where the page can take it."""
+    x, y = _number(message, "x"), _number(message, "y")
+    size = page.viewport_size or await page.evaluate(_VIEWPORT)
+    width, height = max(1.0, float(size["width"])), max(1.0, float(size["height"]))
+    return min(max(x, 0.0), width - 1), min(max(y, 0.0), height - 1)
+
+
+async def _reply(ws: web.WebSocketResponse, message: dict[str, Any]) -> None:
+    """Answer a viewer who may have left meanwhile (a reply to a closed socket is dropped)."""
+    if ws.closed:
+        return
+    try:
+        await ws.send_json(message)
+    except ConnectionError:  # gone between the check and the write
+        log.debug("live view reply not sent: the viewer left", reply=message.get("type"))
 
 
 @web.middleware

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from browserq.live.typed import TypedText
 
 
 @dataclass(frozen=True)
 class HumanInput:
-    """One input a person forwarded, as recorded (``key``/``text`` are None in a password field;
-    ``length`` is kept)."""
+    """One input a person forwarded, as recorded: never the characters typed (``text`` stays
+    None, ``length`` says how many), nor a key's name in a password field."""
 
     kind: str  # click | wheel | key | text
     x: float | None = None
@@ -41,6 +43,8 @@ class LiveSession:
     on_give_up: Callable[[], None]
     #: The run is running (``BROWSERQ_LIVE_VIEW_WHILE_RUNNING``): it is shown, nothing is forwarded.
     view_only: bool = False
+    #: What the person typed, for the runner to scrub from the evidence (never recorded).
+    typing: TypedText = field(default_factory=TypedText)
 
 
 __all__ = ["HumanInput", "LiveSession"]

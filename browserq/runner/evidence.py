@@ -126,6 +126,7 @@ class EvidenceMixin(RunnerBase):
             return
         try:
             await asyncio.to_thread(state.redactor.zip_file, scratch)
+            await asyncio.to_thread(state.human.typed.zip_file, scratch)  # what people typed
             data = await asyncio.to_thread(scratch.read_bytes)
         finally:
             scratch.unlink(missing_ok=True)

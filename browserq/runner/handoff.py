@@ -77,7 +77,8 @@ class HandoffMixin(ConditionsMixin):
         """One wait for a person, recorded as one attempt of the step at ``path``."""
         started = time.monotonic()
         page = self._page(state)
-        inputs = {"action": "handoff", "message": message, "until": until_text(until), "timeout_s": timeout_s}
+        shown = until_text(until, state.redactor)  # rendered: it may hold a secret
+        inputs = {"action": "handoff", "message": message, "until": shown, "timeout_s": timeout_s}
         record = await state.journal.step_started(
             path=path, step_id=step_id, attempt=1, action="handoff", inputs=inputs, url_before=page.url,
         )
@@ -134,13 +135,14 @@ class HandoffMixin(ConditionsMixin):
         from browserq.live.session import LiveSession  # the live view loads only when needed
 
         request = state.request
+        shown = until_text(until, state.redactor)  # scrubbed: the store, webhook, meta, page show it
         self._hold_run_clock(state, wait_s)
         await state.journal.flush()  # every record before the status change, in order
         server = await self._live_server()
         handoff = await asyncio.to_thread(
             self.store.begin_handoff, request.run_id, token=request.token,  # type: ignore[attr-defined]
             run_attempt=request.run_attempt, step_path=path, kind=kind,
-            message=state.redactor.text(message), until=until_text(until), timeout_s=wait_s,
+            message=state.redactor.text(message), until=shown, timeout_s=wait_s,
             live_base_url=server.base_url if server is not None else None,
         )
         begun = time.monotonic()
@@ -153,7 +155,7 @@ class HandoffMixin(ConditionsMixin):
 
         session = LiveSession(
             run_id=request.run_id, handoff_id=handoff.id, message=handoff.message,  # redacted
-            until=until_text(until), deadline=handoff.deadline_at,
+            until=shown, deadline=handoff.deadline_at,
             page=lambda: self._page(state),
             redeem=lambda token: asyncio.to_thread(
                 self.store.redeem_live_token, token, handoff_id=handoff.id  # type: ignore[attr-defined]
@@ -170,10 +172,10 @@ class HandoffMixin(ConditionsMixin):
                 ttl_s=self.settings.live_token_ttl_s,
             ) if server is not None else None
             self.observers.run_waiting(RunWaiting(  # type: ignore[attr-defined]
-                request.run_id, path, state.redactor.text(message), until_text(until),
+                request.run_id, path, state.redactor.text(message), shown,
                 handoff.deadline_at.isoformat(), link,
             ))
-            reason = await self._until_done(ended, until, path, wait_s, state)
+            reason = await self._person_works(session, ended, until, path, wait_s, state)
         finally:
             waited = time.monotonic() - begun
             if server is not None:
@@ -186,6 +188,24 @@ class HandoffMixin(ConditionsMixin):
             reason=f"handoff ended: {_ENDED[reason]}; running again" if resume else f"handoff ended: {_ENDED[reason]}",
         )
         return reason, waited
+
+    async def _person_works(
+        self, session: Any, ended: asyncio.Future[str], until: UntilSpec | None, path: str,
+        wait_s: float, state: RunState,
+    ) -> str:
+        """The wait, left out of the trace (a person's keys, and the page's fields after each, would
+        be in its snapshots); what they typed is learned at its end, to be scrubbed from the trace
+        recorded later (and, typed in a password field, from everything)."""
+        from browserq.live.typed import field_values, learn
+
+        before = await field_values(state.browser.page)
+        trace = state.browser.trace
+        try:
+            async with trace.paused() if trace is not None else contextlib.nullcontext():
+                return await self._until_done(ended, until, path, wait_s, state)
+        finally:
+            after = await field_values(state.browser.page) if session.typing.typed else []
+            learn(session.typing, before, after, state.human.typed, state.redactor)
 
     async def _until_done(
         self, ended: asyncio.Future[str], until: UntilSpec | None, path: str, wait_s: float,

@@ -178,6 +178,8 @@ class HumanWaits:
     run_timer: Any = None  # the asyncio.Timeout of timeout_s (set by the runner)
     base_deadline: float = 0.0  # state.deadline before any wait
     navigations: Navigations = field(default_factory=Navigations)
+    #: What people typed in this run's waits, scrubbed from its trace (browserq.live.typed).
+    typed: Redactor = field(default_factory=Redactor)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 They run on the raw YAML data, tolerating shapes the schema rejects, so one load reports schema
 problems and these together: duplicate step ids, ``${...}`` that refer to nothing, literal URLs
 outside http(s)/``allowed_domains``, screenshot names escaping the artifact folder, over-long
-selectors, unbounded repeats and ``eval`` without ``allow_eval``.
+selectors, unbounded repeats, ``eval`` without ``allow_eval`` and conditions that read a secret.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from browserq.templates.messages import did_you_mean
 from browserq.templates.regex import describe_url_pattern, url_pattern_problem
 from browserq.templates.source import Location, NodeIndex, Problem, format_location
 
+#: Any ``${...}`` in a condition's text, even inside a string literal of an ``if`` expression.
+_ANY_REF = re.compile(r"\$\{\s*([^}]*?)\s*\}")
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):")
 _AUTHORITY_DONE = re.compile(r"^\s*https?://[^/?#\\]+[/?#\\]", re.IGNORECASE)
 SELECTOR_KEYS = ("selector", "within", "until_missing", "while_present")
@@ -164,11 +166,32 @@ class TemplateChecker:
                 self._selector(when.get(key), (*loc, key))
             elif isinstance(when.get(key), str):
                 self._url_pattern(when[key], (*loc, key))
+            self._no_secret(when.get(key), (*loc, key))
         if isinstance(when.get("if"), str):
-            for ref in expression_refs(when["if"]):  # none when it does not parse: the schema says why
+            refs = expression_refs(when["if"])  # none when it does not parse: the schema says why
+            for ref in refs:
                 problem = self._ref_problem(ref, in_repeat=in_repeat)
                 if problem:
                     self.add((*loc, "if"), problem)
+            self._no_secret(when["if"], (*loc, "if"), refs)
+
+    def _no_secret(self, value: Any, loc: Location, refs: list[Ref] | None = None) -> None:
+        """A condition may not read a secret param: whether the step ran is recorded (a skip
+        with its reason), so ``password < 'M'`` would spell the secret out, one guess per run.
+        Every way of naming it counts: ``password``/``params.password`` in an expression, and
+        ``${password}`` anywhere in the condition's text (a selector, a URL, a string literal)."""
+        names = [ref.parts[0] for ref in refs or []]
+        for text in _strings(value):
+            found = _ANY_REF.finditer(text)
+            names += [m.group(1).removeprefix("params.").split(".")[0] for m in found]
+        for name in dict.fromkeys(names):
+            if self.params.get(name, {}).get("type") == "secret":
+                self.add(
+                    loc,
+                    f"a condition may not read secret param '{name}': whether the step "
+                    "runs is recorded, which would tell the secret; decide on a param that "
+                    "is not secret, or an output",
+                )
 
     def _check_id(self, step_id: Any, loc: Location) -> None:
         if not isinstance(step_id, str):
@@ -195,6 +218,7 @@ class TemplateChecker:
         for key in ("until_missing", "while_present"):
             self._selector(spec.get(key), (*loc, key))
             self._refs(spec.get(key), (*loc, key), in_repeat=True)
+            self._no_secret(spec.get(key), (*loc, key))  # the passes run would tell it
         if isinstance(spec.get("steps"), list):
             self._steps(spec["steps"], (*loc, "steps"), in_repeat=True)
 
@@ -341,6 +365,17 @@ class TemplateChecker:
         if len(parts) > 1 and (kind != "list" or len(parts) > 2 or not parts[1].isdigit()):
             return f"{shown} reads into param '{head}' ({kind}), which has no such part"
         return None
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a condition's value (a locator mapping holds several)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
 
 
 def check_template(

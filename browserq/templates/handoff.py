@@ -11,13 +11,16 @@ its own ``timeout_s`` (then ``HUMAN_TIMEOUT``); the time waited does not count a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from browserq.templates.fields import Selector, StrictModel, Text
 from browserq.templates.locators import selector_text
 from browserq.templates.step_base import ActionStep
+
+if TYPE_CHECKING:
+    from browserq.redact import Redactor
 
 #: One wait's default and longest time (a person must get the chance; a run must not hang).
 DEFAULT_HUMAN_TIMEOUT_S = 600.0
@@ -97,15 +100,19 @@ def human_wait_budget_s(steps: Iterable[ActionStep], trigger: HandoffTrigger | N
     return float(total)
 
 
-def until_text(until: UntilSpec | None) -> str | None:
-    """``until`` readably, for the handoff record and the live view (None: Continue only)."""
+def until_text(until: UntilSpec | None, redactor: Redactor) -> str | None:
+    """``until`` readably, for the handoff record and the live view (None: Continue only).
+
+    It is rendered (``**/done?k=${password}`` holds the value) and goes to the store, the
+    webhook, Flower's meta, the live view and the CLI, so it is scrubbed here, where it is made:
+    ``redactor`` is the run's (every encoding of every secret of the run)."""
     if until is None:
         return None
     value = getattr(until, until.kind)
     if until.kind == "url":
-        return f"url {value!r}"
+        return redactor.text(f"url {value!r}")
     shown = repr(value) if isinstance(value, str) else selector_text(dict(value))
-    return f"{until.kind} {shown}"
+    return redactor.text(f"{until.kind} {shown}")
 
 
 __all__ = [

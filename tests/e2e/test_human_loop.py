@@ -42,6 +42,17 @@ steps:
   - {action: navigate, url: "${base_url}/gate"}
   - {id: text, action: get, selector: "#content", into: text}
 """
+#: A handoff whose ``until`` is rendered with a secret (issue 22, item 2).
+SECRET_UNTIL_TEMPLATE = """
+params:
+  base_url: {type: url, required: true}
+  password: {type: secret, required: true}
+settings: {trace: off, run_retries: 0, timeout_s: 30}
+steps:
+  - {action: navigate, url: "${base_url}/gate"}
+  - {id: ask, action: handoff, message: "Log in, please", until: {url: "**/done?k=${password}"}, timeout_s: 120}
+"""
+UNTIL_SECRET = "Open-Sésame_4u!"
 
 
 @dataclass
@@ -60,7 +71,8 @@ def site() -> Iterator[str]:
 def worker(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[HumanWorker]:
     tmp = tmp_path_factory.mktemp("human-loop")
     queue = f"bq_human_{uuid.uuid4().hex[:8]}"
-    templates = write_templates(tmp / "templates", {"human_gate": GATE_TEMPLATE})
+    templates = write_templates(tmp / "templates", {"human_gate": GATE_TEMPLATE,
+                                                              "human_secret_until": SECRET_UNTIL_TEMPLATE})
     env = browserq_env(worker_settings(broker_url=REDIS_URL, database_url=pg_url, templates_dir=templates,
                                        artifacts_dir=tmp / "artifacts", queue=queue, secret_key=TEST_SECRET_KEY))
     env["BROWSERQ_WEBHOOK_SECRET"] = WEBHOOK_SECRET
@@ -119,6 +131,47 @@ def test_a_person_solves_the_captcha_through_the_live_view_and_the_run_completes
         assert statuses[-3:] == ["waiting_for_human", "running", "completed"]
     finally:
         store.dispose()
+
+
+def test_a_secret_in_until_reaches_no_sink_in_clear(worker: HumanWorker, site: str, tmp_path: Path) -> None:
+    """``until: {url: "**/done?k=${password}"}``: the handoff record, the webhook, Flower's meta,
+    the live view's page, ``show`` (text and JSON) and ``report`` show it masked, in no encoding
+    in clear."""
+    from browserq import run_template
+    from browserq.store import Store
+    from tests.secrets.forms import find_leaks, secret_forms
+
+    masked = "url '**/done?k=[secret:password]'"
+    with webhook_receiver(WEBHOOK_SECRET) as receiver:
+        result = run_template.delay("human_secret_until", params={"base_url": site, "password": UNTIL_SECRET},
+                                    notify=receiver.url)
+        [waiting] = wait_until(lambda: receiver.verified("waiting_for_human"), 60, "the waiting_for_human webhook")
+        assert waiting.data["handoff"]["until"] == masked
+        meta = wait_until(lambda: result.info if result.state == "PROGRESS"
+                          and result.info.get("status") == "waiting_for_human" else None, 30, "the waiting meta")
+        assert meta["until"] == masked
+        seen = asyncio.run(_act(waiting.data["live_url"], [{"type": "continue"}]))
+        assert "**/done?k=[secret:password]" in seen["html"]
+        assert result.get(timeout=60)["status"] == "completed"
+    store = Store(worker.env["BROWSERQ_DATABASE_URL"])
+    try:
+        [handoff] = store.handoffs(result.id)
+        [step] = [s for s in store.steps(result.id) if s.step_path == "1"]
+    finally:
+        store.dispose()
+    assert handoff.until == masked and step.inputs["until"] == masked
+    cli = {args[0] + " ".join(args[2:]): subprocess.run(
+        [sys.executable, "-m", "browserq.cli", *args], env=worker.env, capture_output=True, text=True,
+        timeout=60, cwd=tmp_path) for args in (["show", result.id], ["show", result.id, "--json"],
+                                               ["report", result.id, "-o", str(tmp_path / "report.html")])}
+    assert all(done.returncode == 0 for done in cli.values()), {k: v.stderr[-500:] for k, v in cli.items()}
+    assert "[secret:password]" in cli["show"].stdout and "[secret:password]" in cli["show--json"].stdout
+    report = (tmp_path / "report.html").read_bytes()
+    assert b"[secret:password]" in report
+    blobs = [("webhook", waiting.body), ("meta", repr(meta).encode()), ("live view", seen["html"].encode()),
+             ("handoffs.until", handoff.until.encode()), ("step inputs", repr(step.inputs).encode()),
+             ("report", report)] + [(name, done.stdout.encode()) for name, done in cli.items()]
+    assert find_leaks(blobs, secret_forms(UNTIL_SECRET)) == []
 
 
 def _tampered_copy_is_refused(receiver: Receiver, headers: dict[str, str], body: bytes) -> None:

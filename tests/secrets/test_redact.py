@@ -177,3 +177,16 @@ def test_cli_reports_an_unreadable_file_and_a_second_stdin(tmp_path: Path) -> No
         parse_params([f"b=@{tmp_path / 'missing'}"])
     with pytest.raises(typer.Exit):
         parse_params(["a=@-", "b=@-"], stdin=io.StringIO("x"))
+
+
+def test_a_value_added_while_the_run_runs_is_masked_from_then_on_in_every_form() -> None:
+    """What a person typed in a handoff is learned mid-run (browserq.live.typed)."""
+    redactor = Redactor({"password": "plainpassword"})
+    typed = "Tÿped-by-a-person"
+    assert typed in redactor.text(typed)
+    redactor.add("typed", typed)
+    redactor.add("typed", typed)  # once is enough
+    forms = {label: form for label, form in secret_forms(typed).items() if not label.startswith("first")}
+    for label, form in forms.items():
+        assert find_leaks([(label, redactor.bytes(b"<" + form + b">"))], forms) == []
+    assert redactor.text(f"k={typed}&p=plainpassword") == "k=[secret:typed]&p=[secret:password]"

@@ -318,3 +318,34 @@ def test_side_effects_inside_blocks_are_found_by_path(load) -> None:
     assert is_side_effect(loaded, "1.1[2].0.0")
     assert not is_side_effect(loaded, "1.0") and not is_side_effect(loaded, "1.1[2].0")
     assert not is_side_effect(loaded, "1.5")
+
+
+def test_a_condition_that_reads_a_secret_param_is_refused_at_load(problems) -> None:
+    """A skip is recorded with its reason, so ``password < 'M'`` would be an oracle: every way a
+    condition can name a secret param is a line-numbered load error (issue 22, item 4)."""
+    found = problems(
+        HEAD
+        + "  password: {type: secret}\n"
+        + "  pin: {type: secret}\n"
+        + "steps:\n"
+        + "  - {action: click, selector: a, when: {if: \"password < 'M'\"}}\n"
+        + "  - {action: click, selector: a, when: {if: \"'Alpha' in password\"}}\n"
+        + "  - {action: click, selector: a, when: {if: \"params.pin == '1234'\"}}\n"
+        + "  - {action: click, selector: a, when: {if: \"${password != null}\"}}\n"
+        + "  - {action: click, selector: a, when: {if: \"'${pin}' == 'x'\"}}\n"
+        + "  - {action: click, selector: a, when: {if: \"mode == 'fast' or (not params.password)\"}}\n"
+        + "  - {action: click, selector: a, when: {present: \"text=${password}\"}}\n"
+        + "  - {action: click, selector: a, when: {absent: {role: button, name: \"${pin}\"}}}\n"
+        + "  - {action: click, selector: a, when: {url: \"**/x?k=${password}\"}}\n"
+        + "  - repeat: {max: 2, while_present: \"#${pin}\", steps: [{action: click, selector: a}]}\n"
+        + "  - {action: type, selector: a, text: \"${password}\", when: {if: \"mode == 'fast'\"}}\n"
+    )
+    refused = "whether the step runs is recorded, which would tell the secret"
+    assert [p.split(": a condition may not read ")[0] for p in found] == [
+        "line 10: steps[0].when.if", "line 11: steps[1].when.if", "line 12: steps[2].when.if",
+        "line 13: steps[3].when.if", "line 14: steps[4].when.if", "line 15: steps[5].when.if",
+        "line 16: steps[6].when.present", "line 17: steps[7].when.absent", "line 18: steps[8].when.url",
+        "line 19: steps[9].repeat.while_present",
+    ]
+    assert all(refused in p for p in found)
+    assert "secret param 'pin'" in found[2] and "secret param 'password'" in found[0]
