@@ -117,6 +117,9 @@ class Codes:
     DOWNLOAD_TOO_LARGE = _code(
         "DOWNLOAD_TOO_LARGE", ErrorClass.PERMANENT, "a download exceeds BROWSERQ_MAX_(RUN_)DOWNLOAD_BYTES"
     )
+    ARTIFACTS_TOO_LARGE = _code(
+        "ARTIFACTS_TOO_LARGE", ErrorClass.PERMANENT, "the run's artifacts exceed BROWSERQ_MAX_RUN_ARTIFACT_BYTES"
+    )
     UPLOAD_FILE_MISSING = _code(
         "UPLOAD_FILE_MISSING", ErrorClass.PERMANENT, "the file an upload step names does not exist"
     )

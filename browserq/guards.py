@@ -9,6 +9,7 @@ passes the static check and a value produced at run time are judged by one rule.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
@@ -116,10 +117,17 @@ def artifact_name_problem(name: str) -> str | None:
         return (
             f"artifact name {_short(name)!r} is absolute; it must be relative to the run's folder"
         )
-    if ".." in PurePosixPath(name).parts:
+    folded = unicodedata.normalize("NFKC", name)  # fullwidth ．．／ is ../ to whoever normalises it
+    if ".." in PurePosixPath(name).parts or ".." in PurePosixPath(folded.replace("\\", "/")).parts:
         return f"artifact name {_short(name)!r} contains '..'; it must stay inside the run's folder"
     if name.endswith("/") or PurePosixPath(name).name in ("", "."):
         return f"artifact name {_short(name)!r} does not name a file"
+    longest = max(PurePosixPath(name).parts, key=lambda part: len(part.encode("utf-8")))
+    if len(longest.encode("utf-8")) > MAX_NAME_PART_BYTES:
+        return (
+            f"artifact name {_short(name)!r} has a part of {len(longest.encode('utf-8'))} bytes; "
+            f"the limit is {MAX_NAME_PART_BYTES} bytes of UTF-8 per folder or file name"
+        )
     return None
 
 
@@ -154,27 +162,47 @@ def check_selector_length(selector: str, max_length: int) -> None:
 
 
 # --- files moved by download and upload steps -------------------------------------------------
-#: Longest file name a download or a file param keeps (the extension survives the cut).
+#: Longest file name a download or a file param keeps, in characters and in UTF-8 bytes (the
+#: extension survives the cut): file systems allow 255 bytes a name, and a store adds its own
+#: temporary prefix and suffix.
 MAX_FILENAME_LENGTH = 120
+MAX_FILENAME_BYTES = 200
+#: Longest path component an artifact name may have, in UTF-8 bytes (255 less the temporary name's additions).
+MAX_NAME_PART_BYTES = 240
 _UNSAFE_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    """At most ``max_bytes`` of UTF-8, cut between characters, never inside one."""
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
+def _bounded(text: str) -> str:
+    """``text`` within MAX_FILENAME_LENGTH characters and MAX_FILENAME_BYTES bytes, keeping a
+    short extension."""
+    if len(text) <= MAX_FILENAME_LENGTH and len(text.encode("utf-8")) <= MAX_FILENAME_BYTES:
+        return text
+    stem, dot, ext = text.rpartition(".")
+    keep = "." + ext if dot and 0 < len(ext.encode("utf-8")) <= 16 and stem else ""
+    stem = stem if keep else text
+    stem = _cut(stem[: MAX_FILENAME_LENGTH - len(keep)], MAX_FILENAME_BYTES - len(keep.encode("utf-8")))
+    return stem.rstrip(". ") + keep if stem.rstrip(". ") else ""
 
 
 def safe_filename(name: str | None, fallback: str = "download") -> str:
     """A file name a page or a producer suggested, made safe to keep as one path component.
 
-    Only the last path part survives (``../../x`` and ``C:\\x`` become ``x``); control, format
-    and bidi-override characters go; leading dots and spaces go (no hidden files, no ``..``);
-    at most :data:`MAX_FILENAME_LENGTH` characters, keeping the extension; ``fallback`` if
-    nothing is left.
+    NFKC-normalised first (fullwidth ``．．／`` is ``../``); only the last path part survives
+    (``../../x`` and ``C:\\x`` become ``x``); control, format and bidi-override characters go;
+    leading dots and spaces go (no hidden files, no ``..``); at most
+    :data:`MAX_FILENAME_LENGTH` characters and :data:`MAX_FILENAME_BYTES` bytes of UTF-8,
+    keeping the extension; ``fallback`` if nothing is left.
     """
     text = str(name or "").encode("utf-8", "ignore").decode("utf-8")  # no lone surrogates
+    text = unicodedata.normalize("NFKC", text)
     text = _UNSAFE_FILENAME_CHARS.sub("", text).replace("\\", "/")
     text = re.sub(r"\s+", " ", text.rsplit("/", 1)[-1]).strip().lstrip(". ").rstrip(". ")
-    if len(text) > MAX_FILENAME_LENGTH:
-        stem, dot, ext = text.rpartition(".")
-        keep = ext if dot and 0 < len(ext) <= 16 and stem else ""
-        text = (text[: MAX_FILENAME_LENGTH - len(keep) - 1] + "." + keep) if keep else text[:MAX_FILENAME_LENGTH]
-    return text or fallback
+    return _bounded(text) or fallback
 
 
 def upload_path_problem(path: str) -> str | None:

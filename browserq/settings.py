@@ -133,6 +133,7 @@ class Settings(BaseSettings):
     )
     max_download_bytes: int = Field(100 * 1024 * 1024, ge=1, description="Largest file one download step may store; larger fails DOWNLOAD_TOO_LARGE.")
     max_run_download_bytes: int = Field(500 * 1024 * 1024, ge=1, description="Largest total one run attempt may download; a download past it fails DOWNLOAD_TOO_LARGE.")
+    max_run_artifact_bytes: int = Field(1024 * 1024 * 1024, ge=1024, description="Largest total of the artifacts one run stores (screenshots, downloads, snapshots, traces; earlier attempts too); a step's artifact past it fails ARTIFACTS_TOO_LARGE, failure evidence past it is skipped with a warning.")
     max_file_param_bytes: int = Field(25 * 1024 * 1024, ge=1, description="Largest file a `file` param may pass (checked at the producer, ParamError), or an upload step may read from BROWSERQ_UPLOADS_DIR.")
     uploads_dir: Path | None = Field(None, description="Directory upload steps read `file: {path: ...}` from, on the worker (unset: none).")
     run_time_limit_margin_s: int = Field(

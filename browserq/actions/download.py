@@ -3,27 +3,27 @@
 The download must start and finish within the step's timeout. Playwright saves it in its own
 temporary folder; its bytes are copied into the run's artifacts (kind ``download``, through the
 journal: a directory or a bucket) and Playwright's copy is deleted at once, whatever happens.
-A file over ``BROWSERQ_MAX_DOWNLOAD_BYTES``, or one that takes the run attempt's downloads
-over ``BROWSERQ_MAX_RUN_DOWNLOAD_BYTES``, fails ``DOWNLOAD_TOO_LARGE`` and is not kept.
+The run's :class:`~browserq.actions.download_watch.DownloadWatch` measures it while it arrives:
+one that passes ``BROWSERQ_MAX_DOWNLOAD_BYTES``, or takes the run's downloads over
+``BROWSERQ_MAX_RUN_DOWNLOAD_BYTES``, is stopped there and fails ``DOWNLOAD_TOO_LARGE``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import mimetypes
 import re
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Download, Response
+from playwright.async_api import Response
 
 from browserq.actions.context import StepContext
+from browserq.actions.download_watch import DownloadWatch, Watched, discard, too_large
 from browserq.actions.files import RunFiles, run_files
 from browserq.actions.locate import first
 from browserq.actions.locators import shown
 from browserq.browsers.api import Error as PlaywrightError
-from browserq.browsers.errors import first_line
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url, safe_artifact_path, safe_filename
 from browserq.templates.file_steps import DownloadStep
@@ -39,42 +39,38 @@ async def download(ctx: StepContext, step: DownloadStep) -> Any:
     if step.url is not None:
         check_url(step.url, ctx.settings.allowed_domains)
     page = ctx.page
-    started: asyncio.Future[Download] = asyncio.get_running_loop().create_future()
+    if files.watch is None:  # a runner that installed none: bound this step's downloads at least
+        files.watch = DownloadWatch(page.context, files, warn=ctx.warn)
+    watch: DownloadWatch = files.watch
+    started = watch.expect(page)
     types: dict[str, str] = {}
-
-    def on_download(item: Download) -> None:
-        if not started.done():
-            started.set_result(item)
 
     def on_response(response: Response) -> None:
         kind = response.headers.get("content-type")
         if kind:
             types[response.url] = kind
 
-    page.on("download", on_download)
     page.on("response", on_response)
     try:
         await _trigger(ctx, step)
         try:
-            item = await asyncio.wait_for(started, ctx.timeout_ms / 1000)
+            watched = await asyncio.wait_for(asyncio.shield(started), ctx.timeout_ms / 1000)
         except TimeoutError:
             what = f"clicking {shown(step.selector)}" if step.url is None else f"opening {step.url}"  # type: ignore[arg-type]
             raise StepFailed(
                 Codes.DOWNLOAD_FAILED, f"{what} started no download within the step's timeout ({ctx.timeout_s:g} s)"
             ) from None
     except BaseException:
+        watch.forget(started)
         if started.done() and not started.cancelled():  # it started, but the step failed
-            with contextlib.suppress(PlaywrightError):
-                await started.result().delete()
+            await discard(started.result().item)
         raise
     finally:
-        page.remove_listener("download", on_download)
         page.remove_listener("response", on_response)
     try:
-        return await _keep(ctx, files, item, types.get(item.url))
+        return await _keep(ctx, files, watched, types.get(watched.item.url))
     finally:
-        with contextlib.suppress(PlaywrightError):
-            await item.delete()  # Playwright's temporary copy: nothing stays outside the store
+        await discard(watched.item)  # Playwright's temporary copy: nothing stays outside the store
 
 
 async def _trigger(ctx: StepContext, step: DownloadStep) -> None:
@@ -89,18 +85,16 @@ async def _trigger(ctx: StepContext, step: DownloadStep) -> None:
             raise
 
 
-async def _keep(ctx: StepContext, files: RunFiles, item: Download, content_type: str | None) -> dict[str, Any]:
-    """Wait for the download to finish, check the limits, store it, count it."""
+async def _keep(ctx: StepContext, files: RunFiles, watched: Watched, content_type: str | None) -> dict[str, Any]:
+    """Wait for the download to finish (the watch stops it at a limit), store it, count it."""
+    item = watched.item
     try:
-        temp = Path(await asyncio.wait_for(item.path(), ctx.timeout_ms / 1000))
+        temp = await asyncio.wait_for(asyncio.shield(watched.finished), ctx.timeout_ms / 1000)
     except TimeoutError:
-        with contextlib.suppress(PlaywrightError):
-            await item.cancel()
+        await discard(item)
         raise StepFailed(
             Codes.DOWNLOAD_FAILED, f"the download did not finish within the step's timeout ({ctx.timeout_s:g} s)"
         ) from None
-    except PlaywrightError as exc:
-        raise StepFailed(Codes.DOWNLOAD_FAILED, f"the download failed: {first_line(exc)}") from None
     size = (await asyncio.to_thread(temp.stat)).st_size
     _check_size(files, size)
     data = await asyncio.to_thread(_read, temp, files.max_download_bytes)
@@ -118,18 +112,9 @@ async def _keep(ctx: StepContext, files: RunFiles, item: Download, content_type:
 
 
 def _check_size(files: RunFiles, size: int) -> None:
-    if size > files.max_download_bytes:
-        raise StepFailed(
-            Codes.DOWNLOAD_TOO_LARGE,
-            f"the download is {size:,} bytes, over the limit of {files.max_download_bytes:,} "
-            "(BROWSERQ_MAX_DOWNLOAD_BYTES); it was not kept",
-        )
-    if files.downloaded + size > files.max_run_download_bytes:
-        raise StepFailed(
-            Codes.DOWNLOAD_TOO_LARGE,
-            f"the download ({size:,} bytes) takes the run's downloads to {files.downloaded + size:,} "
-            f"bytes, over the limit of {files.max_run_download_bytes:,} (BROWSERQ_MAX_RUN_DOWNLOAD_BYTES)",
-        )
+    refusal = too_large(files, size)
+    if refusal is not None:
+        raise refusal
 
 
 def _read(path: Path, limit: int) -> bytes:

@@ -27,6 +27,9 @@ class RunFiles:
     max_file_bytes: int  # an upload from the uploads directory (BROWSERQ_MAX_FILE_PARAM_BYTES)
     uploads_dir: Path | None = None
     downloaded: int = 0  # bytes this run attempt has downloaded so far
+    step_path: str = ""  # the step running now (where a warning about a download points)
+    #: Bounds every download of the run's context while it arrives: an ``actions.download_watch.DownloadWatch``.
+    watch: Any = None
 
     @classmethod
     def of(cls, settings: Any, run_id: str, read: Callable[[str], bytes]) -> RunFiles:

@@ -285,6 +285,7 @@ class AttemptMixin(RunnerBase):
         timeout_s = step.timeout_s or tsettings.step_timeout_s
         if state.files is None:  # the run attempt's file limits and artifact reader (download, upload)
             state.files = RunFiles.of(self.settings, state.request.run_id, state.journal.artifacts.read_bytes)
+        state.files.step_path = path
         now = time.monotonic()
         trace = state.browser.trace
         return StepContext(

@@ -2,7 +2,9 @@
 and the Playwright trace — saved through the journal as artifacts, then the context is closed.
 
 Everything here is bounded (FINISH_TIMEOUT_S in all, SNAPSHOT_TIMEOUT_S per part): a sick page
-must not hold the worker, and evidence that cannot be taken is logged, never fatal.
+must not hold the worker, and evidence that cannot be taken is logged, never fatal. Evidence
+counts against the run's artifact budget like any artifact; a piece with no room left is
+skipped with a run warning ``ARTIFACTS_TOO_LARGE``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import structlog
 from playwright.async_api import BrowserContext
 
 from browserq.browsers.errors import first_line
-from browserq.errors import StepFailed
+from browserq.errors import Codes, StepFailed
 from browserq.recordable import clean_text
 from browserq.runner.base import SNAPSHOT_TIMEOUT_S, RunnerBase
 from browserq.runner.capture import LIVE_CONSOLE, PageActivity, replay_console
@@ -52,6 +54,8 @@ class EvidenceMixin(RunnerBase):
                 await state.browser.tabs.detach_all()
             elif state.browser.watchdog is not None:
                 await state.browser.watchdog.detach()
+            if state.files is not None and state.files.watch is not None:
+                state.files.watch.close()  # Playwright deletes what is left with the context
             await self.pool.close_context(context)  # closes every page the run opened
 
     async def _save_evidence(
@@ -86,13 +90,23 @@ class EvidenceMixin(RunnerBase):
     async def _save_json(self, state: RunState, kind: str, name: str, value: Any) -> None:
         """A JSON artifact (console, network, blocked requests), redacted, linked to the failure."""
         data = json.dumps(state.redactor.data(value), indent=2, default=str).encode()
-        await state.journal.artifact(state.failed.record, kind, name, data, "application/json")
+        await self._keep(state, kind, name, data, "application/json")
+
+    async def _keep(self, state: RunState, kind: str, name: str, data: bytes, content_type: str) -> None:
+        """One piece of evidence, linked to the failing step; one that the run's artifact budget
+        (BROWSERQ_MAX_RUN_ARTIFACT_BYTES) has no room for is skipped, and the run says so."""
+        try:
+            await state.journal.artifact(state.failed.record, kind, name, data, content_type)
+        except StepFailed as refused:
+            if refused.code is not Codes.ARTIFACTS_TOO_LARGE:
+                raise
+            log.warning("evidence skipped: no room left in the run's artifact budget", kind=kind, bytes=len(data))
+            self._warn(state, state.failed.path or "", refused.code.code, f"evidence skipped: {refused.message}")
 
     async def _failure_snapshot(self, state: RunState, activity: PageActivity) -> None:
         """Screenshot, DOM, console and network of the failing moment, linked to the failing step."""
         page = state.browser.page
         assert page is not None
-        record = state.failed.record
         try:  # a page still loading (the usual reason for a timeout) would stall the capture
             assert state.browser.context is not None
             cdp = await state.browser.context.new_cdp_session(page)
@@ -106,13 +120,13 @@ class EvidenceMixin(RunnerBase):
             log.debug("could not stop loading before the snapshot", error=first_line(exc))
         try:
             png = await page.screenshot(full_page=True, timeout=SNAPSHOT_TIMEOUT_S * 1000)
-            await state.journal.artifact(record, "failure_screenshot", "failure.png", png, "image/png")
+            await self._keep(state, "failure_screenshot", "failure.png", png, "image/png")
         except Exception as exc:
             log.info("failure screenshot unavailable", error=first_line(exc))
         try:
             html = await asyncio.wait_for(page.content(), SNAPSHOT_TIMEOUT_S)
             dom = clean_text(state.redactor.text(html)).encode()  # a lone surrogate would not encode
-            await state.journal.artifact(record, "dom", "failure.html", dom, "text/html")
+            await self._keep(state, "dom", "failure.html", dom, "text/html")
         except Exception as exc:
             log.info("failure DOM unavailable", error=first_line(exc))
         await self._save_json(state, "console", "console.json", list(activity.console))
@@ -130,4 +144,4 @@ class EvidenceMixin(RunnerBase):
             data = await asyncio.to_thread(scratch.read_bytes)
         finally:
             scratch.unlink(missing_ok=True)
-        await state.journal.artifact(state.failed.record, "trace", "trace.zip", data, "application/zip")
+        await self._keep(state, "trace", "trace.zip", data, "application/zip")

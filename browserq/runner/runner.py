@@ -25,6 +25,7 @@ from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
 from browserq.journal import ArtifactStore, LeaseLost, RunJournal, Store, StoreUnavailable
 from browserq.journal.batch import Entry
+from browserq.journal.budget import budgeted
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
 from browserq.recordable import clean_text
@@ -113,7 +114,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         """The attempt's memory and journal; a resumed run starts from its checkpoint's."""
         journal = RunJournal(
             self.store,
-            self.artifacts,
+            budgeted(self.store, self.artifacts, request.run_id, self.settings.max_run_artifact_bytes),
             run_id=request.run_id,
             run_attempt=request.run_attempt,
             token=request.token,
@@ -183,6 +184,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         request = state.request
         browser.storage = StorageReader(context, request.resume.storage if request.resume else request.identity_storage)
         await self._install_limits(context, state)
+        self._watch_downloads(context, state)  # every download, measured while it arrives
         browser.trace = await open_trace(
             context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1
         )

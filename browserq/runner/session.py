@@ -1,5 +1,5 @@
 """Who the run is in the browser: the identity's storage and fingerprint, the proxy, and the
-per-run limits (resource blocking, fleet-wide rate limits) installed on its context.
+per-run limits (resource blocking, fleet-wide rate limits, downloads) installed on its context.
 
 An identity keeps what the site gave it (cookies, storage, encrypted) for its next run, and
 keeps its sticky proxy while that proxy is healthy; the shared proxy health hears how the run
@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 import structlog
 from playwright.async_api import BrowserContext
 
+from browserq.actions.download_watch import DownloadWatch
+from browserq.actions.files import RunFiles
 from browserq.errors import Codes, StepFailed
 from browserq.limits import install_blocking, install_navigation_gate
 from browserq.proxies import Proxy
@@ -107,6 +109,18 @@ class SessionMixin(RunnerBase):
             limiter = self.rate_limiter.for_template(tsettings.rate_limits)
             if limiter.enabled:
                 state.browser.gate = await install_navigation_gate(context, limiter, deadline=state.deadline)
+
+
+    def _watch_downloads(self, context: BrowserContext, state: RunState) -> None:
+        """The run's file limits, and the watch that holds every download of the context to them
+        while its bytes arrive (a download no step asked for that a limit stops is a run warning)."""
+        files = RunFiles.of(self.settings, state.request.run_id, state.journal.artifacts.read_bytes)
+
+        def warn(code: str, message: str) -> None:
+            self._warn(state, files.step_path, code, message)
+
+        files.watch = DownloadWatch(context, files, warn)
+        state.files = files
 
 
 def _start_host(state: RunState) -> str | None:

@@ -12,10 +12,12 @@ import pytest
 
 from browserq.errors import TemplateInvalid
 from browserq.execute.runtime import Runtime
-from browserq.guards import safe_filename
+from browserq.guards import MAX_FILENAME_BYTES, safe_filename
 from browserq.store.artifacts import artifact_store
 from tests.actions.file_site import BIG, CSV, CSV_SHA256, ECHOED, serve_file_site
+from tests.actions.stream_site import StreamSite
 from tests.conftest import template
+from tests.support.http import serve_http
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +151,38 @@ def test_bad_download_steps_are_refused_at_load(step: str, message: str) -> None
         ("invoice\u202efdp.exe", "invoicefdp.exe"),
         ("a\nb\x00c.txt", "abc.txt"),
         ("x" * 300 + ".csv", "x" * 116 + ".csv"),
+        ("\U0001f600" * 200 + ".txt", "\U0001f600" * 49 + ".txt"),  # 200 bytes of UTF-8, cut between characters
+        ("\u00e9" * 150, "\u00e9" * 100),
+        ("\uff0e\uff0e\uff0f\uff0e\uff0e\uff0fetc\uff0fpasswd", "passwd"),  # fullwidth ../../etc/passwd (NFKC)
+        ("\uff0e\uff0e", "download"),
+        ("\uff0ebashrc", "bashrc"),
+        ("a\uff3cb\uff3cevil.bat", "evil.bat"),  # fullwidth backslashes
+        ("\ufb01le\u2024txt", "file.txt"),  # ligature fi and ONE DOT LEADER fold to ASCII
     ],
 )
 def test_suggested_file_names_are_made_safe(suggested: str, kept: str) -> None:
     assert safe_filename(suggested) == kept
+    assert len(kept.encode("utf-8")) <= MAX_FILENAME_BYTES
+
+
+def test_a_download_named_with_200_emoji_is_kept_under_a_bounded_name(sqlite_runtime: Runtime) -> None:
+    """The name the page suggests is 800 bytes: the file system refuses names over 255 (the old
+    code ended INTERNAL with a raw OSError); it is kept under a name of at most 200 bytes."""
+    with serve_http(StreamSite) as address:
+        outcome = sqlite_runtime.run_loaded(template(f"""
+            steps:
+              - {{action: navigate, url: "http://{address}/"}}
+              - {{action: download, selector: "#emoji", into: file}}
+            """))
+    assert outcome.status == "completed", outcome
+    name = outcome.outputs["file"]["filename"]
+    assert name == "\U0001f600" * 49 + ".txt" and outcome.outputs["file"]["size"] == 4
+    assert outcome.outputs["file"]["artifact"] == f"{outcome.run_id}/downloads/1/{name}"
+    assert (sqlite_runtime.settings.artifacts_dir / outcome.outputs["file"]["artifact"]).read_bytes() == b"xxxx"
+
+
+@pytest.mark.parametrize("name", ["\uff0e\uff0e\uff0fshot.png", "a" * 241 + ".png"])
+def test_artifact_names_that_fold_to_dot_dot_or_pass_the_byte_limit_are_refused_at_load(name: str) -> None:
+    with pytest.raises(TemplateInvalid) as raised:
+        template(f'steps:\n  - {{action: screenshot, name: "{name}"}}\n')
+    assert "'..'" in str(raised.value) or "bytes of UTF-8" in str(raised.value)
