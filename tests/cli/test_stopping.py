@@ -149,3 +149,24 @@ def test_sweep_without_a_broker_sends_nothing_and_cancel_ends_a_run_whose_proces
         "cancelled",
         "CANCELLED",
     ) and "is gone" in run.status_reason, run
+
+
+def test_cancel_from_another_terminal_stops_a_live_embedded_run(tmp_path, templates, store, site):
+    proc = start_run(tmp_path, templates, site.url)
+    try:
+        run_id = holding(store, proc, tmp_path)
+        done = browserq(tmp_path, "cancel", run_id[:10], "--reason", "not now")
+        assert done.returncode == 0 and "cancellation requested" in done.stdout, (
+            done.stdout + done.stderr
+        )
+        assert proc.wait(timeout=60) == 1, (tmp_path / "run.log").read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    run = store.get_run(run_id)
+    assert (run.status, run.error_code, run.error_message) == (
+        "cancelled",
+        "CANCELLED",
+        "not now",
+    ), run
+    assert "CANCELLED" in (tmp_path / "run.log").read_text()
