@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from browserq.demo.site import DemoSite
 from browserq.execute.runtime import Runtime
 from browserq.runner import drain
 from tests.conftest import make_settings, template
@@ -78,3 +79,46 @@ def test_a_waiting_step_is_handed_over_and_waits_again_when_resumed(
         and asked[0].error_code == "WORKER_LOST"
         and asked[-1].status == "succeeded"
     )
+
+
+def test_a_handover_spends_none_of_the_runs_retries(tmp_path, site: str) -> None:
+    """run_retries: 1 — after a handover, a RUN_TIMEOUT still gets its one retry (attempt 3)."""
+    runtime = Runtime(
+        make_settings(tmp_path, run_retry_backoff_s=0.1, run_retry_backoff_max_s=0.2)
+    ).start()
+    demo = DemoSite().__enter__()
+    try:
+        loaded = template(f"""
+            settings: {{trace: off, timeout_s: 8, run_retries: 1}}
+            steps:
+              - {{action: navigate, url: "{site}/gate"}}
+              - {{id: ask, action: handoff, message: "click it", until: {{absent: "#captcha"}}, timeout_s: 600}}
+              - {{action: navigate, url: "{demo.url}/slow?ms=30000", timeout_s: 60}}
+        """)
+        thread, done = _in_thread(runtime, loaded)
+        run_id, _ = _waiting_link(runtime, thread)
+        drain.request()
+        wait_until(lambda: runtime.store.handovers(run_id) >= 1, 30, "the wait to be handed over")
+        drain.reset()
+        _, link = wait_until(
+            lambda: (
+                _waiting_link(runtime, thread) if len(runtime.store.handoffs(run_id)) >= 2 else None
+            ),
+            60,
+            "the run to wait again",
+        )
+        asyncio.run(_act(link, [{"type": "click", "x": 200, "y": 130}]))
+        thread.join(120)
+        [outcome] = done
+        assert (outcome.status, outcome.error_code) == ("failed", "RUN_TIMEOUT"), outcome
+        handovers = runtime.store.handovers(run_id)
+        run = runtime.store.get_run(run_id)
+        assert run.attempt == handovers + 2 and run.takeovers == 0, (
+            run.attempt,
+            handovers,
+        )  # a retry was left
+        assert any("retry 1 of 1" in t.reason for t in runtime.store.transitions(run_id))
+    finally:
+        drain.reset()
+        runtime.stop()
+        demo.__exit__(None, None, None)
