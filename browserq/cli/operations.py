@@ -106,11 +106,17 @@ def beat(ctx: typer.Context) -> None:
 
 @friendly_errors
 def sweep() -> None:
-    """Re-enqueue stuck runs now (expired leases, lost messages); beat does this periodically."""
+    """Re-enqueue stuck runs now (expired leases, lost messages); beat does this periodically.
+    Needs the fleet's broker (BROWSERQ_BROKER_URL): without one, nothing is sent."""
     from browserq.submit.services import producer_services
     from browserq.tasks.sweep import sweep_stuck_runs
 
-    count = sweep_stuck_runs(producer_services().store, get_settings())
+    settings = get_settings()
+    if "broker_url" not in settings.model_fields_set:
+        fail("no broker configured (BROWSERQ_BROKER_URL is not set): nothing was sent. `browserq sweep` "
+             "re-sends a fleet's stuck runs to its workers; runs of `browserq run` have no queue (cancel one "
+             "left running with `browserq cancel RUN_ID`)")
+    count = sweep_stuck_runs(producer_services().store, settings)
     console.print(f"re-enqueued {count} run(s)")
 
 

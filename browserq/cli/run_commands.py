@@ -58,21 +58,27 @@ def run(
     identity: Annotated[str | None, typer.Option(help="Run as this named identity.")] = None,
     identity_pool: Annotated[str | None, typer.Option(help="Run as an identity from this pool.")] = None,
 ) -> None:
-    """Run a template in this process (no broker), recording it like a worker would."""
+    """Run a template in this process (no broker), recording it like a worker would. Ctrl-C
+    (or SIGTERM) stops the run, recorded as cancelled (exit 130, or 143); a second one at once."""
+    from browserq.cli.stopping import SignalStop
     from browserq.execute.runtime import Runtime
 
     settings = get_settings()
     runtime = Runtime(settings, listener=step_printer(not as_json))
+    stop = SignalStop(runtime.store)
     try:
-        if not as_json:
-            console.print(Text.assemble(("browserq run", "bold"), f" {template}  ",
-                                        (f"store: {masked_db(settings)}", "dim")))
-            with console.status("launching Chromium…"):
+        with stop.installed():
+            if not as_json:
+                console.print(Text.assemble(("browserq run", "bold"), f" {template}  ",
+                                            (f"store: {masked_db(settings)}", "dim")))
+                with console.status("launching Chromium…"):
+                    runtime.start()
+            else:
                 runtime.start()
-        else:
-            runtime.start()
-        outcome = runtime.run_local(template, parse_params(param), identity=identity,
-                                    identity_pool=identity_pool)
+            prepared = runtime.submit_local(template, parse_params(param), identity=identity,
+                                            identity_pool=identity_pool)
+            stop.watch(prepared.run_id)
+            outcome = runtime.run_to_end(prepared.run_id, secrets=prepared.secret_values)
         if as_json:
             print(json.dumps(outcome.as_result(), indent=2, ensure_ascii=False))
         else:
@@ -81,6 +87,8 @@ def run(
                           highlight=False)
     finally:
         runtime.stop()
+    if outcome.status == "cancelled" and stop.exit_code is not None:
+        raise typer.Exit(stop.exit_code)
     raise typer.Exit(0 if outcome.status == "completed" else 1)
 
 
@@ -220,7 +228,9 @@ def cancel(
     run_id: Annotated[str, typer.Argument(help="The run id, or a unique prefix of it.")],
     reason: Annotated[str, typer.Option(help="Recorded with the run.")] = "cancelled by operator",
 ) -> None:
-    """Cancel a queued, running or waiting run. A run its worker holds stops at its next lease renewal."""
+    """Cancel a queued, running or waiting run. A run its worker holds stops at its next lease
+    renewal; one whose process is gone (or whose lease expired) is cancelled at once."""
+    from browserq.cli.stopping import cancel_if_orphaned
     from browserq.store.states import FINISHED
     from browserq.tasks.webhooks import attach_relay
 
@@ -231,6 +241,8 @@ def cancel(
         console.print(f"run {full_id} already ended: {before.status}")
         return
     view = store.request_cancel(full_id, reason=reason)
+    if view.status in ("running", "waiting_for_human"):
+        view = cancel_if_orphaned(store, view, reason) or view
     if view.status == "cancelled":
         console.print(f"run {full_id} cancelled")
     elif view.cancel_requested_at is not None and view.status in ("running", "waiting_for_human"):

@@ -8,7 +8,9 @@ in-process. Both then call :meth:`Runtime.execute` with a recorded run's id.
 duplicate delivery cannot run it twice at once), build the request (unfinished steps marked,
 resume from the last checkpoint), lease its identity and tenant slot, run it, and act on the
 decision :mod:`browserq.execute.decide` takes by the policy of whatever ended the attempt:
-finish the run, resume at once (the browser died), or retry later.
+finish the run, resume at once (the browser died), or retry later. A run that waited for a person
+in a worker that is stopping is handed over: re-enqueued at once, spending neither a retry nor a
+worker loss.
 
 What one execution costs the store, besides what its steps record: one transaction takes the
 lease, marks the run running and reads it (the only read of the run); one records the end
@@ -61,6 +63,7 @@ from browserq.store import (
     StoreUnavailable,
     artifact_store,
 )
+from browserq.store.handoffs import HANDOVER_REASON
 from browserq.templates import LoadedTemplate, TemplateRegistry
 
 log = structlog.get_logger(__name__)
@@ -290,6 +293,8 @@ class Runtime:
         if outcome.lease_lost:
             return outcome
         self.identities.release(request)
+        if outcome.handed_over:
+            return self._hand_over(run.id, lease.token, outcome)
         if self.pool.unusable is not None:
             self.ends.write_tail(run.id, lease.token, outcome)
             self._hand_back(run.id, lease.token, self.pool.unusable)
@@ -301,8 +306,9 @@ class Runtime:
     ) -> RunOutcome | RetryLater | None:
         """Take the decision for how the attempt ended, and carry it out."""
         allowed = loaded.template.settings.run_retries
+        handovers = self.store.handovers(run.id) if lease.attempt > 1 else 0  # they spend no retry
         budget = Budget(
-            used=max(0, lease.attempt - 1 - lease.takeovers),
+            used=max(0, lease.attempt - 1 - lease.takeovers - handovers),
             allowed=self.settings.run_retries if allowed is None else allowed,
             resumes=resumes,
             identity=request.identity.name if request.identity is not None and run.identity_pool else None,
@@ -330,6 +336,16 @@ class Runtime:
         """Execute inside one of the run's tenant's concurrency slots (fleet-wide)."""
         async with self.tenants.slot(run.tenant, run.id, wait_s=self.settings.tenant_wait_s):
             return await self.runner.run(request)
+
+    def _hand_over(self, run_id: str, token: int, outcome: RunOutcome) -> RetryLater:
+        """The run waited for a person in a worker that is stopping: re-enqueue it at once, from
+        its last checkpoint. Fenced by its own lease, so neither a lost worker (no takeover) nor
+        a retry spent (see :meth:`_act`); the caller sends the new message."""
+        self.store.transition(run_id, "retrying", worker=self.owner, token=token, reason=(
+            f"{HANDOVER_REASON}: its worker is stopping while the run waits for a person; it waits "
+            "again on another worker, resumed from its last checkpoint"))
+        log.info("run handed over: this worker is stopping", run_id=run_id)
+        return RetryLater(outcome, 0.0)
 
     def _hand_back(self, run_id: str, token: int, reason: str) -> None:
         """Give the run back for another process, then say this one must go."""

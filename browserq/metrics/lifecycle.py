@@ -6,6 +6,7 @@
 * :func:`after_fork` — ``worker_process_init``, in each child: close the inherited socket;
 * :func:`process_warm` / :func:`process_cold` — a process's runtime started / stopped
   (:mod:`browserq.tasks.worker`);
+* :func:`draining` — ``worker_shutting_down``, in the parent: not ready any more, at once;
 * :func:`child_exited` — ``worker_process_shutdown``, in each child: its gauges stop counting;
 * :func:`shutdown` — ``worker_shutdown``, in the parent: stop serving, remove the ready file,
   the markers and a temporary metrics directory.
@@ -112,6 +113,13 @@ def _broker_connection(app: Any) -> Any:
     })
 
 
+def draining() -> None:
+    """The worker was told to stop: not ready from now on (the ready file goes at once)."""
+    worker = _worker
+    if worker is not None and worker.watch is not None and os.getpid() == worker.pid:
+        worker.watch.drain()
+
+
 def after_fork() -> None:
     """In a freshly forked child: the parent's listening socket is not this process's to hold."""
     worker = _worker
@@ -150,4 +158,5 @@ def shutdown() -> None:
         multiproc.remove_directory(worker.directory)
 
 
-__all__ = ["after_fork", "child_exited", "prepare", "process_cold", "process_warm", "serve", "shutdown"]
+__all__ = ["after_fork", "child_exited", "draining", "prepare", "process_cold", "process_warm", "serve",
+           "shutdown"]

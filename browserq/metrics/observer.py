@@ -11,7 +11,7 @@ from browserq.runner.events import HandoffEnded, RunEnded, RunObserver, RunStart
 from browserq.runner.state import StepEvent
 from browserq.settings import Settings
 
-HANDOFF_OUTCOMES = frozenset({"condition", "continued", "gave_up", "timeout", "interrupted"})
+HANDOFF_OUTCOMES = frozenset({"condition", "continued", "gave_up", "timeout", "interrupted", "handed_over"})
 
 
 class MetricsObserver(RunObserver):

@@ -8,7 +8,8 @@ only metrics are on).
 The worker's parent (with ``--pool threads``, the one process) runs a :class:`ReadyWatch`: every
 second it drops the markers of processes that are gone (a SIGKILLed child cannot remove its
 own) and keeps ``BROWSERQ_READY_FILE`` present while at least one process is warm — the worker
-can take a run — and absent otherwise; ``/ready`` answers from the same markers. The file holds
+can take a run — and absent otherwise, and from the moment the worker is told to stop
+(:meth:`ReadyWatch.drain`, SIGTERM); ``/ready`` answers from the same markers. The file holds
 the number of warm processes. Both are removed when the worker starts (a stale file of a killed
 worker must not say "ready") and when it shuts down.
 """
@@ -99,6 +100,7 @@ class ReadyWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._written: int | None = None
+        self._draining = False
         self._lock = threading.Lock()
 
     def clear(self) -> None:
@@ -113,10 +115,16 @@ class ReadyWatch:
     def check(self) -> Readiness:
         """Look at the markers now, and bring the ready file in line."""
         with self._lock:
-            state = Readiness(len(warm_pids(self.base)), self.processes)
+            state = Readiness(0 if self._draining else len(warm_pids(self.base)), self.processes)
             if self.ready_file is not None and state.warm != self._written:
                 self._write(state)
             return state
+
+    def drain(self) -> None:
+        """The worker is stopping: not ready from now on (the ready file goes now, not at the next
+        look), however many processes are still warm finishing their runs."""
+        self._draining = True
+        self.check()
 
     def _write(self, state: Readiness) -> None:
         assert self.ready_file is not None

@@ -7,7 +7,9 @@ handoff's path (``3~input``, one attempt per input, never a password field's key
 ends when ``until`` holds (checked every :data:`POLL_S`), when the person presses Continue
 (the run goes on) or Give up (``HUMAN_GAVE_UP``), or at its ``timeout_s`` (``HUMAN_TIMEOUT``,
 with the usual failure snapshot). Time waited is given back to the run: its ``timeout_s``
-counts only the automation's own time.
+counts only the automation's own time. A worker that is stopping ends a wait as a *handover*
+(:mod:`browserq.runner.drain`): the person's link stops working, the run is re-enqueued from its
+last checkpoint and waits again on another worker, which issues a new link.
 """
 
 from __future__ import annotations
@@ -120,10 +122,11 @@ class HandoffMixin(ConditionsMixin):
         state.fail_at(record, path)
         if state.interrupt.kind == "lease_lost":
             return
-        why = "cancelled" if state.interrupt.kind == "cancel" else "interrupted by the run's time limit"
+        why = _CUT_SHORT.get(state.interrupt.kind, "interrupted by the run's time limit")
+        code = Codes.WORKER_LOST if state.interrupt.kind == "handover" else Codes.CANCELLED
         try:
             await self._record_end(state, record, step, 1, started, path, "failed",  # type: ignore[attr-defined]
-                                   StepFailed(Codes.CANCELLED, f"the handoff was {why}"))
+                                   StepFailed(code, f"the handoff was {why}"))
         except Exception as exc:  # being interrupted; the run's record says why
             log.debug("could not record the interrupted handoff", error=str(exc))
 
@@ -175,12 +178,18 @@ class HandoffMixin(ConditionsMixin):
                 request.run_id, path, state.redactor.text(message), shown,
                 handoff.deadline_at.isoformat(), link,
             ))
+            state.human.waiting = True
             reason = await self._person_works(session, ended, until, path, wait_s, state)
         finally:
+            state.human.waiting = False
             waited = time.monotonic() - begun
+            if state.interrupt.kind == "handover":
+                reason = "handed_over"
             if server is not None:
                 await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"))
             self.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))  # type: ignore[attr-defined]
+            if reason == "handed_over":
+                await self._end_handed_over(handoff.id, state)
         resume = reason in ("condition", "continued")
         await asyncio.to_thread(
             self.store.end_handoff, request.run_id, token=request.token, handoff_id=handoff.id,  # type: ignore[attr-defined]
@@ -206,6 +215,19 @@ class HandoffMixin(ConditionsMixin):
         finally:
             after = await field_values(state.browser.page) if session.typing.typed else []
             learn(session.typing, before, after, state.human.typed, state.redactor)
+
+    async def _end_handed_over(self, handoff_id: int, state: RunState) -> None:
+        """The wait's row says it was handed over (the run stays waiting until the handover's
+        transition); a failure here leaves that to the transition (outcome ``interrupted``)."""
+        request = state.request
+        try:
+            await asyncio.to_thread(
+                self.store.end_handoff, request.run_id, token=request.token,  # type: ignore[attr-defined]
+                handoff_id=handoff_id, outcome="handed_over", inputs=state.human.inputs, resume=False,
+                reason=f"handoff ended: {_ENDED['handed_over']}",
+            )
+        except Exception as exc:
+            log.warning("could not record the handover of the wait", run_id=request.run_id, error=str(exc)[:200])
 
     async def _until_done(
         self, ended: asyncio.Future[str], until: UntilSpec | None, path: str, wait_s: float,
@@ -340,6 +362,12 @@ _ENDED = {
     "gave_up": "a person gave up",
     "timeout": "nobody finished it in time",
     "interrupted": "the run was interrupted",
+    "handed_over": "this worker is stopping: the run waits again on another worker, with a new link",
+}
+#: Why a wait's attempt was cut short, by the interrupt's kind (else the run's time limit).
+_CUT_SHORT = {
+    "cancel": "cancelled",
+    "handover": "handed over to another worker (this one is stopping)",
 }
 
 

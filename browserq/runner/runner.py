@@ -31,6 +31,7 @@ from browserq.proxies import ProxyManager
 from browserq.recordable import clean_text
 from browserq.redact import Redactor
 from browserq.redact import active as active_redactor
+from browserq.runner import drain
 from browserq.runner.attempt import AttemptMixin
 from browserq.runner.base import raise_if_blocked
 from browserq.runner.capture import PageActivity
@@ -154,6 +155,8 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             main.uncancel()  # our own heartbeat interrupted the run; handled here
             if state.interrupt.kind == "cancel":
                 return StepFailed(Codes.CANCELLED, state.interrupt.reason), "cancelled"
+            if state.interrupt.kind == "handover":
+                return None, "handed_over"
             return None, "failed"
         except Exception as exc:
             return self._run_failure(exc, state), "failed"
@@ -211,6 +214,8 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
                 async with self._watched(state):  # the live view of a running run, when enabled
                     if request.resume is not None:
                         await self._restore(request.resume, state)
+                        # a wait the page asks for (handed over, or its worker lost) comes again
+                        await self._check_trigger(request.resume.path, state, None)
                     await self._run_steps(request.loaded.template.steps, "", state)
                 raise_if_blocked(state)  # a navigation the last step started, refused since
             return None, "completed"
@@ -231,6 +236,13 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
                 await self.pool.close_context(context)
             log.warning("lease lost: another worker owns this run now", run_id=request.run_id)
             return RunOutcome(request.run_id, "running", {}, lease_lost=True)
+        if status == "handed_over":  # no evidence: nothing failed; its records first, then go
+            if state.browser.trace is not None:
+                state.browser.trace.discard()
+            if context is not None:
+                await self.pool.close_context(context)
+            await state.journal.flush()
+            return RunOutcome(request.run_id, "retrying", {}, handed_over=True)
         if context is not None:
             await self._save_identity(state)
             await self._finish_context(context, state.browser.activity, state, failure if status == "failed" else None)
@@ -265,6 +277,10 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
                 continue
             if cancel_reason is not None:
                 state.interrupt.kind, state.interrupt.reason = "cancel", cancel_reason
+                main.cancel()
+                return
+            if state.human.waiting and drain.requested():  # this worker is stopping: go elsewhere
+                state.interrupt.kind = "handover"
                 main.cancel()
                 return
 

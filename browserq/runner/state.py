@@ -63,6 +63,8 @@ class RunOutcome:
     error_message: str | None = None
     error_step_path: str | None = None
     lease_lost: bool = False  # another worker took the run over: nothing may be written
+    #: The worker is stopping and the run was waiting for a person: re-enqueue it (the caller).
+    handed_over: bool = False
     #: ``[{step, code, message}]``: where a limit cut the result short (see actions.notices).
     warnings: list[dict[str, Any]] = field(default_factory=list)
     #: The journal's records still held back — only a completed run's, which decide() always
@@ -137,7 +139,8 @@ class FailurePoint:
 
 @dataclass
 class Interrupt:
-    """Set by the heartbeat: ``"cancel"`` (with the reason asked) or ``"lease_lost"``."""
+    """Set by the heartbeat: ``"cancel"`` (with the reason asked), ``"lease_lost"``, or
+    ``"handover"`` (the worker is stopping while the run waits for a person: see runner.drain)."""
 
     kind: str | None = None
     reason: str = ""
@@ -175,6 +178,7 @@ class HumanWaits:
     waited_s: float = 0.0
     trigger_waits: int = 0
     inputs: int = 0
+    waiting: bool = False  # a wait is on now (the heartbeat hands such a run over when draining)
     run_timer: Any = None  # the asyncio.Timeout of timeout_s (set by the runner)
     base_deadline: float = 0.0  # state.deadline before any wait
     navigations: Navigations = field(default_factory=Navigations)

@@ -17,12 +17,12 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
 from browserq.store.human_models import Handoff, LiveToken
-from browserq.store.models import Run, RunStatus, utcnow
+from browserq.store.models import Run, RunStatus, RunTransition, utcnow
 from browserq.store.states import HELD_VALUES
 from browserq.store.transitions import TransitionMethods
 from browserq.store.views import HandoffView, to_view
@@ -31,6 +31,9 @@ from browserq.store.views import HandoffView, to_view
 DEFAULT_LIVE_TOKEN_TTL_S = 900.0
 #: The kind of a handoffs row that only shows a running run (no wait, no input).
 WATCH = "watch"
+#: How the reason of a handover's transition starts (a stopping worker re-enqueued a waiting run):
+#: counted by :meth:`HandoffMethods.handovers`, as a handover spends none of the run's retries.
+HANDOVER_REASON = "handed over"
 #: The outcome a handoff gets when the run leaves waiting_for_human other than by its worker.
 _OUTCOME_OF = {
     RunStatus.CANCELLED: "cancelled",
@@ -178,6 +181,13 @@ class HandoffMethods(TransitionMethods):
             lambda s: [to_view(HandoffView, row) for row in s.scalars(query)],
         )
 
+    def handovers(self, run_id: str) -> int:
+        """How often stopping workers handed the run over (its transitions say so)."""
+        query = select(func.count()).select_from(RunTransition).where(
+            RunTransition.run_id == run_id, RunTransition.reason.startswith(HANDOVER_REASON)
+        )
+        return self._read(f"counting handovers of run {run_id}", lambda s: int(s.scalar(query) or 0))
+
     def open_handoff(self, run_id: str) -> HandoffView | None:
         """The handoff the run waits in now, if any."""
 
@@ -257,4 +267,4 @@ class HandoffMethods(TransitionMethods):
         return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
 
 
-__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "WATCH", "HandoffMethods", "live_link", "token_hash"]
+__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "HANDOVER_REASON", "WATCH", "HandoffMethods", "live_link", "token_hash"]

@@ -5,6 +5,8 @@
   Chromium and sweeper thread (:mod:`browserq.tasks.worker`).
 * ``worker_ready`` / ``worker_shutdown`` (``--pool threads``: the worker process runs the tasks):
   the same for the worker process itself.
+* ``worker_shutting_down`` (SIGTERM, in the parent): the ready file goes at once, and runs waiting
+  for a person are handed over to another worker (:mod:`browserq.runner.drain`).
 * ``task_received`` / ``task_prerun``: a ``run_template`` message sent without browserq's
   producer carries params in clear; what Flower, events and the result backend see of it has its
   secret params masked (every param when the template cannot be resolved).
@@ -33,11 +35,13 @@ from celery.signals import (
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
+    worker_shutting_down,
 )
 
 from browserq.logs import configure_logging, scrub_handlers
 from browserq.metrics import lifecycle as worker_metrics
 from browserq.redact import mask
+from browserq.runner import drain
 from browserq.settings import get_settings
 from browserq.store import Store
 from browserq.tasks.app import TASK_NAME
@@ -65,6 +69,20 @@ def _browserq_logging(**_: Any) -> None:
 def _metrics_before_fork(**_: Any) -> None:
     """Before any child exists: the directory they record metrics into, no stale ready file."""
     worker_metrics.prepare(get_settings())
+
+
+@worker_init.connect
+def _drain_flag_before_fork(**_: Any) -> None:
+    """The flag a stopping worker raises for all its processes (children inherit it)."""
+    drain.prepare()
+
+
+@worker_shutting_down.connect
+def _drain(**_: Any) -> None:
+    """Told to stop (SIGTERM, a warm shutdown): not ready from now on, and every run waiting for a
+    person is handed over to another worker (browserq.runner.drain) instead of waited out."""
+    worker_metrics.draining()
+    drain.request()
 
 
 @worker_init.connect

@@ -2,7 +2,9 @@
 
 * A run's outcome → the task's state: ``completed`` → SUCCESS with the result dict; ``failed`` and
   ``needs_review`` → FAILURE with :class:`browserq.RunFailed` carrying the same dict (an expected
-  outcome: no Celery retry, no error log with a traceback); ``cancelled`` → REVOKED. A delivery
+  outcome: no Celery retry, no traceback — neither in the log nor in the stored FAILURE meta nor in
+  the ``task-failed`` event, whose ``result`` is the dict, so Flower's Result replaces the last
+  PROGRESS meta); ``cancelled`` → REVOKED. A delivery
   that lost the run to another worker stores nothing: that worker stores the outcome under the
   same task id.
 * A revoke of the task → the run: ``revoke(task_id)`` of a waiting run, and
@@ -20,6 +22,7 @@ import structlog
 from celery import Task
 from celery.exceptions import Ignore
 from celery.signals import task_revoked
+from celery.utils.saferepr import saferepr
 from celery.worker.request import Request
 
 from browserq.errors import RunFailed
@@ -43,7 +46,8 @@ def settle(task: Task, result: Any) -> Any:
     if status == "completed":
         return result
     if status in FAILED_STATUSES:
-        raise RunFailed(result)
+        _mark_failed(task, result)
+        raise Ignore()  # the state is stored; Celery must not overwrite it (with a traceback)
     if status == "cancelled":
         _mark_revoked(task, result)
         raise Ignore()  # the state is stored; Celery must not overwrite it
@@ -51,6 +55,19 @@ def settle(task: Task, result: Any) -> Any:
     log.info("the run continues in another worker; this delivery stores no result",
              run_id=result.get("run_id"), status=status)
     raise Ignore()
+
+
+def _mark_failed(task: Task, result: dict[str, Any]) -> None:
+    """FAILURE as an expected outcome: the RunFailed (its ``.result`` the dict) without a traceback,
+    and a ``task-failed`` event whose ``result`` replaces the progress dict Flower showed."""
+    failed = RunFailed(result)
+    task.backend.mark_as_failure(task.request.id, failed, traceback=None, request=task.request)
+    log.info("task raised expected: RunFailed (stored as FAILURE, no traceback)", run_id=result.get("run_id"),
+             status=result.get("status"), code=failed.code, step=failed.step)
+    try:
+        task.send_event("task-failed", exception=saferepr(failed), traceback=None, result=saferepr(result))
+    except Exception as exc:  # events are for monitors; the result backend already has the state
+        log.warning("could not send the task-failed event", error=str(exc))
 
 
 def _mark_revoked(task: Task, result: dict[str, Any]) -> None:

@@ -119,3 +119,23 @@ def test_no_live_link_without_a_live_view(store: Store) -> None:
     run_id, _, _ = _waiting(store, base=None)
     assert store.mint_live_token(run_id, purpose="cli") is None
     assert RunStatus(store.get_run(run_id).status) is RunStatus.WAITING_FOR_HUMAN  # type: ignore[union-attr]
+
+
+def test_a_handover_is_fenced_counted_and_no_lost_worker(store: Store) -> None:
+    """A stopping worker's handover (waiting → retrying under its own lease) is counted by
+    ``handovers`` (it spends no retry) and adds no takeover (no WORKER_LOST_REPEATEDLY)."""
+    from browserq.store.handoffs import HANDOVER_REASON
+
+    run_id, token, handoff_id = _waiting(store)
+    assert store.handovers(run_id) == 0
+    store.end_handoff(run_id, token=token, handoff_id=handoff_id, outcome="handed_over", inputs=0,
+                      resume=False, reason="handoff ended: this worker is stopping")
+    store.transition(run_id, "retrying", reason=f"{HANDOVER_REASON}: its worker is stopping", worker="w1",
+                     token=token)
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "retrying" and run.takeovers == 0 and run.lease_owner is None
+    assert store.handovers(run_id) == 1
+    lease = store.acquire_lease(run_id, owner="w2", ttl_s=30)
+    assert (lease.attempt, lease.takeovers, lease.takeover) == (2, 0, False)
+    [handoff] = store.handoffs(run_id)
+    assert handoff.outcome == "handed_over"

@@ -1,0 +1,172 @@
+"""Stopping an embedded ``browserq run`` as a user would: Ctrl-C (SIGINT) and SIGTERM sent to the
+running CLI subprocess, ``browserq cancel`` of a run whose process was SIGKILLed, and ``browserq
+sweep`` with no broker configured — checked in the run's SQLite database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import browserq, no_traceback
+from tests.conftest import REPO
+from tests.support.polling import wait_until
+from tests.support.templates import write_templates
+
+LONG_WAIT = """
+params:
+  base_url: {type: url, required: true}
+settings: {trace: off, run_retries: 0, timeout_s: 300, step_timeout_s: 300}
+steps:
+  - {action: navigate, url: "${base_url}/quotes/"}
+  - {id: hold, action: wait, ms: 240000}
+"""
+
+
+@pytest.fixture
+def templates(tmp_path: Path) -> Path:
+    return write_templates(tmp_path / "templates", {"stop_long_wait": LONG_WAIT})
+
+
+def start_run(tmp: Path, templates: Path, site_url: str) -> subprocess.Popen[str]:
+    """``browserq run stop_long_wait`` in a session of its own (a terminal's job), output in a file."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ.update(
+        {
+            "BROWSERQ_DATABASE_URL": f"sqlite:///{tmp / 'cli.db'}",
+            "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
+            "BROWSERQ_TEMPLATES_DIR": str(templates),
+            "COLUMNS": "200",
+            "PYTHONPATH": str(REPO),
+        }
+    )
+    with (tmp / "run.log").open("w") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "browserq.cli",
+                "run",
+                "stop_long_wait",
+                "-p",
+                f"base_url={site_url}",
+            ],
+            cwd=tmp,
+            env=environ,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[object]:
+    from browserq.store import Store
+
+    s = Store(f"sqlite:///{tmp_path / 'cli.db'}")
+    yield s
+    s.dispose()
+
+
+def holding(store, proc: subprocess.Popen[str], tmp: Path) -> str:
+    """Wait until the run is ``running`` at its long wait step; its run id."""
+
+    def at_hold() -> str | None:
+        assert proc.poll() is None, (tmp / "run.log").read_text()
+        if not (tmp / "cli.db").exists():
+            return None
+        try:
+            runs = store.list_runs(limit=1)
+        except Exception:  # the CLI is still creating the schema
+            return None
+        if not runs or runs[0].status != "running":
+            return None
+        steps = store.steps(runs[0].id)
+        return (
+            runs[0].id
+            if any(s.step_id == "hold" and s.status == "started" for s in steps)
+            else None
+        )
+
+    return wait_until(at_hold, 120, "the run to be running its wait step", interval_s=0.2)
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "named"), [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")]
+)
+def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
+    tmp_path, templates, store, site, sig, code, named
+):
+    proc = start_run(tmp_path, templates, site.url)
+    try:
+        run_id = holding(store, proc, tmp_path)
+        os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C does: the whole job gets it
+        assert proc.wait(timeout=60) == code, (tmp_path / "run.log").read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = (tmp_path / "run.log").read_text()
+    assert "Traceback" not in text, text
+    run = store.get_run(run_id)
+    assert (run.status, run.error_code) == ("cancelled", "CANCELLED"), run
+    assert named in run.error_message and run.lease_owner is None
+    assert [t.to_status for t in store.transitions(run_id)][-2:] == ["running", "cancelled"]
+    [hold] = [s for s in store.steps(run_id) if s.step_id == "hold"]
+    assert hold.status == "failed" and hold.error_code == "CANCELLED"
+
+
+def test_sweep_without_a_broker_sends_nothing_and_cancel_ends_a_run_whose_process_is_gone(
+    tmp_path, templates, store, site
+):
+    proc = start_run(tmp_path, templates, site.url)
+    try:
+        run_id = holding(store, proc, tmp_path)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # no chance to record anything
+        proc.wait(timeout=30)
+    assert store.get_run(run_id).status == "running"
+    swept = browserq(tmp_path, "sweep", BROWSERQ_TEMPLATES_DIR=str(templates))
+    assert swept.returncode == 2 and "no broker configured" in swept.stderr, (
+        swept.stdout + swept.stderr
+    )
+    no_traceback(swept)
+    transitions = [t.to_status for t in store.transitions(run_id)]
+    assert (
+        store.get_run(run_id).status == "running" and transitions[-1] == "running"
+    )  # nothing re-sent
+    done = browserq(tmp_path, "cancel", run_id[:10], "--reason", "left behind")
+    assert done.returncode == 0 and f"run {run_id} cancelled" in done.stdout, (
+        done.stdout + done.stderr
+    )
+    run = store.get_run(run_id)
+    assert (run.status, run.error_code) == (
+        "cancelled",
+        "CANCELLED",
+    ) and "is gone" in run.status_reason, run
+
+
+def test_cancel_from_another_terminal_stops_a_live_embedded_run(tmp_path, templates, store, site):
+    proc = start_run(tmp_path, templates, site.url)
+    try:
+        run_id = holding(store, proc, tmp_path)
+        done = browserq(tmp_path, "cancel", run_id[:10], "--reason", "not now")
+        assert done.returncode == 0 and "cancellation requested" in done.stdout, (
+            done.stdout + done.stderr
+        )
+        assert proc.wait(timeout=60) == 1, (tmp_path / "run.log").read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    run = store.get_run(run_id)
+    assert (run.status, run.error_code, run.error_message) == (
+        "cancelled",
+        "CANCELLED",
+        "not now",
+    ), run
+    assert "CANCELLED" in (tmp_path / "run.log").read_text()
