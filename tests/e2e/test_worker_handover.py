@@ -22,7 +22,7 @@ from tests.live.test_handoff import PAGES, _act, _open
 from tests.support.http import html_pages, serve_http
 from tests.support.polling import wait_until
 from tests.support.processes import stop
-from tests.support.receiver import webhook_receiver
+from tests.support.receiver import ALLOW_LOOPBACK_ENV, webhook_receiver
 from tests.support.templates import write_templates
 from tests.support.workers import browserq_env, spawn_logged, wait_for_log, worker_settings
 
@@ -73,6 +73,7 @@ class Workers:
             )
         )
         self.env["BROWSERQ_WEBHOOK_SECRET"] = WEBHOOK_SECRET
+        self.env.update(ALLOW_LOOPBACK_ENV)  # the test's receiver listens on loopback
         self.procs: list = []
 
     def start(self, name: str) -> tuple[object, Path, Path]:
