@@ -16,7 +16,7 @@ from rich import box
 from rich.table import Table
 
 from browserq.cli.render import console, fail, friendly_errors
-from browserq.cli.services import masked_db, open_store
+from browserq.cli.services import cli_store, masked_db, open_store
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, get_settings
 from browserq.store.artifacts import artifact_store
@@ -118,10 +118,8 @@ def sweep() -> None:
 @friendly_errors
 def db_upgrade() -> None:
     """Create or upgrade the schema to the newest migration."""
-    from browserq.store import Store
-
     settings = get_settings()
-    store = Store.from_settings(settings)
+    store = cli_store(settings)
     store.upgrade()
     console.print(f"database {masked_db(settings)} at revision {store.current_revision()}")
 

@@ -21,6 +21,7 @@ from browserq.cli.terminal import inert, inert_console, json_text
 from browserq.errors import BrowserqError
 from browserq.settings import get_settings
 from browserq.store.artifacts import artifact_store
+from browserq.store.errors import StoreUnavailable
 from browserq.store.views import event_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,6 +61,9 @@ def friendly_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except StoreUnavailable as exc:
+            fail(f"{exc} (start the database or fix BROWSERQ_DATABASE_URL; `browserq doctor` checks "
+                 "every service)")
         except (BrowserqError, ValueError) as exc:
             fail(str(exc))
 
