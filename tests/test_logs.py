@@ -124,3 +124,34 @@ def test_every_line_a_json_worker_prints_is_json(tmp_path: Path) -> None:
     assert starting["concurrency"] == 1 and queue in starting["queues"]
     [failed] = [r for r in rows if "noisy: a thread failed" in str(r.get("exception", "")) + r["event"]]
     assert failed["level"] == "error" and "Traceback" in failed.get("exception", "")
+
+
+def test_every_line_a_json_beat_prints_is_json(tmp_path: Path) -> None:
+    """``browserq beat`` in JSON mode: no banner, no plain "checked" line — what it loaded and the
+    lock it took are JSON records like the rest."""
+    queue = f"bq_logs_{uuid.uuid4().hex[:8]}"
+    schedules = tmp_path / "schedules.yml"
+    schedules.write_text("schedules:\n  - {name: hello, template: hello, params: {url: 'http://127.0.0.1:9/'}, "
+                         "every: 1h}\n")
+    env = browserq_env({
+        **worker_settings(broker_url=BROKER, database_url=f"sqlite:///{tmp_path / 'beat.db'}",
+                          artifacts_dir=tmp_path / "artifacts", queue=queue, secret_key=TEST_SECRET_KEY,
+                          templates_dir=write_templates(tmp_path / "templates", HELLO)),
+        "BROWSERQ_LOG_FORMAT": "json", "BROWSERQ_SCHEDULES_FILE": str(schedules),
+    })
+    log = tmp_path / "beat.log"
+    proc = spawn_logged([sys.executable, "-m", "browserq.cli", "beat", "--loglevel", "INFO"], env, log)
+    try:
+        wait_for_log(proc, log, lambda text: "beat lock taken" in text, 90, "beat to take its lock")
+    finally:
+        stop(proc, 60, group=True)
+        redis.Redis.from_url(BROKER).delete(f"browserq:beat-lock:{queue}")
+    lines = [line for line in read_log(log).splitlines() if line.strip()]
+    for line in lines:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            raise AssertionError(f"not JSON: {line!r}\n" + "\n".join(lines[:40])) from None
+    events = [json.loads(line)["event"] for line in lines]
+    for said in ("schedules loaded", "beat lock taken"):
+        assert any(e.startswith(said) for e in events), (said, events)

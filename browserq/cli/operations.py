@@ -98,9 +98,11 @@ def beat(ctx: typer.Context) -> None:
 
     settings = get_settings()
     count = preflight(settings)
-    if settings.schedules_file is not None:
+    json_logs = settings.log_format == "json"  # every line JSON: no banner (beat logs what it loaded)
+    if settings.schedules_file is not None and not json_logs:
         console.print(f"{count} schedule(s) from {settings.schedules_file} checked", style="dim", highlight=False)
-    argv = [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "beat", *ctx.args]
+    quiet = ["--quiet"] if json_logs else []
+    argv = [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", *quiet, "beat", *ctx.args]
     os.execv(sys.executable, argv)
 
 
