@@ -77,7 +77,8 @@ ENV BROWSERQ_CHROMIUM_PATH=/opt/browserq/chrome \
 
 USER browserq
 
-# Flower's port (flower service) and the workers' Prometheus metrics (BROWSERQ_METRICS_PORT).
+# Flower's port (flower service) and the workers' Prometheus metrics (BROWSERQ_METRICS_PORT, with
+# BROWSERQ_METRICS_HOST=0.0.0.0 to be reached from outside the container, as compose sets it).
 EXPOSE 5555 9100
 
 # Worker readiness: a worker creates BROWSERQ_READY_FILE once its browsers are warm and removes it

@@ -3,13 +3,21 @@
 Every log line of the process — browserq's structured logs, and Celery's or any library's standard
 ``logging`` records, tracebacks included — is scrubbed of the secrets of the runs executing in the
 process (:func:`browserq.redact.scrub_active`) before it is rendered.
+
+In a Celery process (worker, beat) in JSON mode, :func:`json_stdio` makes whatever else is printed —
+Celery's shutdown notices, a library's ``print``, an uncaught exception's traceback — JSON lines
+too, so ``… 2>&1 | jq`` reads every line.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
-from typing import TYPE_CHECKING, Any
+import threading
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
 
@@ -119,7 +127,7 @@ def configure_logging(settings: Settings) -> None:
         ],
         foreign_pre_chain=shared,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(raw_stream(sys.stderr))  # its lines are rendered already
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(formatter)
     handler.addFilter(CeleryResultFilter())
@@ -134,3 +142,98 @@ def configure_logging(settings: Settings) -> None:
 
 #: The name of browserq's root handler (so configuring again replaces it).
 HANDLER_NAME = "browserq"
+
+
+class JsonLines:
+    """A text stream for ``sys.stdout``/``sys.stderr`` whose every line is written to ``raw`` as a
+    JSON log record (``event``: the line, scrubbed of running secrets; ``level``; ``logger``:
+    the stream's name; ``timestamp``), so output nobody logged still parses."""
+
+    def __init__(self, raw: TextIO, name: str, level: str) -> None:
+        self.raw, self.name, self.level = raw, name, level
+        self._pending = ""
+        self._lock = threading.Lock()
+        # What is written to the descriptor itself (Celery's notices use os.write, a subprocess
+        # inherits it) goes through a pipe this process relays line by line (a forked child
+        # writes into the same pipe; its parent relays).
+        self._read_fd, self._write_fd = os.pipe()
+        threading.Thread(target=self._relay, name=f"browserq-json-{name}", daemon=True).start()
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _relay(self) -> None:
+        with open(self._read_fd, encoding="utf-8", errors="replace", closefd=True) as pipe:
+            for line in pipe:
+                self.write(line)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # the relay thread may have held it: it is not in this child
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            *lines, self._pending = (self._pending + text).split("\n")
+            for line in lines:
+                self._emit(line)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._emit(self._pending)
+                self._pending = ""
+        self.raw.flush()
+
+    def _emit(self, line: str) -> None:
+        line = line.rstrip("\r")
+        if not line.strip():  # a banner's blank line is nothing to read
+            return
+        record = {"event": scrub_active(line), "level": self.level, "logger": self.name,
+                  "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
+        self.raw.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.raw.flush()
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def fileno(self) -> int:
+        return self._write_fd
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    def isatty(self) -> bool:
+        return False  # no colours, no progress bars: a reader of JSON is no terminal
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.raw, "encoding", "utf-8")
+
+
+def raw_stream(stream: Any) -> Any:
+    """The stream :class:`JsonLines` writes to, for a handler whose lines are rendered already."""
+    return stream.raw if isinstance(stream, JsonLines) else stream
+
+
+def _log_uncaught(exc_type: Any, exc: BaseException, tb: Any, thread: str | None = None) -> None:
+    where = f" in thread {thread}" if thread else ""
+    logging.getLogger("browserq.uncaught").error(f"uncaught {exc_type.__name__}{where}: {exc}",
+                                                 exc_info=(exc_type, exc, tb))
+
+
+def json_stdio() -> None:
+    """Every line this process prints becomes JSON: stdout and stderr (and ``sys.__stdout__``,
+    where Celery writes its notices) become :class:`JsonLines`, and an uncaught exception, in
+    any thread, is one error record with its traceback. Safe to call again (after a fork)."""
+    for name, level in (("stdout", "info"), ("stderr", "warning")):
+        current = getattr(sys, name)
+        wrapped = current if isinstance(current, JsonLines) else JsonLines(current, name, level)
+        setattr(sys, name, wrapped)
+        setattr(sys, f"__{name}__", wrapped)
+    sys.excepthook = _log_uncaught
+    threading.excepthook = lambda args: _log_uncaught(
+        args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback,
+        args.thread.name if args.thread else None)

@@ -200,6 +200,8 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port each worker serves Prometheus metrics on (unset = no metrics)."
     )
+    metrics_host: str = Field("127.0.0.1", min_length=1, description="Interface the metrics port listens on "
+                              "(0.0.0.0: scraped from another host or container).")
     metrics_dir: Path | None = Field(
         None, description="prometheus_client multiprocess directory (default: a fresh one per worker)."
     )

@@ -251,6 +251,8 @@ def test_worker_metrics_port_is_exposed() -> None:
     worker = services()["worker"]
     port = environment(worker).get("BROWSERQ_METRICS_PORT")
     assert port and port in [str(p) for p in worker.get("expose") or []]
+    # a Prometheus container scrapes it: not the loopback default, which only the container reaches
+    assert environment(worker).get("BROWSERQ_METRICS_HOST") == "0.0.0.0"
 
 
 def interpolated(value: str, dotenv: dict[str, str] | None = None) -> str:

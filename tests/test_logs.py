@@ -5,13 +5,32 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
+import uuid
+from pathlib import Path
 
 import pytest
+import redis
 
 from browserq.execute.run_log import RunLog
 from browserq.logs import configure_logging
 from browserq.runner.state import StepEvent
 from browserq.settings import load_settings
+from tests.conftest import REPO, TEST_SECRET_KEY
+from tests.support.http import html_pages, serve_http
+from tests.support.processes import stop
+from tests.support.redis import BROKER_DB, redis_url
+from tests.support.templates import write_templates
+from tests.support.workers import (
+    browserq_env,
+    read_log,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
+
+BROKER = redis_url(BROKER_DB)
 
 STEP = StepEvent("2", "open", "navigate", 1, "succeeded", 12.4, None, None, None, run_id="r1")
 
@@ -45,3 +64,94 @@ def test_one_handler_renders_stdlib_records_with_their_level_and_no_outputs(caps
     assert [r["level"] for r in rows] == ["info", "warning"]
     assert rows[0]["event"] == "Task browserq.run_template[r1] succeeded in 1.5s (result in the run store)"
     assert rows[1] == rows[1] | {"event": "a real warning", "logger": "celery.worker"}
+
+
+# --- a real worker in JSON mode: every line it prints, from start to warm shutdown -------------
+HELLO = {
+    "hello": """
+params:
+  url: {type: url, required: true}
+settings: {trace: off, step_timeout_s: 10, run_retries: 0}
+steps:
+  - {action: navigate, url: "${url}"}
+  - {action: get, what: title, into: title}
+"""
+}
+
+
+def test_every_line_a_json_worker_prints_is_json(tmp_path: Path) -> None:
+    """``BROWSERQ_LOG_FORMAT=json browserq worker 2>&1 | jq`` (README § Logs) must not stop at a
+    line: Celery's banner, its own logs, the shutdown notice, a library's print or warning and a
+    thread's traceback in a pool child are each a JSON object with a level and a timestamp."""
+    queue = f"bq_logs_{uuid.uuid4().hex[:8]}"
+    database = f"sqlite:///{tmp_path / 'logs.db'}"
+    env = browserq_env({
+        **worker_settings(broker_url=BROKER, database_url=database, artifacts_dir=tmp_path / "artifacts",
+                          templates_dir=write_templates(tmp_path / "templates", HELLO), queue=queue,
+                          secret_key=TEST_SECRET_KEY),
+        "BROWSERQ_LOG_FORMAT": "json", "BROWSERQ_SWEEP_IN_WORKERS": "false",
+    })
+    log = tmp_path / "worker.log"
+    proc = spawn_logged([sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-n", f"{queue}@%h",
+                         "--without-gossip", "--without-mingle", "--include", "tests.support.noisy_worker"],
+                        env, log)
+    try:
+        wait_for_log(proc, log, lambda text: " ready." in text, 90, "the worker to start")
+        with serve_http(html_pages({"/": "<title>hello</title>"})) as host:
+            code = ("from browserq import run_template\n"
+                    f"print(run_template.delay('hello', params={{'url': 'http://{host}/'}}).get(timeout=90)['status'])")
+            done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                                  timeout=180)
+        assert done.stdout.strip().splitlines()[-1:] == ["completed"], done.stderr[-3000:]
+        wait_for_log(proc, log, lambda text: "a thread failed" in text, 30, "the thread's traceback")
+    finally:
+        stop(proc, 60, group=True)
+        redis.Redis.from_url(BROKER).delete(queue, f"{queue}.sweep", f"{queue}.webhooks")
+    lines = [line for line in read_log(log).splitlines() if line.strip()]
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise AssertionError(f"not JSON: {line!r}\n" + "\n".join(lines[:60])) from None
+    assert all(isinstance(r, dict) and {"event", "level", "timestamp"} <= set(r) for r in rows), rows
+    events = [r["event"] for r in rows]
+    text = "\n".join(map(str, events))
+    for said in ("noisy: imported", "noisy: a stray print", "noisy: a partial line on stderr",
+                 "noisy: a library warning", "noisy: a thread failed", "Warm shutdown"):
+        assert said in text, (said, text[-3000:])
+    [starting] = [r for r in rows if r["event"] == "worker starting"]  # the banner, as one line
+    assert starting["concurrency"] == 1 and queue in starting["queues"]
+    [failed] = [r for r in rows if "noisy: a thread failed" in str(r.get("exception", "")) + r["event"]]
+    assert failed["level"] == "error" and "Traceback" in failed.get("exception", "")
+
+
+def test_every_line_a_json_beat_prints_is_json(tmp_path: Path) -> None:
+    """``browserq beat`` in JSON mode: no banner, no plain "checked" line — what it loaded and the
+    lock it took are JSON records like the rest."""
+    queue = f"bq_logs_{uuid.uuid4().hex[:8]}"
+    schedules = tmp_path / "schedules.yml"
+    schedules.write_text("schedules:\n  - {name: hello, template: hello, params: {url: 'http://127.0.0.1:9/'}, "
+                         "every: 1h}\n")
+    env = browserq_env({
+        **worker_settings(broker_url=BROKER, database_url=f"sqlite:///{tmp_path / 'beat.db'}",
+                          artifacts_dir=tmp_path / "artifacts", queue=queue, secret_key=TEST_SECRET_KEY,
+                          templates_dir=write_templates(tmp_path / "templates", HELLO)),
+        "BROWSERQ_LOG_FORMAT": "json", "BROWSERQ_SCHEDULES_FILE": str(schedules),
+    })
+    log = tmp_path / "beat.log"
+    proc = spawn_logged([sys.executable, "-m", "browserq.cli", "beat", "--loglevel", "INFO"], env, log)
+    try:
+        wait_for_log(proc, log, lambda text: "beat lock taken" in text, 90, "beat to take its lock")
+    finally:
+        stop(proc, 60, group=True)
+        redis.Redis.from_url(BROKER).delete(f"browserq:beat-lock:{queue}")
+    lines = [line for line in read_log(log).splitlines() if line.strip()]
+    for line in lines:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            raise AssertionError(f"not JSON: {line!r}\n" + "\n".join(lines[:40])) from None
+    events = [json.loads(line)["event"] for line in lines]
+    for said in ("schedules loaded", "beat lock taken"):
+        assert any(e.startswith(said) for e in events), (said, events)

@@ -7,8 +7,8 @@ not answer is a ✗, never a hang.
 
 The checks, in order: Chromium found; its version against the one the installed Playwright was
 built for (a mismatch is a warning); a headless launch with browserq's own launcher and flags;
-the database reachable and its schema current; the broker reachable; the Redis of rate limits,
-tenant caps and proxies, when configured; every template valid; the secret key present and
+the database reachable and its schema current; the broker reachable; every Redis in use (the beat
+lock's; rate limits, tenant caps and proxies, when configured); every template valid; the secret key present and
 valid when a template declares secret params; the artifact store writable; the schedules file,
 when set, valid.
 """
@@ -116,28 +116,47 @@ def check_broker(settings: Settings, found: Findings) -> Check:
     return passed("broker", f"{shown} answers")
 
 
-def check_redis(settings: Settings, found: Findings) -> Check:
-    import redis
-
+def _redis_users(settings: Settings) -> dict[str, list[str]]:
+    """Each Redis this configuration uses, with what uses it: the beat lock always (every beat
+    needs it, even with no schedules file: the sweeper fires only from the lock's holder)."""
     from browserq.limits import limits_redis_url
     from browserq.proxies import proxy_redis_url
-    from browserq.redact import redact_url
+    from browserq.schedules.lock import beat_lock_url
 
     users: dict[str, list[str]] = {}
     if settings.rate_limits or settings.tenant_caps:
         users.setdefault(limits_redis_url(settings), []).append("limits")
     if settings.proxies or settings.proxies_file:
         users.setdefault(proxy_redis_url(settings), []).append("proxies")
-    if not users:
-        return Check("redis", "skip", "no rate limits, tenant caps or proxies configured")
+    users.setdefault(beat_lock_url(settings), []).append("beat lock")
+    return users
+
+
+#: The variable that moves each use of Redis.
+REDIS_VARIABLES = {"limits": "BROWSERQ_LIMITS_REDIS_URL", "proxies": "BROWSERQ_PROXY_REDIS_URL",
+                   "beat lock": "BROWSERQ_LIMITS_REDIS_URL (the beat lock lives there, else in a Redis broker)"}
+
+
+def check_redis(settings: Settings, found: Findings) -> Check:
+    """Every Redis in use answers. Only the beat lock's being down, on a host with no schedules
+    file (maybe no beat), is a warning: a beat there would fire nothing, not even the sweeper."""
+    import redis
+
+    from browserq.redact import redact_url
+
+    users = _redis_users(settings)
     for url, uses in users.items():
         try:
             redis.Redis.from_url(url, socket_timeout=CONNECT_TIMEOUT_S,
                                  socket_connect_timeout=CONNECT_TIMEOUT_S).ping()
         except Exception as exc:
-            variable = "BROWSERQ_LIMITS_REDIS_URL" if "limits" in uses else "BROWSERQ_PROXY_REDIS_URL"
-            return failed("redis", f"{' and '.join(uses)}: cannot reach {redact_url(url)}: "
-                         f"{first_line(exc)}", f"start Redis, or fix {variable}")
+            detail = f"{' and '.join(uses)}: cannot reach {redact_url(url)}: {first_line(exc)}"
+            if "beat lock" in uses:
+                detail += "; a beat fires nothing while it is down (no schedule, no sweep)"
+            fix = f"start Redis, or fix {REDIS_VARIABLES[uses[0]]}"
+            if uses == ["beat lock"] and settings.schedules_file is None:
+                return Check("redis", "warn", detail, f"{fix}, if this host runs `browserq beat`")
+            return failed("redis", detail, fix)
     return passed("redis", "; ".join(f"{' and '.join(u)}: {redact_url(url)} answers" for url, u in users.items()))
 
 

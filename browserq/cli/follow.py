@@ -19,6 +19,7 @@ import typer
 from rich.text import Text
 
 from browserq.cli.render import err_console
+from browserq.cli.terminal import inert
 
 #: How often the store (and the result backend) are asked where the run is.
 POLL_S = 0.5
@@ -151,7 +152,7 @@ def _follow_bar(watch: RunWatch, deadline: float | None) -> Any | None:
     """A terminal: one live bar (status or step N of M, action, URL), gone when the run ends."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = (SpinnerColumn(), BarColumn(bar_width=24), TextColumn("{task.description}"),
+    columns = (SpinnerColumn(), BarColumn(bar_width=24), TextColumn("{task.description}", markup=False),
                TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("", total=None)
@@ -162,7 +163,7 @@ def _follow_bar(watch: RunWatch, deadline: float | None) -> Any | None:
                 return run if ended else None
             where = watch.where(run)
             done = (where.step - 1) if where.step and where.of else None
-            bar.update(task, description=where.line()[:160], total=where.of if done is not None else None,
+            bar.update(task, description=inert(where.line()[:160]),  # Live's own render: no hook total=where.of if done is not None else None,
                        completed=done or 0)
             time.sleep(POLL_S)
 

@@ -9,7 +9,6 @@ piped tab-separated lines, ``--json`` a list to build templates from.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated, Any
 
 import typer
@@ -19,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from browserq.cli.render import console, err_console, fail, friendly_errors, plain, tsv
+from browserq.cli.terminal import json_text
 from browserq.settings import get_settings
 
 #: Launching the driver and Chromium may take this long, on top of ``--timeout``.
@@ -40,7 +40,7 @@ def template_selector(selector: str | dict[str, Any]) -> str | dict[str, Any]:
 def yaml_selector(selector: str | dict[str, Any]) -> str:
     """A selector as YAML to paste after ``selector:``: ``{role: button, name: "Send"}``."""
     if isinstance(selector, str):
-        return json.dumps(_escaped(selector), ensure_ascii=False)
+        return json_text(_escaped(selector))
     parts = []
     for key, value in selector.items():
         if key == "role":
@@ -157,7 +157,7 @@ def locate(
     if status is not None and status >= 400:
         err_console.print(f"warning: {url} answered HTTP {status}", style="yellow", highlight=False)
     if as_json_flag:
-        print(json.dumps([as_json(f) for f in found], indent=2, ensure_ascii=False))
+        print(json_text([as_json(f) for f in found], indent=2))
     elif plain():
         tsv("element", "action", "selector", "by")
         for f in found:

@@ -16,7 +16,7 @@ from rich import box
 from rich.table import Table
 
 from browserq.cli.render import console, fail, friendly_errors
-from browserq.cli.services import masked_db, open_store
+from browserq.cli.services import cli_store, masked_db, open_store
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, get_settings
 from browserq.store.artifacts import artifact_store
@@ -98,9 +98,11 @@ def beat(ctx: typer.Context) -> None:
 
     settings = get_settings()
     count = preflight(settings)
-    if settings.schedules_file is not None:
+    json_logs = settings.log_format == "json"  # every line JSON: no banner (beat logs what it loaded)
+    if settings.schedules_file is not None and not json_logs:
         console.print(f"{count} schedule(s) from {settings.schedules_file} checked", style="dim", highlight=False)
-    argv = [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", "beat", *ctx.args]
+    quiet = ["--quiet"] if json_logs else []
+    argv = [sys.executable, "-m", "celery", "-A", "browserq.celery_app:app", *quiet, "beat", *ctx.args]
     os.execv(sys.executable, argv)
 
 
@@ -124,10 +126,8 @@ def sweep() -> None:
 @friendly_errors
 def db_upgrade() -> None:
     """Create or upgrade the schema to the newest migration."""
-    from browserq.store import Store
-
     settings = get_settings()
-    store = Store.from_settings(settings)
+    store = cli_store(settings)
     store.upgrade()
     console.print(f"database {masked_db(settings)} at revision {store.current_revision()}")
 

@@ -1,7 +1,8 @@
 """How the CLI prints: status colours, the step printer, the outcome, and the run views.
 
 On a terminal, Rich tables; when stdout is a pipe or a file (:func:`plain`), tab-separated lines
-with full values (nothing folded or cut), so scripts can read them. Markup is off everywhere.
+with full values (nothing folded or cut), so scripts can read them. Markup is off everywhere, and
+no control character a page put in its text reaches the terminal (:mod:`browserq.cli.terminal`).
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from typing import Any, TypeVar
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from browserq.cli.terminal import inert, inert_console, json_text
 from browserq.errors import BrowserqError
 from browserq.settings import get_settings
 from browserq.store.artifacts import artifact_store
+from browserq.store.errors import StoreUnavailable
 from browserq.store.views import event_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Markup is off: every value printed (params with ``[secret:…]``, page text and errors with
 #: brackets) is shown as it is, never read as Rich markup. Style with ``Text``/``style=`` instead.
-console = Console(markup=False)
-err_console = Console(stderr=True, markup=False, soft_wrap=True)
+#: Control characters in what they print (page text) are made inert (:mod:`browserq.cli.terminal`).
+console = inert_console()
+err_console = inert_console(stderr=True, soft_wrap=True)
 
 STATUS_STYLE = {
     "succeeded": "green",
@@ -58,6 +61,9 @@ def friendly_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except StoreUnavailable as exc:
+            fail(f"{exc} (start the database or fix BROWSERQ_DATABASE_URL; `browserq doctor` checks "
+                 "every service)")
         except (BrowserqError, ValueError) as exc:
             fail(str(exc))
 
@@ -71,9 +77,9 @@ def plain() -> bool:
 
 
 def _flat(value: Any) -> str:
-    """One tab-separated field: no tabs or line breaks inside."""
+    """One tab-separated field: no tabs or line breaks inside, no control character."""
     text = "" if value is None else str(value)
-    return " ".join(text.replace("\t", " ").splitlines())
+    return inert(" ".join(text.replace("\t", " ").splitlines()))
 
 
 def tsv(*fields: Any) -> None:
@@ -153,7 +159,7 @@ def print_outcome(outcome: Any, store: Any) -> None:
         console.print(f"  warning: {warning_text(warning)}", style="yellow", highlight=False, soft_wrap=piped)
     for name, value in (outcome.outputs or {}).items():
         if piped:
-            tsv(name, json.dumps(value, ensure_ascii=False, default=str))
+            tsv(name, json_text(value, default=str))
         else:
             console.print(output_table(name, value))
 
@@ -288,7 +294,7 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
     tsv("status", run.status)
     tsv("template", f"{run.template_name}@{run.template_version}")
     tsv("content", f"sha256:{run.template_hash}" if run.template_hash else "- (recorded before 0004)")
-    tsv("params", json.dumps(run.params, ensure_ascii=False))
+    tsv("params", json_text(run.params))
     tsv("worker", run.worker or "")
     tsv("attempt", run.attempt)
     tsv("queued", iso(run.queued_at or run.created_at))
@@ -329,4 +335,4 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
     if run.outputs:
         print("\nOutputs")
         for name, value in run.outputs.items():
-            tsv(name, json.dumps(value, ensure_ascii=False, default=str))
+            tsv(name, json_text(value, default=str))

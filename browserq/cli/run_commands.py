@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +29,7 @@ from browserq.cli.render import (
     step_printer,
 )
 from browserq.cli.services import masked_db, open_store, resolve_run_id
+from browserq.cli.terminal import json_text
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, get_settings
 
@@ -80,7 +80,7 @@ def run(
             stop.watch(prepared.run_id)
             outcome = runtime.run_to_end(prepared.run_id, secrets=prepared.secret_values)
         if as_json:
-            print(json.dumps(outcome.as_result(), indent=2, ensure_ascii=False))
+            print(json_text(outcome.as_result(), indent=2))
         else:
             print_outcome(outcome, runtime.store)
             console.print(Text.assemble("\n  details: ", (f"browserq show {outcome.run_id}", "bold")),
@@ -170,7 +170,7 @@ def runs(
     """List recent runs, newest first (tab-separated, full values, when stdout is not a terminal)."""
     rows = open_store().list_runs(limit=limit, status=status.value if status else None, template=template)
     if as_json:
-        print(json.dumps([_run_json(r) for r in rows], indent=2, default=str, ensure_ascii=False))
+        print(json_text([_run_json(r) for r in rows], indent=2, default=str))
         return
     if plain():
         runs_plain(rows)
@@ -210,9 +210,9 @@ def show(
         from browserq.cli.human import human_loop_data, run_fields
 
         run_data = run_fields(run_view, drop=("secrets",))
-        print(json.dumps({"run": run_data, "steps": [asdict(s) for s in steps],
-                          "artifacts": [asdict(a) for a in artifacts], **human_loop_data(store, run_view)},
-                         indent=2, default=str, ensure_ascii=False))
+        print(json_text({"run": run_data, "steps": [asdict(s) for s in steps],
+                         "artifacts": [asdict(a) for a in artifacts], **human_loop_data(store, run_view)},
+                        indent=2, default=str))
         return
     from browserq.cli.human import print_handoffs
 

@@ -1,7 +1,8 @@
 """What the inspecting commands open: the run store, and how its address is shown.
 
-The store is migrated on open when ``BROWSERQ_AUTO_MIGRATE`` says so, like a worker's; the
-database URL is always shown masked (it may hold a password).
+The store is migrated on open when ``BROWSERQ_AUTO_MIGRATE`` says so, like a worker's, and is not
+retried when the database cannot be reached (one line, at once); the database URL is always
+shown masked (it may hold a password).
 """
 
 from __future__ import annotations
@@ -11,12 +12,23 @@ from typing import Any
 from browserq.cli.render import fail
 from browserq.settings import Settings, get_settings
 
+#: How long a command retries a database it cannot reach: not at all. A worker rides out an
+#: outage (the store's retry window); a person at a prompt is told at once, in one line, not
+#: after a minute of "retrying" warnings.
+CLI_RETRY_WINDOW_S = 0.0
+
+
+def cli_store(settings: Settings | None = None) -> Any:
+    """The run store as a command uses it: a database that cannot be reached fails the command
+    at once (:data:`CLI_RETRY_WINDOW_S`)."""
+    from browserq.store import Store
+
+    return Store((settings or get_settings()).database_url, retry_window_s=CLI_RETRY_WINDOW_S)
+
 
 def open_store() -> Any:
     """The run store of the current settings, upgraded first when auto_migrate is on."""
-    from browserq.store import Store
-
-    store = Store.from_settings(get_settings())
+    store = cli_store()
     if get_settings().auto_migrate:
         store.upgrade()
     return store

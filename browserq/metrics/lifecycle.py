@@ -34,7 +34,7 @@ from browserq.metrics.collectors import (
     ReadinessCollector,
 )
 from browserq.metrics.readiness import ReadyWatch
-from browserq.metrics.server import BIND_ADDRESS, MetricsServer
+from browserq.metrics.server import MetricsServer
 from browserq.settings import Settings, get_settings
 
 log = structlog.get_logger(__name__)
@@ -94,13 +94,15 @@ def serve(app: Any, processes: int | None) -> None:
         log.warning("proxy metrics unavailable", error=str(exc)[:200])
     port = worker.settings.metrics_port
     assert port is not None
+    host = worker.settings.metrics_host
     try:
-        worker.server = MetricsServer(port, registry, worker.watch.check).start()
+        worker.server = MetricsServer(port, registry, worker.watch.check, address=host).start()
     except OSError as exc:
-        log.error("metrics not served: cannot listen", port=port, error=str(exc)[:200],
-                  hint="set BROWSERQ_METRICS_PORT to a port free on this host (one per worker)")
+        log.error("metrics not served: cannot listen", host=host, port=port, error=str(exc)[:200],
+                  hint="set BROWSERQ_METRICS_PORT to a port free on this host (one per worker), "
+                  "BROWSERQ_METRICS_HOST to an address of this host")
         return
-    log.info("metrics served", address=f"{BIND_ADDRESS}:{worker.server.port}", paths="/metrics /ready",
+    log.info("metrics served", address=worker.server.address, paths="/metrics /ready",
              directory=str(worker.directory))
 
 

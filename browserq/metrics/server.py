@@ -5,13 +5,16 @@ prometheus_client's own WSGI app and threading server (what ``start_http_server`
 listening socket at fork and close their copy (:meth:`MetricsServer.close_inherited`), so only
 the parent ever answers and the port is free as soon as the parent exits.
 
-It binds ``0.0.0.0``: Prometheus scrapes from another host or container. What it serves holds no
-secret (no URL, run id, credential or param; see :mod:`browserq.metrics.definitions`); keep the
-port off the public internet as you would any exporter.
+It binds ``BROWSERQ_METRICS_HOST``, loopback unless told otherwise: an exporter on every
+interface is one more open port on every host a worker runs on. A Prometheus in another container
+or host needs ``0.0.0.0`` (the compose file sets it). What it serves holds no secret (no URL, run
+id, credential or param; see :mod:`browserq.metrics.definitions`); keep the port off the public
+internet as you would any exporter.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -22,7 +25,8 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from browserq.metrics.readiness import Readiness
 
-BIND_ADDRESS = "0.0.0.0"
+#: Where the endpoint listens unless BROWSERQ_METRICS_HOST says otherwise.
+BIND_ADDRESS = "127.0.0.1"
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -46,8 +50,19 @@ class MetricsServer:
                 return [f"{state.describe()}\n".encode()]
             return metrics(environ, start_response)
 
-        self._server = make_server(address, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+        class Server(ThreadingWSGIServer):
+            """ThreadingWSGIServer for ``address``'s family (``::`` is IPv6)."""
+
+        Server.address_family = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM,
+                                                   flags=socket.AI_PASSIVE)[0][0]
+        self._server = make_server(address, port, app, Server, handler_class=_QuietHandler)
         self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        """``host:port`` it listens on."""
+        host, port = self._server.server_address[:2]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
     @property
     def port(self) -> int:

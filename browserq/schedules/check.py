@@ -3,9 +3,10 @@
 ``browserq beat`` (before it starts, and again inside the beat process) and ``browserq schedules
 validate`` run the same checks: the file's shape (:mod:`browserq.schedules.load`), then for every
 enabled entry that its template resolves in the registry, that no secret param is written
-inline, that its references resolve, and that its params pass the producer's own validation
+inline, that its references resolve (regular files, bounded), and that its params pass the producer's own validation
 (:func:`browserq.execute.prepare_run`, the call ``run_template.delay`` makes). A disabled entry is
-checked for shape only: disabling is how an operator keeps an entry that cannot run yet.
+checked for shape only: disabling is how an operator keeps an entry that cannot run yet. No
+problem line shows a referenced value (:func:`~browserq.schedules.refs.conceal`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from browserq.errors import ParamError, TemplateError, TemplateInvalid
 from browserq.execute import check_run_options, prepare_run
 from browserq.schedules.load import Loaded, Problem, read_schedules
 from browserq.schedules.model import EnvRef, FileRef, Schedule
-from browserq.schedules.refs import resolve_params
+from browserq.schedules.refs import conceal, resolve_params
 from browserq.schedules.timing import slot_key
 from browserq.secrets import KEY_HINT, SecretBox
 from browserq.templates import TemplateRegistry, secret_names
@@ -94,9 +95,9 @@ def schedule_problems(
         prepared = prepare_run(registry, schedule.template, values, max_params_bytes=max_params_bytes)
         check_run_options(loaded.ref, idempotency_key=slot_key(schedule.name, SAMPLE_SLOT))
     except ParamError as exc:
-        return [f"template {exc.template}: {_line(p)}" for p in exc.problems]
+        return [f"template {exc.template}: {_line(p)}" for p in conceal(schedule, values, exc.problems)]
     except TemplateError as exc:
-        return [_line(str(exc))]
+        return conceal(schedule, values, [_line(str(exc))])
     if prepared.secret_values and not secret_box.enabled:
         problems.append(f"template {loaded.ref} takes secret params but BROWSERQ_SECRET_KEY is not set; {KEY_HINT}")
     return problems

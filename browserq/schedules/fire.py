@@ -22,8 +22,9 @@ from datetime import datetime
 
 import structlog
 
+from browserq.errors import ParamError
 from browserq.schedules.model import Schedule
-from browserq.schedules.refs import resolved_params
+from browserq.schedules.refs import concealed_error, resolved_params
 from browserq.schedules.timing import slot_key
 
 log = structlog.get_logger(__name__)
@@ -51,11 +52,13 @@ def fire(schedule: Schedule, slot: datetime) -> Fired:
     if existing is not None:
         return Fired(existing.id, key, joined=True)
     options = {"queue": schedule.queue} if schedule.queue else {}
-    result = run_template.apply_async(
-        args=[schedule.template],
-        kwargs={"params": resolved_params(schedule), "idempotency_key": key},
-        **options,
-    )
+    params = resolved_params(schedule)
+    try:
+        result = run_template.apply_async(
+            args=[schedule.template], kwargs={"params": params, "idempotency_key": key}, **options
+        )
+    except ParamError as exc:  # it may quote a referenced value: beat's log never shows one
+        raise concealed_error(schedule, params, exc) from None
     return Fired(result.id, key, joined=False)
 
 

@@ -30,6 +30,11 @@ from browserq.settings import Settings
 log = structlog.get_logger(__name__)
 
 
+def beat_lock_url(settings: Settings) -> str:
+    """The Redis the lock lives in (also what ``browserq doctor`` checks)."""
+    return settings.shared_redis_url(settings.limits_redis_url)
+
+
 class Hold(enum.Enum):
     """What one :meth:`BeatLock.hold` found."""
 
@@ -51,8 +56,7 @@ class BeatLock:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BeatLock:
-        url = settings.shared_redis_url(settings.limits_redis_url)
-        return cls(url, f"browserq:beat-lock:{settings.queue}", settings.beat_lock_ttl_s)
+        return cls(beat_lock_url(settings), f"browserq:beat-lock:{settings.queue}", settings.beat_lock_ttl_s)
 
     @property
     def poll_interval_s(self) -> float:

@@ -28,7 +28,7 @@ from celery.schedules import schedstate
 from browserq.redact import redact_url
 from browserq.schedules.check import check_schedules
 from browserq.schedules.fire import fire_logged
-from browserq.schedules.lock import BeatLock, Hold
+from browserq.schedules.lock import BeatLock, Hold, beat_lock_url
 from browserq.schedules.model import Schedule
 from browserq.schedules.timing import utc_now
 from browserq.settings import Settings, get_settings
@@ -119,7 +119,7 @@ class BrowserqScheduler(Scheduler):
     @property
     def info(self) -> str:
         settings = get_settings()
-        url = redact_url(settings.shared_redis_url(settings.limits_redis_url))
+        url = redact_url(beat_lock_url(settings))
         source = settings.schedules_file or "(no BROWSERQ_SCHEDULES_FILE)"
         return (f"    . schedules -> {source}\n"
                 f"    . beat lock -> {url} browserq:beat-lock:{settings.queue} "

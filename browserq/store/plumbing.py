@@ -172,10 +172,10 @@ class StoreBase:
     def _unavailable(
         self, error: BaseException, action: str, elapsed: float, tries: int
     ) -> StoreUnavailable:
+        retried = f" (gave up after {elapsed:.1f}s and {tries} tries; retry_window_s={self.retry_window_s:g})"
         message = (
-            f"{action}: database {self.masked_url} is unavailable "
-            f"(gave up after {elapsed:.1f}s and {tries} tries; "
-            f"retry_window_s={self.retry_window_s:g}): {first_line(error)}"
+            f"{action}: database {self.masked_url} is unavailable"
+            f"{retried if tries > 1 else ''}: {first_line(error)}"
         )
         return StoreUnavailable(scrub(message, self.url))
 

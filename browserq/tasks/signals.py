@@ -14,7 +14,8 @@
   fork (``worker_init``), the ``/metrics`` + ``/ready`` server and the ready file from
   ``worker_ready`` to ``worker_shutdown``; each child drops the inherited socket and, exiting,
   its gauges.
-* ``setup_logging``: browserq's logging set-up replaces Celery's (one format for every line).
+* ``setup_logging``: browserq's logging set-up replaces Celery's (one format for every line);
+  ``celeryd_after_setup``: in JSON mode the banner is one record.
 * ``after_setup_logger``: Celery's own log lines are scrubbed of the secrets of running runs.
 """
 
@@ -23,9 +24,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import structlog
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    celeryd_after_setup,
     celeryd_init,
     setup_logging,
     task_prerun,
@@ -38,7 +41,7 @@ from celery.signals import (
     worker_shutting_down,
 )
 
-from browserq.logs import configure_logging, scrub_handlers
+from browserq.logs import configure_logging, json_stdio, scrub_handlers
 from browserq.metrics import lifecycle as worker_metrics
 from browserq.redact import mask
 from browserq.runner import drain
@@ -61,8 +64,29 @@ from browserq.templates import TemplateRegistry, secret_names
 @setup_logging.connect
 def _browserq_logging(**_: Any) -> None:
     """Celery sets up no logging of its own when ``setup_logging`` has a receiver: browserq's
-    one handler renders Celery's lines too (JSON or console, their real level, no prefix)."""
-    configure_logging(get_settings())
+    one handler renders Celery's lines too (JSON or console, their real level, no prefix); in
+    JSON mode whatever else the process prints is a JSON line too."""
+    settings = get_settings()
+    configure_logging(settings)
+    if settings.log_format == "json":
+        json_stdio()
+
+
+@celeryd_after_setup.connect
+def _banner_as_one_line(sender: Any = None, instance: Any = None, **_: Any) -> None:
+    """In JSON mode the worker's banner (ASCII art and a configuration summary, printed just
+    after this signal) is one ``worker starting`` record instead."""
+    if instance is None or get_settings().log_format != "json":
+        return
+    instance.quiet = True
+    app = instance.app
+    structlog.get_logger(__name__).info(
+        "worker starting", hostname=sender, concurrency=instance.concurrency,
+        pool=getattr(instance.pool_cls, "__module__", str(instance.pool_cls)),
+        transport=app.connection().as_uri(), results=app.backend.as_uri(),
+        queues=sorted(app.amqp.queues.consume_from or app.amqp.queues), tasks=sorted(
+            name for name in app.tasks if not name.startswith("celery.")),
+    )
 
 
 @worker_init.connect

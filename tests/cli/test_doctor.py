@@ -83,7 +83,7 @@ def test_all_green_against_the_real_services(tmp_path: Path, env: dict[str, str]
         "artifacts", "schedules")}, report
     details = {check["name"]: check["detail"] for check in report["checks"]}
     assert "opened about:blank" in details["browser launch"]
-    assert "limits: redis://127.0.0.1:6379/8 answers" in details["redis"]
+    assert "limits and beat lock: redis://127.0.0.1:6379/8 answers" in details["redis"]
     assert "wrote, read back and deleted" in details["artifacts"]
     assert not (tmp_path / "artifacts" / ".doctor").exists()  # the probe and its folder are gone
 
@@ -150,6 +150,25 @@ def test_each_failure_is_a_cross_on_its_line_and_exit_1(
     assert crosses == [what], done.stdout  # only what was broken
     if what == "chromium":
         assert shown["browser launch"].startswith("–") and shown["chromium version"].startswith("–")
+
+
+def test_the_beat_locks_redis_is_checked(tmp_path: Path, env: dict[str, str]) -> None:
+    """No rate limits, no proxies: the Redis that holds the beat lock is still checked — down, a
+    beat fires nothing. A cross where a schedules file says beat runs, else a warning."""
+    env = {k: v for k, v in env.items() if k != "BROWSERQ_RATE_LIMITS"}
+    down = f"redis://127.0.0.1:{free_port()}/3"
+    done = doctor(tmp_path, {**env, "BROWSERQ_LIMITS_REDIS_URL": down})
+    assert done.returncode == 1, done.stdout
+    shown = lines(done)
+    assert shown["redis"].startswith(f"✗ beat lock: cannot reach {down}: "), done.stdout
+    assert "a beat fires nothing while it is down" in shown["redis"]
+    assert "BROWSERQ_LIMITS_REDIS_URL" in shown["redis"].split(" → ", 1)[1]
+    assert [name for name, line in shown.items() if line.startswith("✗")] == ["redis"]
+    no_beat = {k: v for k, v in env.items() if k != "BROWSERQ_SCHEDULES_FILE"}
+    done = doctor(tmp_path, {**no_beat, "BROWSERQ_LIMITS_REDIS_URL": down})
+    assert done.returncode == 0 and lines(done)["redis"].startswith("⚠ beat lock: cannot reach"), done.stdout
+    fine = lines(doctor(tmp_path, env))["redis"]
+    assert fine == "✓ beat lock: redis://127.0.0.1:6379/8 answers", fine
 
 
 def test_a_hung_server_is_a_cross_after_a_timeout_not_a_hang(tmp_path: Path, env: dict[str, str]) -> None:

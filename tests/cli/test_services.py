@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import browserq, no_traceback
+from tests.support.http import free_port
 
 
 @pytest.mark.parametrize("what", ["database", "role"])
@@ -54,6 +55,31 @@ def test_a_sqlite_path_that_cannot_be_created_is_one_line(tmp_path: Path) -> Non
     assert done.returncode == 2
     no_traceback(done)
     assert "cannot create its folder" in done.stderr
+
+
+@pytest.mark.parametrize("command", [("runs",), ("show", "abc"), ("cancel", "abc"), ("db", "upgrade")],
+                         ids=["runs", "show", "cancel", "db-upgrade"])
+def test_a_database_nobody_listens_on_is_one_line_at_once(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """A refused connection is said at once, in one line, like `doctor` says it: no minute of
+    "retrying" warnings (the worker's retry window is for workers). The old code took 65 s."""
+    url = f"postgresql://postgres:hunter2@127.0.0.1:{free_port()}/test"
+    done = browserq(tmp_path, *command, BROWSERQ_DATABASE_URL=url, timeout=30)
+    assert done.returncode == 2, done.stderr
+    no_traceback(done)
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and "is unavailable: connection failed" in lines[0]
+    assert "Connection refused" in lines[0] and "browserq doctor" in lines[0] and "hunter2" not in lines[0]
+
+
+def test_a_sqlite_file_that_cannot_be_opened_is_one_line_at_once(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()
+    done = browserq(tmp_path, "runs", BROWSERQ_DATABASE_URL=f"sqlite:///{folder}", timeout=30)
+    assert done.returncode == 2
+    no_traceback(done)
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "unable to open database file" in lines[0], lines
 
 
 def test_a_run_id_prefix_must_name_exactly_one_run(tmp_path: Path, capsys) -> None:

@@ -6,6 +6,7 @@ the ready file appears once the browsers are warm and is gone after shutdown."""
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -192,3 +193,33 @@ def test_a_killed_child_leaves_the_sums_and_its_successor_does_not_hold_the_port
         listeners = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True).stdout
         holders = {int(p) for p in re.findall(r"pid=(\d+)", listeners)}
         assert holders == {proc.pid}, (listeners, successor)
+
+
+#: Another address of this host: what a scraper on another host or container connects to.
+FOREIGN = "127.0.0.6"
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(("host", "from_elsewhere"), [(None, False), ("0.0.0.0", True)], ids=["default", "all"])
+def test_metrics_listen_on_loopback_unless_told_otherwise(
+    tmp_path: Path, pg_url: str, host: str | None, from_elsewhere: bool
+) -> None:
+    """By default the port answers on 127.0.0.1 only (an exporter on every interface of every
+    worker host is not a default); ``BROWSERQ_METRICS_HOST=0.0.0.0`` opens it to other hosts, as
+    the compose file does for its Prometheus."""
+    extra = {"BROWSERQ_CHROMIUM_PATH": str(tmp_path / "no-chromium")}  # no browser needed: faster
+    if host is not None:
+        extra["BROWSERQ_METRICS_HOST"] = host
+    config, port = metrics_env(tmp_path, pg_url, **extra)
+    with celery_worker(config, concurrency=1, timeout_s=120):
+        wait_until(lambda: "metrics served" in config.log.read_text(), 60, "the metrics server")
+        assert f"{host or '127.0.0.1'}:{port}" in config.log.read_text()  # the "metrics served" line says where
+        assert get(port, "/ready")[0] == 503  # loopback answers either way (no browser: not ready)
+        assert _accepts(FOREIGN, port) is from_elsewhere
