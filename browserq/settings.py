@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BeforeValidator,
@@ -29,6 +27,7 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 from browserq.drivers import usable_driver
 from browserq.errors import ConfigError
 from browserq.limits.specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
+from browserq.settings_file import SettingsFileSource
 from browserq.webhooks.egress import AllowedHosts, AllowedNetworks
 from browserq.webhooks.targets import notify_egress_problem, notify_url_problem
 
@@ -51,32 +50,6 @@ CHROMIUM_CANDIDATES: tuple[str, ...] = (
     "/snap/bin/chromium",
     "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
 )
-
-
-class _SettingsFileSource(PydanticBaseSettingsSource):
-    """Reads ``BROWSERQ_SETTINGS_FILE`` (YAML or TOML) and rejects keys that are not settings."""
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        path = os.environ.get("BROWSERQ_SETTINGS_FILE")
-        if not path:
-            return {}
-        file = Path(path)
-        if not file.is_file():
-            raise ConfigError(f"BROWSERQ_SETTINGS_FILE points to {path!r}, which is not a file")
-        text = file.read_text()
-        data = tomllib.loads(text) if file.suffix == ".toml" else yaml.safe_load(text)
-        if data is None:
-            return {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of setting names to values")
-        unknown = sorted(set(data) - set(self.settings_cls.model_fields))
-        if unknown:
-            known = ", ".join(sorted(self.settings_cls.model_fields))
-            raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known settings: {known}")
-        return data
 
 
 class Settings(BaseSettings):
@@ -283,7 +256,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, _SettingsFileSource(settings_cls)
+        return init_settings, env_settings, SettingsFileSource(settings_cls)
 
     @field_validator("broker_url", "database_url")
     @classmethod
