@@ -37,6 +37,10 @@ class StepsMixin(HandoffMixin):
                 resume_at = None
                 await self._resume_into(step, path, state, resume_pass)
                 continue
+            resolution = state.request.resolution
+            if resolution is not None and resolution.skips(path):
+                await self._record_skip(step, path, state, resolution.why())
+                continue
             await self._run_step(step, path, state)
 
     async def _run_step(self, step: Any, path: str, state: RunState) -> None:
