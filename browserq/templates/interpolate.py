@@ -270,3 +270,37 @@ def _kind_of(value: Any) -> str:
     return {"list": "a list", "dict": "a mapping"}.get(
         type(value).__name__, f"a {type(value).__name__}"
     )
+
+
+def param_number_problems(template: Any, params: Mapping[str, Any]) -> list[str]:
+    """Numeric step fields built from params only (``click_count: "${clicks}"``), checked as soon
+    as the params are known — the producer refuses the run before anything is enqueued. Fields
+    that also read ``${outputs…}``, ``${loop…}`` or ``${run…}`` are checked when the step runs."""
+    problems: list[str] = []
+    for index, step in enumerate(template.iter_steps()):
+        if not hasattr(step, "action") or not hasattr(step, "model_dump"):
+            continue
+        data = step.model_dump(exclude_unset=True)
+        for field, raw in data.items():
+            if field in NOT_INTERPOLATED or not _number_reference(raw):
+                continue
+            try:
+                trial = {**data, field: render(raw, params)}
+                type(step).model_validate(trial)
+            except StepFailed:
+                continue  # a reference the params do not hold: the runner says so
+            except ValidationError as exc:
+                where = getattr(step, "id", None) or f"#{index}"
+                problems += [
+                    f"step {where} ({step.action}) {_rendered_problem(err, data, trial)}"
+                    for err in exc.errors(include_url=False)
+                    if err["loc"] and err["loc"][0] == field and err["loc"][-1] == NUMBER_TAG
+                ]
+    return problems
+
+
+def _number_reference(raw: Any) -> bool:
+    """A field written as text with references to params alone (a number's reference form)."""
+    if not isinstance(raw, str) or not has_references(raw):
+        return False
+    return not {name.split(".")[0] for name in references(raw)} & {"outputs", "loop", "run"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from browserq.errors import StepFailed, TemplateInvalid
+from browserq.errors import ParamError, StepFailed, TemplateInvalid
 from browserq.execute.runtime import Runtime
 from browserq.templates import render_step
 from tests.conftest import template
@@ -102,13 +102,30 @@ def test_a_run_uses_interpolated_numbers_and_fails_on_one_out_of_range(
         done = sqlite_runtime.run_loaded(loaded, {"clicks": 3})
         assert done.status == "completed", done
         assert done.outputs["seen"] == "3@10"
-        bad = sqlite_runtime.run_loaded(loaded, {"clicks": 11})
+        # From params alone: refused by the producer, before anything runs.
+        with pytest.raises(ParamError) as refused:
+            sqlite_runtime.run_loaded(loaded, {"clicks": 11})
+        assert (
+            "step #1 (click) click_count: ${clicks} gave the integer 11, but click_count must be at most 10"
+            in str(refused.value)
+        )
+        # From what the run read: the step fails when it renders.
+        late = template(
+            RUN.format(host=host)
+            .replace('"${clicks}"', '"${outputs.clicks}"')
+            .replace(
+                "  - {action: click",
+                '  - {action: eval, expression: "11", into: clicks}\n  - {action: click',
+                1,
+            )
+        )
+        bad = sqlite_runtime.run_loaded(late, {"clicks": 1})
     assert (bad.status, bad.error_code, bad.error_step_path) == (
         "failed",
         "INVALID_STEP_INPUT",
-        "1",
+        "2",
+    ), bad
+    message = (
+        "click_count: ${outputs.clicks} gave the integer 11, but click_count must be at most 10"
     )
-    assert (
-        "click_count: ${clicks} gave the integer 11, but click_count must be at most 10"
-        in bad.error_message
-    )
+    assert message in bad.error_message
