@@ -26,6 +26,7 @@ from typing import Any, Literal
 from browserq.errors import StoreError
 from browserq.execute.attempt import StoredTemplates
 from browserq.execute.errors import ResolveRefused
+from browserq.redact import mask
 from browserq.runner.checkpoint import Resolution, parse_path, path_key
 from browserq.settings import Settings
 from browserq.store import RunView, Store
@@ -85,7 +86,13 @@ def resolve_review(store: Store, settings: Settings, run_id: str, review: Review
             reason=f"resolved by {review.by}: {review.outcome}{said}",
             fields=cleared if review.outcome == "completed" else None,
         )
-    loaded, _names = StoredTemplates(store, settings).get(run.template_id)
+    loaded, names = StoredTemplates(store, settings).get(run.template_id)
+    if not run.secrets and any((run.params or {}).get(n) == mask(n) for n in names):
+        raise ResolveRefused(
+            f"run {run_id}'s secret params lived only in the memory of the process that ran it "
+            "(an in-process run keeps them there), so it cannot be retried: resolve it as completed "
+            "or failed, and run the template again if needed"
+        )
     decision, checkpoint = retry_plan(run, loaded, review)
     return store.resolve_review(
         run_id,

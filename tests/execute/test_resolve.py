@@ -182,3 +182,18 @@ def test_the_python_call_resolves_like_the_command(sqlite_runtime: Runtime, shop
         "cy",
         "resolved by cy: completed; reason: checked",
     )
+
+
+def test_a_run_whose_secrets_lived_only_in_its_process_cannot_be_retried(
+    sqlite_runtime: Runtime, shop
+) -> None:
+    _orders, host = shop
+    body = ORDER.format(host=host).replace(
+        "settings:", "params:\n  token: {type: secret}\nsettings:", 1
+    )
+    outcome = sqlite_runtime.run_loaded(template(body), {"token": "s3cret-token"})
+    assert outcome.status == "needs_review", outcome
+    store, settings = sqlite_runtime.store, sqlite_runtime.settings
+    with pytest.raises(ResolveRefused, match="secret params lived only in the memory"):
+        resolve_review(store, settings, outcome.run_id, Review("retry", by="ana", retry_from="2"))
+    assert store.get_run(outcome.run_id).status == "needs_review"
