@@ -102,7 +102,7 @@ def build_request(
     if run is None:
         raise StoreError(f"run {run_id!r} vanished from the store while it was leased")
     # A resolved run's record may hold only the person's decision (no checkpoint was taken yet).
-    has_checkpoint = bool(run.checkpoint) and "path" in run.checkpoint  # type: ignore[operator]
+    has_checkpoint = bool(run.checkpoint) and set(run.checkpoint) != {"resolution"}  # type: ignore[arg-type]
     checkpoint = Checkpoint.from_record(run.checkpoint, checkpoint_box) if has_checkpoint else None  # type: ignore[arg-type]
     if lease.takeover or checkpoint is not None:
         log.info(
