@@ -48,6 +48,7 @@ __all__ = [
     "app",
     "batch_summary",
     "cancel_run",
+    "resolve_run",
     "run_batch",
     "run_template",
 ]
@@ -58,6 +59,10 @@ def __getattr__(name: str) -> Any:
         from browserq import celery_app
 
         return getattr(celery_app, name)
+    if name == "resolve_run":
+        from browserq.submit.reviews import resolve_run
+
+        return resolve_run
     if name in {"run_batch", "batch_summary"}:
         from browserq.submit import batches
 

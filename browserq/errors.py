@@ -21,6 +21,7 @@
     │   ├── DuplicateRun         the idempotency key is another run's
     │   ├── IllegalTransition    a status change the state machine forbids (a caller's bug)
     │   ├── RunAlreadyFinished   the run is final; it is not run again
+    │   ├── NotInReview          only a needs_review run can be resolved
     │   ├── LeaseBusy            another live worker holds the run's lease             [WAIT]
     │   ├── LeaseLost            a fenced write whose lease token is no longer the run's
     │   └── IdentityError        an identity cannot be used
@@ -30,6 +31,8 @@
     │       └── IdentityLeaseLost  a fenced identity write whose token is no longer current
     ├── RunFailed                a run ended failed or needs_review: what ``result.get()`` raises
     ├── RunBusy                  another live worker holds the run's lease   [WAIT] execute/errors.py
+    ├── ResolveRefused           a resolution that would re-run an unknown step blindly, or
+    │                            start where no retry can               execute/errors.py
     ├── WorkerUnusable           no browser in this process; it exits [INFRASTRUCTURE] execute/errors.py
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]

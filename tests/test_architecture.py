@@ -54,12 +54,14 @@ PUBLIC_ALL = [
     "app",
     "batch_summary",
     "cancel_run",
+    "resolve_run",
     "run_batch",
     "run_template",
 ]
 CLI_COMMANDS = [
     "batch", "beat", "cancel", "db", "db upgrade", "demo", "doctor", "enqueue", "identities", "identities add",
-    "identities disable", "identities list", "keygen", "live", "locate", "proxies", "report", "run", "runs",
+    "identities disable", "identities list", "keygen", "live", "locate", "proxies", "report", "resolve", "run",
+    "runs",
     "schedules", "schedules list", "schedules validate", "settings", "show",
     "sweep", "templates", "templates list", "templates validate", "worker",
 ]

@@ -17,6 +17,8 @@ REPEAT_MAX_REACHED = "REPEAT_MAX_REACHED"
 EXTRACT_LIMITED = "EXTRACT_LIMITED"
 #: A ``wait: {ms: …}`` longer than what the step may take waited only that long.
 WAIT_SHORTENED = "WAIT_SHORTENED"
+#: The site opened more pages than a run keeps open at once: the extra ones were closed.
+PAGES_CLOSED = "PAGES_CLOSED"
 
 
 def step_warning(code: str, message: str) -> dict[str, Any]:

@@ -21,6 +21,8 @@ class TabControl(Protocol):
 
     def find(self, to: int | str) -> Page: ...
 
+    async def caught_up(self, timeout_s: float) -> None: ...
+
     async def switch(self, page: Page) -> None: ...
 
     async def close_current(self, timeout_s: float) -> None: ...
@@ -34,8 +36,10 @@ def _tabs(ctx: StepContext) -> TabControl:
 
 
 async def switch_tab(ctx: StepContext, step: SwitchTabStep) -> Any:
-    """Make the page ``to`` names current: the steps after this one act on it."""
+    """Make the page ``to`` names current: the steps after this one act on it. Pages asked for
+    just before (a ``window.open`` in the last click) are waited for first, so ``last`` is one."""
     tabs = _tabs(ctx)
+    await tabs.caught_up(ctx.timeout_ms / 1000)
     await tabs.switch(tabs.find(step.to))
 
 

@@ -1,6 +1,6 @@
 """The ``browserq`` command: run templates in-process, start workers, inspect runs.
 
-The commands live by theme — :mod:`~browserq.cli.run_commands` (run, demo, runs, show, cancel, batch),
+The commands live by theme — :mod:`~browserq.cli.run_commands` (run, demo, runs, show, cancel, batch), :mod:`~browserq.cli.resolve` (resolve),
 :mod:`~browserq.cli.operations` (worker, beat, sweep, db, settings, proxies, identities, keygen),
 :mod:`~browserq.cli.templates` (templates list/validate), :mod:`~browserq.cli.doctor` (doctor) — printed through
 :mod:`~browserq.cli.render`. This module builds the typer ``app`` from them, in the order
@@ -36,6 +36,7 @@ from browserq.cli.operations import (
 from browserq.cli.params import parse_params, undecodable_argument
 from browserq.cli.render import STATUS_MARK, STATUS_STYLE, console, err_console, friendly_errors
 from browserq.cli.report import report
+from browserq.cli.resolve import resolve
 from browserq.cli.run_commands import (
     MAX_LISTED_RUNS,
     RunStatusChoice,
@@ -86,6 +87,7 @@ app.command()(show)
 app.command()(live)
 app.command()(report)
 app.command()(cancel)
+app.command()(resolve)
 app.command()(sweep)
 app.command()(batch)
 app.command()(proxies)
@@ -161,6 +163,7 @@ __all__ = [
     "main",
     "parse_params",
     "proxies",
+    "resolve",
     "run",
     "runs",
     "show",

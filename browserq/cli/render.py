@@ -245,7 +245,7 @@ def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) 
     history = store.transitions(run_view.id)
     if history:
         console.print("  history   " + "  →  ".join(
-            f"{t.to_status} ({t.at.strftime('%H:%M:%S')}{', ' + t.reason if t.reason and t.to_status != 'queued' else ''})"
+            f"{t.to_status} ({t.at.strftime('%H:%M:%S')}{', ' + t.reason if t.reason and (t.to_status != 'queued' or t.from_status == 'needs_review') else ''})"
             for t in history), highlight=False)
     for command in trace_commands(artifacts):
         console.print(Text.assemble("  trace     ", (command, "bold")), highlight=False, soft_wrap=True)
@@ -307,7 +307,7 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
     history = store.transitions(run.id)
     if history:
         tsv("history", "  →  ".join(
-            f"{t.to_status} ({iso(t.at)}{', ' + t.reason if t.reason and t.to_status != 'queued' else ''})"
+            f"{t.to_status} ({iso(t.at)}{', ' + t.reason if t.reason and (t.to_status != 'queued' or t.from_status == 'needs_review') else ''})"
             for t in history))
     for command in trace_commands(artifacts):
         tsv("trace_command", command)

@@ -27,6 +27,7 @@ from browserq.templates.file_params import (
     FileParam,
     upload_path_param_problems,
 )
+from browserq.templates.interpolate import param_number_problems
 from browserq.templates.params import DEFAULT_MAX_PARAMS_BYTES, show
 from browserq.templates.regex import interpolated_pattern_problems
 from browserq.webhooks.targets import (
@@ -110,6 +111,7 @@ def prepare_loaded(
     values.update({name: file.reference(run_id, name) for name, file in files.items()})
     problems = interpolated_pattern_problems(loaded.template, values)
     problems += upload_path_param_problems(loaded.template, values)
+    problems += param_number_problems(loaded.template, values)  # click_count: "${clicks}" in range
     if problems:  # a pattern built from params is checked now, before anything is enqueued
         raise ParamError(loaded.ref, problems)
     return PreparedRun(

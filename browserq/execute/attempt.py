@@ -16,7 +16,7 @@ import structlog
 from browserq.errors import ConfigError, StoreError
 from browserq.redact import mask
 from browserq.runner import RunOutcome, RunRequest
-from browserq.runner.checkpoint import Checkpoint, parse_path
+from browserq.runner.checkpoint import Checkpoint, Resolution, parse_path
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 from browserq.store import Lease, RunView, Store
@@ -101,7 +101,9 @@ def build_request(
     run = lease.run if lease.run is not None else store.get_run(run_id)
     if run is None:
         raise StoreError(f"run {run_id!r} vanished from the store while it was leased")
-    checkpoint = Checkpoint.from_record(run.checkpoint, checkpoint_box) if run.checkpoint else None
+    # A resolved run's record may hold only the person's decision (no checkpoint was taken yet).
+    has_checkpoint = bool(run.checkpoint) and set(run.checkpoint) != {"resolution"}  # type: ignore[arg-type]
+    checkpoint = Checkpoint.from_record(run.checkpoint, checkpoint_box) if has_checkpoint else None  # type: ignore[arg-type]
     if lease.takeover or checkpoint is not None:
         log.info(
             "resuming run", run_id=run_id, attempt=lease.attempt, takeover=lease.takeover,
@@ -117,6 +119,7 @@ def build_request(
         lease_ttl_s=lease_ttl_s,
         resume=checkpoint,
         unknown_side_effects=unknown,
+        resolution=Resolution.from_record(run.checkpoint),
     )
     return run, request
 

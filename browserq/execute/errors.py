@@ -2,6 +2,8 @@
 
     BrowserqError
     ├── RunBusy          WAIT            another live worker holds the run's lease: look again later
+    ├── ResolveRefused   PERMANENT       a resolution that would re-run an unknown step blindly, or
+    │                                    start where no retry can
     └── WorkerUnusable   INFRASTRUCTURE  this process has no browser and cannot get one: it exits
 """
 
@@ -20,6 +22,11 @@ class RunBusy(BrowserqError):
         super().__init__(f"run {run_id} is being executed by {holder}; retry in {retry_in_s:.0f} s")
 
 
+class ResolveRefused(BrowserqError):
+    """A ``needs_review`` resolution that cannot be carried out as asked; the message says why
+    and what would work (say the unknown step was checked, or start at another step)."""
+
+
 class WorkerUnusable(BrowserqError):
     """This process has no working browser and cannot get one: it must exit so its supervisor
     (Celery's prefork pool) starts a fresh process. The run was handed back (``retrying``, lease
@@ -28,4 +35,4 @@ class WorkerUnusable(BrowserqError):
     policy = ErrorClass.INFRASTRUCTURE
 
 
-__all__ = ["RunBusy", "WorkerUnusable"]
+__all__ = ["ResolveRefused", "RunBusy", "WorkerUnusable"]

@@ -69,6 +69,7 @@ class Attempt:
     output: Any = None
     skipped: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    deadline: float = 0.0  # when the attempt is cut (its timeout + grace): what is left bounds its checks
 
 
 class AttemptMixin(RunnerBase):
@@ -150,6 +151,7 @@ class AttemptMixin(RunnerBase):
         ctx.warn = _collector(tried.warnings, state.redactor)
         assert ctx.step_deadline is not None
         budget_s = ctx.step_deadline - time.monotonic()
+        tried.deadline = ctx.step_deadline + STEP_GRACE_S
         # The step's timeout holds for every action, also for calls Playwright does not
         # time out (evaluate, count, title, keyboard) on a page whose script never ends.
         bound = asyncio.timeout(budget_s + STEP_GRACE_S)
@@ -186,12 +188,13 @@ class AttemptMixin(RunnerBase):
         """What an exception from an action means: translated, then told apart from what
         the run's own guards (crash, dropped page, rate limit, allowed_domains) did."""
         browser = state.browser
-        if isinstance(exc, TimeoutError | PlaywrightTimeoutError):
-            await self._unblock(state)  # a busy page is the usual reason
+        # A busy page is the usual reason; then the timeout is the page's (TIMEOUT), not the element's.
+        busy = isinstance(exc, TimeoutError | PlaywrightTimeoutError) and await self._unblock(state)
         element_missing = None
         selector = element_selector(tried.rendered) or getattr(tried.rendered, "selector", None)
-        if selector and self.pool.connected and not browser.crashed and not browser.page_dropped:
-            element_missing = await missing(tried.page, selector, MISSING_CHECK_TIMEOUT_S)
+        if selector and not busy and self.pool.connected and not browser.crashed and not browser.page_dropped:
+            check_s = min(MISSING_CHECK_TIMEOUT_S, max(1.5, tried.deadline - time.monotonic()))
+            element_missing = await missing(tried.page, selector, check_s)
         failure = self._failure(exc, element_missing=element_missing)
         if element_missing and failure.code is Codes.SELECTOR_NOT_FOUND:  # which one, readably
             failure = StepFailed(failure.code, f"{failure.message} (nothing matches {selector_text(selector)})")

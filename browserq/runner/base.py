@@ -51,12 +51,15 @@ class RunnerBase:
         :class:`StepFailed` that describes it (a gone browser: an InfrastructureError)."""
         return translate(exc, browser_connected=self.pool.connected, element_missing=element_missing)
 
-    async def _unblock(self, state: RunState) -> None:
-        """End a script that keeps the page's main thread busy; close the page if that fails."""
+    async def _unblock(self, state: RunState) -> bool:
+        """End a script that keeps the page's main thread busy; close the page if that fails.
+        True when the page was not answering (a timeout then is the page's, not the element's)."""
         browser = state.browser
         if browser.watchdog is None or browser.crashed or browser.page_dropped or not self.pool.connected:
-            return
-        browser.page_dropped = await browser.watchdog.unblock() is PageState.DROPPED
+            return False
+        page_state = await browser.watchdog.unblock()
+        browser.page_dropped = page_state is PageState.DROPPED
+        return page_state is not PageState.RESPONSIVE
 
     def _page(self, state: RunState) -> Page:
         """The run's page, or PAGE_CRASHED when it is gone."""

@@ -41,6 +41,55 @@ def parse_path(path: str) -> list[tuple[int, int | None]]:
     return segments
 
 
+def path_key(path: str) -> list[tuple[int, int]]:
+    """Execution order of step paths: ``"1"`` (a repeat) < ``"1[2].0"`` < ``"1[3].0"`` < ``"2"``."""
+    return [(index, repeat_pass or 0) for index, repeat_pass in parse_path(path)]
+
+
+def region_end(path: str) -> list[tuple[int, int]]:
+    """The first key after the step at ``path`` and everything inside it (a repeat's, a block's)."""
+    key = path_key(path)
+    index, _ = key[-1]
+    return [*key[:-1], (index + 1, 0)]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A person's decision on a ``needs_review`` run, retried from a step after the unknown one:
+    the steps from ``unknown`` up to (not including) ``start`` are skipped, each recorded as
+    skipped by ``by``. Kept in ``runs.checkpoint`` (key ``resolution``) until the run is past
+    ``start``, so a crash before then resumes with the same decision."""
+
+    unknown: str  # the side effect whose outcome was unknown
+    start: str  # the step the retry starts from
+    by: str
+    reason: str | None = None
+
+    def skips(self, path: str) -> bool:
+        """Whether the step at ``path`` (and all inside it) lies in the range the person skipped."""
+        if "~" in path:  # login steps, a resume: not steps of the template's own list
+            return False
+        return path_key(self.unknown) <= path_key(path) and region_end(path) <= path_key(self.start)
+
+    def pending_at(self, path: str) -> bool:
+        """Whether a checkpoint after ``path`` must still carry the decision (``start`` not reached)."""
+        return path_key(path) < path_key(self.start)
+
+    def why(self) -> str:
+        said = f": {self.reason}" if self.reason else ""
+        return f"skipped by {self.by}'s resolution (retry from step {self.start}){said}"
+
+    def to_record(self) -> dict[str, Any]:
+        return {"unknown": self.unknown, "start": self.start, "by": self.by, "reason": self.reason}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any] | None) -> Resolution | None:
+        if not record or "resolution" not in record:
+            return None
+        data = record["resolution"]
+        return cls(unknown=data["unknown"], start=data["start"], by=data["by"], reason=data.get("reason"))
+
+
 @dataclass
 class Checkpoint:
     path: str  # the last step this checkpoint covers

@@ -156,7 +156,11 @@ class RecoveryMixin(RunnerBase):
             tab=_tab_of(state),
         )
         box = self.secret_box if self.secret_box.enabled or not state.redactor else self.checkpoint_box
-        return checkpoint.to_record(box, state.redactor)
+        record = checkpoint.to_record(box, state.redactor)
+        resolution = state.request.resolution
+        if resolution is not None and resolution.pending_at(path):  # a crash before its start
+            record["resolution"] = resolution.to_record()  # resumes with the same decision
+        return record
 
     async def _settle_unknown_side_effect(
         self, step: ActionStep, path: str, state: RunState, attempt: int = 1
@@ -198,7 +202,8 @@ class RecoveryMixin(RunnerBase):
             return False
         failure = NeedsReview(
             f"step {step.id or path} ({step.action}) changes the world and may or may not have "
-            f"happened before its worker stopped: {detail}. Check it, then resolve the run."
+            f"happened before its worker stopped: {detail}. Check it, then resolve the run: "
+            f"`browserq resolve {state.request.run_id} --completed|--failed|--retry-from STEP`"
         )
         await self._record_end(state, record, step, attempt, started, path, "failed", failure)
         state.fail_at(record, path)

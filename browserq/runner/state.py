@@ -26,7 +26,7 @@ from browserq.limits import BlockStats, NavigationGate
 from browserq.proxies import Proxy
 from browserq.redact import Redactor
 from browserq.runner.capture import PageActivity
-from browserq.runner.checkpoint import Checkpoint, ResumeCursor
+from browserq.runner.checkpoint import Checkpoint, Resolution, ResumeCursor
 from browserq.runner.dialogs import DialogAnswerer
 from browserq.runner.storage import StorageReader
 from browserq.runner.tabs import Tabs
@@ -48,6 +48,7 @@ class RunRequest:
     lease_ttl_s: float = 30.0
     resume: Checkpoint | None = None  # continue after this checkpoint
     unknown_side_effects: frozenset[str] = frozenset()  # paths whose outcome is unknown
+    resolution: Resolution | None = None  # a person's decision: skip from the unknown step to a later one
     identity: IdentityLease | None = None  # the visitor this run plays (leased to it alone)
     identity_storage: dict[str, Any] | None = None  # that identity's saved storage, decrypted
 

@@ -16,6 +16,7 @@ from browserq.actions import notices
 from browserq.errors import Codes, StepFailed
 from browserq.runner.handoff import HandoffMixin
 from browserq.runner.state import RunState
+from browserq.runner.tabs import MAX_OPEN_PAGES
 from browserq.templates import BlockStep, RepeatStep, render
 from browserq.templates.handoff import HandoffStep
 
@@ -37,7 +38,25 @@ class StepsMixin(HandoffMixin):
                 resume_at = None
                 await self._resume_into(step, path, state, resume_pass)
                 continue
-            await self._run_step(step, path, state)
+            resolution = state.request.resolution
+            if resolution is not None and resolution.skips(path):
+                await self._record_skip(step, path, state, resolution.why())
+                continue
+            try:
+                await self._run_step(step, path, state)
+            finally:
+                self._note_closed_pages(path, state)
+
+    def _note_closed_pages(self, path: str, state: RunState) -> None:
+        """Pages the site opened beyond what a run keeps open were closed: the result says so."""
+        tabs = state.browser.tabs
+        closed = tabs.take_refused() if tabs is not None else 0
+        if closed:
+            self._warn(state, path, notices.PAGES_CLOSED, (
+                f"the site opened {closed} page(s) beyond the {MAX_OPEN_PAGES} a run keeps open; "
+                "they were closed at once"
+            ))
+            log.info("pages over the cap closed", run_id=state.request.run_id, step=path, closed=closed)
 
     async def _run_step(self, step: Any, path: str, state: RunState) -> None:
         """One step, repeat or block, unless its ``when`` does not hold (then it is skipped)."""

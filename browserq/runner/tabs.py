@@ -11,6 +11,14 @@ are context-wide and cover every page anyway. All pages close with the context.
 
 A page that closes itself (a popup calling ``window.close()``) while it is current hands the run
 back to its opener, as a person would see it.
+
+A page's request for a new page is counted the moment it is made (DevTools' ``Page.windowOpen``
+on the watchdog's session, before the click that made it returns); Playwright reports the page
+only once it is set up, which can be after the next step began. ``switch_tab`` waits (within its
+timeout) until every page asked for so far is here, so ``to: last`` right after a click that
+calls ``window.open`` is that popup. A run keeps at most :data:`MAX_OPEN_PAGES` pages open: a
+page opened beyond that is closed at once and counted (the runner records a ``PAGES_CLOSED``
+warning), so a page opening hundreds of popups cannot fill the worker with renderers.
 """
 
 from __future__ import annotations
@@ -30,6 +38,14 @@ from browserq.runner.watchdog import PageWatchdog
 from browserq.templates.regex import REGEX_PREFIX
 
 log = structlog.get_logger(__name__)
+
+#: The most pages one run keeps open at once (its first page and the popups it follows).
+MAX_OPEN_PAGES = 20
+#: How long closing a page beyond the cap may take.
+CLOSE_TIMEOUT_S = 5.0
+#: The longest ``switch_tab`` waits for pages asked for but not here yet (one that never comes:
+#: a window the browser refused to open).
+ARRIVAL_WAIT_S = 5.0
 
 
 class _Parts(Protocol):
@@ -54,23 +70,61 @@ class Tabs:
         self.previous: Page | None = None
         self._waiters: list[asyncio.Future[Page]] = []
         self.opened = 0  # pages the context opened besides the first (tests, logs)
+        self.announced = 0  # pages the run's pages asked for (Page.windowOpen), here or not yet
+        self.refused = 0  # pages closed at once over MAX_OPEN_PAGES, not yet reported
+        self._closing: set[asyncio.Task[None]] = set()
         context.on("page", self._opened)
 
     # --- following the context's pages -----------------------------------------------------------
     def adopt(self, page: Page, watchdog: PageWatchdog) -> None:
         """The run's first page (made by the runner before any step)."""
         self._track(page, None)
+        watchdog.count_opens(self._announce)
         self._watchdogs[page] = watchdog
         self._parts.page, self._parts.watchdog = page, watchdog
+
+    def _announce(self) -> None:
+        self.announced += 1
 
     def _opened(self, page: Page) -> None:
         if page in self._opener:
             return
         self.opened += 1
-        self._track(page, self._parts.page)  # opened from the page the run was acting on
+        if len(self.pages) >= MAX_OPEN_PAGES:
+            self.refused += 1
+            task = asyncio.get_running_loop().create_task(self._close_extra(page))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        else:
+            self._track(page, self._parts.page)  # opened from the page the run was acting on
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(page)
+
+    @staticmethod
+    async def _close_extra(page: Page) -> None:
+        try:
+            await asyncio.wait_for(page.close(), CLOSE_TIMEOUT_S)
+        except Exception as exc:  # it closes with the context at the latest
+            log.debug("could not close a page over the cap", error=str(exc)[:200])
+
+    async def caught_up(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until every page the run's pages asked for is here."""
+        deadline = time.monotonic() + min(timeout_s, ARRIVAL_WAIT_S)
+        while self.opened < self.announced and (left := deadline - time.monotonic()) > 0:
+            waiter: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, left)
+            except TimeoutError:
+                log.debug("pages asked for did not arrive", announced=self.announced, opened=self.opened)
+            finally:
+                self._waiters.remove(waiter)
+
+    def take_refused(self) -> int:
+        """Pages closed over the cap since the last call (the runner records them)."""
+        refused, self.refused = self.refused, 0
+        return refused
 
     def _track(self, page: Page, opener: Page | None) -> None:
         self.pages.append(page)
@@ -164,6 +218,7 @@ class Tabs:
         watchdog = self._watchdogs.get(page)
         if watchdog is None:
             watchdog = self._watchdogs[page] = PageWatchdog(self._context, page)
+            watchdog.count_opens(self._announce)
         self._parts.page, self._parts.watchdog = page, watchdog
         self._parts.crashed = page in self._crashed
         self._parts.page_dropped = False
@@ -198,7 +253,9 @@ class Tabs:
         return "open pages: " + ", ".join(parts) if parts else "no open pages"
 
     async def detach_all(self) -> None:
-        """Release every page's watchdog session (the run ends)."""
+        """Release every page's watchdog session and finish closing pages over the cap (the run ends)."""
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=CLOSE_TIMEOUT_S)
         for watchdog in list(self._watchdogs.values()):
             await watchdog.detach()
 

@@ -11,6 +11,7 @@ answer is closed, so only this run loses it — never the browser.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from enum import Enum
 
 import structlog
@@ -39,6 +40,16 @@ class PageWatchdog:
         self._context = context
         self._page = page
         self._session: CDPSession | None = None
+        #: Told each time the page asks to open another (see :meth:`count_opens`).
+        self._on_open: Callable[[], None] | None = None
+        self._opens_watched = False
+
+    def count_opens(self, on_open: Callable[[], None]) -> None:
+        """Call ``on_open`` the moment the page asks for a new page (``window.open``, a
+        ``target=_blank`` link): DevTools' ``Page.windowOpen`` comes before the click returns,
+        Playwright's ``page`` event only once the new page is set up, which may be after the
+        next step began. Subscribed when the session is attached (:meth:`attach`)."""
+        self._on_open = on_open
 
     async def attach(self) -> None:
         """Open the CDP session now, while the page is idle.
@@ -48,7 +59,12 @@ class PageWatchdog:
         beforehand is served from the renderer's IO thread and interrupts the running script.
         """
         try:
-            await self._cdp()
+            session = await self._cdp()
+            if self._on_open is not None and not self._opens_watched:
+                self._opens_watched = True
+                on_open = self._on_open
+                session.on("Page.windowOpen", lambda _event: on_open())
+                await asyncio.wait_for(session.send("Page.enable"), COMMAND_TIMEOUT_S)
         except Exception as exc:
             log.warning("page watchdog not attached", error=f"{type(exc).__name__}: {exc}"[:200])
 

@@ -5,6 +5,7 @@
     ├── DuplicateRun              an idempotency key another run already has                   PERMANENT
     ├── IllegalTransition         a status change the state machine forbids (a caller's bug)   PERMANENT
     ├── RunAlreadyFinished        the run is final; it will not be run again                    PERMANENT
+    ├── NotInReview               only a needs_review run can be resolved                       PERMANENT
     ├── LeaseBusy                 another live worker holds the run's lease                     WAIT
     ├── LeaseLost                 a fenced write whose token is no longer the run's             PERMANENT
     └── IdentityError             an identity cannot be used                                    PERMANENT
@@ -88,6 +89,17 @@ class RunAlreadyFinished(StoreError):
     def __init__(self, run: RunView) -> None:
         self.run = run
         super().__init__(f"run {run.id} is already {run.status}; it will not be run again")
+
+
+class NotInReview(StoreError):
+    """``resolve`` on a run that is not ``needs_review``: nothing waits for a person's decision."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        self.run_id, self.status = run_id, status
+        super().__init__(
+            f"run {run_id} is {status}, not needs_review: only a run whose side effect has an "
+            "unknown outcome waits to be resolved"
+        )
 
 
 class LeaseBusy(StoreError):
@@ -268,6 +280,7 @@ __all__ = [
     "IllegalTransition",
     "LeaseBusy",
     "LeaseLost",
+    "NotInReview",
     "RunAlreadyFinished",
     "StoreUnavailable",
 ]

@@ -12,7 +12,8 @@
                    | queued      (its worker vanished: re-enqueued by the sweeper)
                    | retrying    (its execution crashed)
     retrying     → running | cancelled | failed | queued
-    needs_review → completed | failed | cancelled  (an operator resolves it)
+    needs_review → completed | failed | cancelled  (an operator resolves it: ``browserq resolve``)
+                   | queued     (resolved as "retry from a step": see browserq.execute.resolve)
     completed, failed, cancelled → nothing
 
 An illegal transition is a bug in the caller: :func:`browserq.store.transitions.check_transition`
@@ -45,7 +46,7 @@ LEGAL: dict[RunStatus, frozenset[RunStatus]] = {
         {_S.RUNNING, _S.FAILED, _S.CANCELLED, _S.QUEUED, _S.RETRYING}
     ),
     _S.RETRYING: frozenset({_S.RUNNING, _S.CANCELLED, _S.FAILED, _S.QUEUED}),
-    _S.NEEDS_REVIEW: frozenset({_S.COMPLETED, _S.FAILED, _S.CANCELLED}),
+    _S.NEEDS_REVIEW: frozenset({_S.COMPLETED, _S.FAILED, _S.CANCELLED, _S.QUEUED}),
     _S.COMPLETED: frozenset(),
     _S.FAILED: frozenset(),
     _S.CANCELLED: frozenset(),

@@ -9,6 +9,7 @@ database, behind one facade, :class:`Store`, composed of one repository per conc
     │   ├── leases.LeaseMethods         run leases, fencing tokens, checkpoints, stuck runs
     │   ├── handoffs.HandoffMethods     waits for a person, one-time live-view tokens
     │   ├── webhooks.WebhookMethods     the outbox of run events and every POST of one
+    │   ├── reviews.ReviewMethods       resolve a needs_review run (a person's recorded decision)
     │   └── cancellation.CancelMethods  cancel a run (at once, or by request)
     │       └── batches.BatchMethods    batches, their counts and circuit breaker
     ├── steps.StepMethods         step attempts and artifact rows
@@ -36,6 +37,7 @@ from browserq.store.errors import (
 from browserq.store.handoffs import HandoffMethods
 from browserq.store.identity_leases import IdentityLeases
 from browserq.store.leases import LeaseMethods
+from browserq.store.reviews import ReviewMethods
 from browserq.store.runs import RunMethods
 from browserq.store.schema import SchemaMethods
 from browserq.store.steps import StepMethods
@@ -50,6 +52,7 @@ class Store(
     LeaseMethods,
     HandoffMethods,
     WebhookMethods,
+    ReviewMethods,
     BatchMethods,
     StepMethods,
     IdentityLeases,

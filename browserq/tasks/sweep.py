@@ -12,7 +12,7 @@ from functools import lru_cache
 import structlog
 
 from browserq.settings import Settings, get_settings
-from browserq.store import Store
+from browserq.store import RunView, Store
 from browserq.store.states import HELD_VALUES
 from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
 from browserq.tasks.run_task import run_template
@@ -42,19 +42,24 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
         if run.status in HELD_VALUES:  # running, or waiting for a person
             # Its worker died: the store counts this towards the poison cap like a takeover.
             store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
-        run_template.apply_async(
-            args=[f"{run.template_name}@{run.template_version}"],
-            kwargs={"run_id": run.id},
-            # The producer's handle waits on this id: the re-sent run must report under it.
-            task_id=run.task_id or run.id,
-            queue=run.queue or settings.queue,
-            **time_limits(run.timeout_s, settings, human_wait_s=run.human_wait_s or 0.0),
-        )
-        store.mark_enqueued(run.id)
+        send_again(store, run, settings)
         count += 1
         log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
     relay_overdue(store)
     return count
 
 
-__all__ = ["sweep", "sweep_store", "sweep_stuck_runs"]
+def send_again(store: Store, run: RunView, settings: Settings) -> None:
+    """Send a fresh message for a recorded run (the sweeper's re-send, a resolved run's retry)."""
+    run_template.apply_async(
+        args=[f"{run.template_name}@{run.template_version}"],
+        kwargs={"run_id": run.id},
+        # The producer's handle waits on this id: the re-sent run must report under it.
+        task_id=run.task_id or run.id,
+        queue=run.queue or settings.queue,
+        **time_limits(run.timeout_s, settings, human_wait_s=run.human_wait_s or 0.0),
+    )
+    store.mark_enqueued(run.id)
+
+
+__all__ = ["send_again", "sweep", "sweep_store", "sweep_stuck_runs"]

@@ -12,8 +12,17 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+)
 
+from browserq.templates.interpolate import NUMBER_TAG, REFERENCE_TAG, has_references
 from browserq.templates.locators import Selector  # noqa: F401 (re-exported: steps import it from here)
 from browserq.templates.params import show
 
@@ -119,6 +128,20 @@ MAX_SCROLL_PIXELS = 1_000_000
 MAX_SETTLE_MS = 60_000
 MAX_WAIT_MS = 600_000
 MAX_EXTRACT_LIMIT = 100_000
+
+def _number_form(value: Any) -> str:
+    return REFERENCE_TAG if isinstance(value, str) and has_references(value) else NUMBER_TAG
+
+
+def interpolable(number: Any) -> Any:
+    """A numeric step field that may be ``${param}`` (or any text with a reference): kept as
+    text at load, it is checked with the number's own bounds once rendered — the runner
+    re-validates every rendered step (:func:`browserq.templates.interpolate.render_step`)."""
+    return Annotated[
+        Annotated[number, Tag(NUMBER_TAG)] | Annotated[str, Tag(REFERENCE_TAG)],
+        Discriminator(_number_form),
+    ]
+
 
 RunSeconds = Annotated[float, Field(gt=0, le=MAX_RUN_TIMEOUT_S)]
 StepSeconds = Annotated[float, Field(gt=0, le=MAX_STEP_TIMEOUT_S)]

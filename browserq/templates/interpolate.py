@@ -25,6 +25,24 @@ _TOKEN = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
 #: Step fields that are names, never rendered with ``${...}``; ``when`` is judged by the runner
 #: (its selector rendered there, its ``if`` an expression of its own).
 NOT_INTERPOLATED = frozenset({"id", "action", "into", "when"})
+#: The tags of a numeric step field's two forms (``fields.interpolable``): a number, or text
+#: with a reference; error locations drop them.
+NUMBER_TAG, REFERENCE_TAG = "number", "reference"
+#: What a rendered numeric field must be, by pydantic error type (and its bound's ctx key).
+_RULES = {
+    "less_than_equal": ("at most", "le"),
+    "less_than": ("less than", "lt"),
+    "greater_than_equal": ("at least", "ge"),
+    "greater_than": ("greater than", "gt"),
+}
+_KINDS = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "finite_number": "a finite number",
+}
 
 
 StepT = TypeVar("StepT", bound=BaseModel)
@@ -213,9 +231,76 @@ def render_step(step: StepT, scope: Mapping[str, Any]) -> StepT:
         return type(step).model_validate(rendered)
     except ValidationError as exc:
         details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}"
-            for err in exc.errors(include_url=False)
+            _rendered_problem(err, data, rendered) for err in exc.errors(include_url=False)
         )
         raise StepFailed(
             Codes.INVALID_STEP_INPUT, f"step fields are invalid after interpolation: {details}"
         ) from None
+
+
+def _rendered_problem(err: Any, data: Mapping[str, Any], rendered: Mapping[str, Any]) -> str:
+    """One problem of a rendered step. A field the template wrote as ``${...}`` says which
+    reference gave what type of value and what the field takes — a string's value is never
+    shown (it may be a secret)."""
+    loc = [str(p) for p in err["loc"] if p not in (NUMBER_TAG, REFERENCE_TAG)]
+    where = ".".join(loc) or "step"
+    raw = data.get(loc[0]) if len(loc) == 1 else None
+    if not (isinstance(raw, str) and has_references(raw)):
+        return f"{where}: {err['msg']}"
+    value = rendered.get(loc[0])
+    if err["type"] in _RULES:
+        words, key = _RULES[err["type"]]
+        bound = err.get("ctx", {}).get(key)
+        rule = f"must be {words} {int(bound) if isinstance(bound, float) and bound.is_integer() else bound}"
+    else:
+        rule = f"must be {_KINDS.get(err['type'], 'a number')}"
+    return f"{where}: {raw} gave {_kind_of(value)}, but {where} {rule}"
+
+
+def _kind_of(value: Any) -> str:
+    """A rendered value's type in words; numbers with their value (a secret is always a string)."""
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, int | float):
+        return f"the {'integer' if isinstance(value, int) else 'number'} {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "nothing (null)"
+    return {"list": "a list", "dict": "a mapping"}.get(
+        type(value).__name__, f"a {type(value).__name__}"
+    )
+
+
+def param_number_problems(template: Any, params: Mapping[str, Any]) -> list[str]:
+    """Numeric step fields built from params only (``click_count: "${clicks}"``), checked as soon
+    as the params are known — the producer refuses the run before anything is enqueued. Fields
+    that also read ``${outputs…}``, ``${loop…}`` or ``${run…}`` are checked when the step runs."""
+    problems: list[str] = []
+    for index, step in enumerate(template.iter_steps()):
+        if not hasattr(step, "action") or not hasattr(step, "model_dump"):
+            continue
+        data = step.model_dump(exclude_unset=True)
+        for field, raw in data.items():
+            if field in NOT_INTERPOLATED or not _number_reference(raw):
+                continue
+            try:
+                trial = {**data, field: render(raw, params)}
+                type(step).model_validate(trial)
+            except StepFailed:
+                continue  # a reference the params do not hold: the runner says so
+            except ValidationError as exc:
+                where = getattr(step, "id", None) or f"#{index}"
+                problems += [
+                    f"step {where} ({step.action}) {_rendered_problem(err, data, trial)}"
+                    for err in exc.errors(include_url=False)
+                    if err["loc"] and err["loc"][0] == field and err["loc"][-1] == NUMBER_TAG
+                ]
+    return problems
+
+
+def _number_reference(raw: Any) -> bool:
+    """A field written as text with references to params alone (a number's reference form)."""
+    if not isinstance(raw, str) or not has_references(raw):
+        return False
+    return not {name.split(".")[0] for name in references(raw)} & {"outputs", "loop", "run"}

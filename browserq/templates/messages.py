@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from browserq.templates.conditions import WhenSpec
+from browserq.templates.interpolate import NUMBER_TAG, REFERENCE_TAG
 from browserq.templates.model import ParamSpec, Template
 from browserq.templates.params import PARAM_TYPES, describe, show
 from browserq.templates.settings_model import TemplateSettings
@@ -83,6 +84,8 @@ def _strip_union_tags(loc: Sequence[Any]) -> list[Any]:
         after_step = i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "steps"
         if after_step and isinstance(part, str) and part in STEP_TAGS:
             continue
+        if i == len(loc) - 1 and part in (NUMBER_TAG, REFERENCE_TAG) and i > 0:
+            continue  # the form of a numeric field that may be ${param} (fields.interpolable)
         out.append(part)
     return out
 

@@ -12,7 +12,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import model_validator
 
 from browserq.templates.conditions import WhenSpec
-from browserq.templates.fields import Retries, Selector, StepId, StepSeconds, StrictModel, Text
+from browserq.templates.fields import (
+    Retries,
+    Selector,
+    StepId,
+    StepSeconds,
+    StrictModel,
+    Text,
+    interpolable,
+)
 
 #: How a dialog (alert, confirm, prompt, beforeunload) is answered: ``settings.dialogs`` and a
 #: step's ``dialog:`` shorthand.
@@ -87,7 +95,7 @@ class ActionStep(StrictModel):
     id: StepId | None = None
     action: str
     optional: bool = False
-    timeout_s: StepSeconds | None = None
+    timeout_s: interpolable(StepSeconds) | None = None
     retries: Retries | None = None
     description: str | None = None
     #: Record the failure and go on with the next step instead of failing the run.

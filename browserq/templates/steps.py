@@ -25,6 +25,7 @@ from browserq.templates.fields import (
     StrictModel,
     Text,
     exactly_one,
+    interpolable,
     text_or_texts,
 )
 from browserq.templates.file_steps import FILE_STEP_CLASSES, DownloadStep, UploadStep
@@ -45,7 +46,7 @@ class ClickStep(ActionStep):
     action: Literal["click"] = "click"
     selector: Selector
     button: Literal["left", "right", "middle"] = "left"
-    click_count: Annotated[int, Field(ge=1, le=MAX_CLICK_COUNT)] = 1
+    click_count: interpolable(Annotated[int, Field(ge=1, le=MAX_CLICK_COUNT)]) = 1
     #: ``tab``: the click opens a page (popup, ``target=_blank``); wait for it, go on there.
     opens: Literal["tab"] | None = None
 
@@ -60,7 +61,7 @@ class TypeStep(ActionStep):
     action: Literal["type"] = "type"
     selector: Selector
     text: Text
-    delay_ms: Annotated[int, Field(ge=0, le=MAX_KEY_DELAY_MS)] = 0
+    delay_ms: interpolable(Annotated[int, Field(ge=0, le=MAX_KEY_DELAY_MS)]) = 0
 
 
 class SelectStep(ActionStep):
@@ -99,12 +100,14 @@ class ScrollStep(ActionStep):
     """Scroll by pixels, to an element or to top/bottom; ``settle_ms`` lets lazy content load."""
 
     action: Literal["scroll"] = "scroll"
-    pixels: Annotated[int, Field(ge=-MAX_SCROLL_PIXELS, le=MAX_SCROLL_PIXELS)] | None = None
+    pixels: (
+        interpolable(Annotated[int, Field(ge=-MAX_SCROLL_PIXELS, le=MAX_SCROLL_PIXELS)]) | None
+    ) = None
     selector: Selector | None = None
     #: Store ``{"height": page height, "grew": whether it grew}`` in ``outputs[into]``.
     into: OutputName | None = None
     to: Literal["bottom", "top"] | None = None
-    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = 500
+    settle_ms: interpolable(Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)]) = 500
 
     @model_validator(mode="after")
     def _one_target(self) -> ScrollStep:
@@ -120,7 +123,7 @@ class WaitStep(ActionStep):
     state: Literal["attached", "detached", "visible", "hidden"] = "visible"
     url: str | None = None
     load_state: Literal["load", "domcontentloaded", "networkidle"] | None = None
-    ms: Annotated[int, Field(ge=0, le=MAX_WAIT_MS)] | None = None
+    ms: interpolable(Annotated[int, Field(ge=0, le=MAX_WAIT_MS)]) | None = None
 
     @model_validator(mode="after")
     def _one_condition(self) -> WaitStep:
@@ -157,7 +160,7 @@ class ExtractStep(ActionStep):
     selector: Selector
     fields: Annotated[dict[str, FieldSpec], Field(min_length=1)] | None = None
     into: OutputName
-    limit: Annotated[int, Field(ge=1, le=MAX_EXTRACT_LIMIT)] | None = None
+    limit: interpolable(Annotated[int, Field(ge=1, le=MAX_EXTRACT_LIMIT)]) | None = None
     allow_empty: bool = False
 
     @field_validator("fields", mode="before")
