@@ -7,7 +7,6 @@ while the sweep leaves the event alone as long as that POST is in flight."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,28 +18,14 @@ from browserq.store.human_models import WebhookDelivery
 from browserq.store.models import utcnow
 from browserq.tasks.webhooks import deliver
 from tests.conftest import make_settings
-from tests.store.helpers import new_run
 from tests.support.polling import wait_until
 from tests.support.raw_tcp import raw_server
 from tests.support.receiver import ALLOW_LOOPBACK
+from tests.webhooks.conftest import completed_event
 
 SECRET = "whsec-failures-0123456789"
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store(f"sqlite:///{tmp_path / 'hooks.db'}")
-    store.upgrade()
-    yield store
-    store.dispose()
-
-
-def _event(store: Store, url: str) -> int:
-    run_id = new_run(store, notify_url=url)
-    lease = store.acquire_lease(run_id, owner="w1", ttl_s=30)
-    store.finish_run(run_id, status="completed", outputs={}, token=lease.token)
-    [delivery] = store.webhook_deliveries(run_id)
-    return delivery.id
 
 
 @pytest.mark.parametrize(
@@ -67,7 +52,7 @@ def test_each_failure_is_an_attempt_and_the_last_one_gives_up(
         **ALLOW_LOOPBACK,
     )
     with raw_server(behaviour) as server:  # type: ignore[arg-type]
-        delivery_id = _event(store, server.url(scheme))
+        delivery_id = completed_event(store, server.url(scheme))
         assert deliver(store, settings, delivery_id, 1) == 5.0  # recorded, tried again later
         assert deliver(store, settings, delivery_id, 2) is None  # the last of 2: given up
         assert deliver(store, settings, delivery_id, 3) is None  # nothing after that
@@ -86,7 +71,7 @@ def test_a_slow_receiver_is_cut_off_at_the_deadline_and_never_posted_twice_meanw
 ) -> None:
     settings = make_settings(tmp_path, webhook_secret=SECRET, webhook_timeout_s=2, **ALLOW_LOOPBACK)
     with raw_server("dribble", interval_s=0.3) as server:  # each read gets a byte well within 2 s
-        delivery_id = _event(store, server.url())
+        delivery_id = completed_event(store, server.url())
         outcome: list[float | None] = []
         posting = threading.Thread(
             target=lambda: outcome.append(deliver(store, settings, delivery_id, 1)), daemon=True
@@ -153,11 +138,11 @@ def test_first_posts_past_the_thread_cap_go_to_the_delivery_task(tmp_path: Path)
             attach_relay(
                 store, get_settings()
             )  # as a worker does: first POSTs from threads of its own
-            first = _event(store, server.url())
+            first = completed_event(store, server.url())
             wait_until(
                 lambda: server.seen()[0] == 1, 10, "the first POST to reach the slow receiver"
             )
-            second = _event(store, server.url())
+            second = completed_event(store, server.url())
             assert wait_until(sent, 10, "the second event's delivery task") == [f"[{second}, 1]"]
             assert server.seen()[0] == 1  # no second thread, no second connection
             wait_until(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +16,12 @@ from browserq.store import Store
 from browserq.tasks.webhooks import deliver
 from browserq.webhooks.egress import EgressPolicy
 from tests.conftest import make_settings
-from tests.store.helpers import new_run
 from tests.support.receiver import webhook_receiver
+from tests.webhooks.conftest import completed_event
 
 SECRET = "whsec-egress-0123456789"
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store(f"sqlite:///{tmp_path / 'hooks.db'}")
-    store.upgrade()
-    yield store
-    store.dispose()
-
-
-def _event(store: Store, url: str) -> int:
-    run_id = new_run(store, notify_url=url)
-    lease = store.acquire_lease(run_id, owner="w1", ttl_s=30)
-    store.finish_run(run_id, status="completed", outputs={}, token=lease.token)
-    [delivery] = store.webhook_deliveries(run_id)
-    return delivery.id
 
 
 def _internal_name() -> tuple[str, str]:
@@ -56,7 +41,7 @@ def test_a_name_that_resolves_to_an_internal_address_is_refused_at_send_time(
     settings = make_settings(tmp_path, webhook_secret=SECRET)
     with webhook_receiver(SECRET) as receiver:
         port = receiver.url.split(":")[2].split("/")[0]
-        delivery_id = _event(store, f"http://{name}:{port}/hooks/browserq")
+        delivery_id = completed_event(store, f"http://{name}:{port}/hooks/browserq")
         assert (
             deliver(store, settings, delivery_id, 1) is None
         )  # given up at once: retrying cannot help
@@ -77,9 +62,9 @@ def test_an_allowed_host_is_delivered_to_whatever_it_resolves_to(
     with webhook_receiver(SECRET) as receiver:
         port = receiver.url.split(":")[2].split("/")[0]
         if _address.startswith("127."):
-            delivery_id = _event(store, f"http://{name}:{port}/hooks/browserq")
+            delivery_id = completed_event(store, f"http://{name}:{port}/hooks/browserq")
         else:  # the receiver listens on 127.0.0.1 only: reach it by a name that maps there
-            delivery_id = _event(store, f"http://localhost:{port}/hooks/browserq")
+            delivery_id = completed_event(store, f"http://localhost:{port}/hooks/browserq")
             settings = make_settings(
                 tmp_path, webhook_secret=SECRET, webhook_allowed_hosts="localhost"
             )
@@ -110,7 +95,7 @@ def test_the_post_connects_to_the_address_that_was_checked(
     )
     with webhook_receiver(SECRET) as receiver:
         port = receiver.url.split(":")[2].split("/")[0]
-        delivery_id = _event(store, f"http://rebind.test:{port}/hooks/browserq?k=1")
+        delivery_id = completed_event(store, f"http://rebind.test:{port}/hooks/browserq?k=1")
         assert deliver(store, settings, delivery_id, 1) is None
     assert asked == ["rebind.test"]
     [got] = receiver.got
