@@ -7,5 +7,7 @@ cd "$(dirname "$0")/.."
 ./scripts/services.sh
 echo "==> migrating the PostgreSQL 'test' database"
 BROWSERQ_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test .venv/bin/browserq db upgrade
+echo "==> ruff"
+.venv/bin/ruff check browserq tests bench scripts
 echo "==> running tests"
 exec .venv/bin/python -m pytest "$@"
