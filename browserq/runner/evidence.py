@@ -89,7 +89,8 @@ class EvidenceMixin(RunnerBase):
 
     async def _save_json(self, state: RunState, kind: str, name: str, value: Any) -> None:
         """A JSON artifact (console, network, blocked requests), redacted, linked to the failure."""
-        data = json.dumps(state.redactor.data(value), indent=2, default=str).encode()
+        typed = state.human.typed  # what people typed in a wait: kept out of evidence as of the trace
+        data = json.dumps(typed.data(state.redactor.data(value)), indent=2, default=str).encode()
         await self._keep(state, kind, name, data, "application/json")
 
     async def _keep(self, state: RunState, kind: str, name: str, data: bytes, content_type: str) -> None:
@@ -125,7 +126,8 @@ class EvidenceMixin(RunnerBase):
             log.info("failure screenshot unavailable", error=first_line(exc))
         try:
             html = await asyncio.wait_for(page.content(), SNAPSHOT_TIMEOUT_S)
-            dom = clean_text(state.redactor.text(html)).encode()  # a lone surrogate would not encode
+            html = state.human.typed.text(state.redactor.text(html))  # secrets, then what people typed
+            dom = clean_text(html).encode()  # a lone surrogate would not encode
             await self._keep(state, "dom", "failure.html", dom, "text/html")
         except Exception as exc:
             log.info("failure DOM unavailable", error=first_line(exc))

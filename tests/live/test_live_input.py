@@ -51,6 +51,9 @@ def _pages(foreign: str) -> dict[str, str]:
         '<button id="busy" style="position:absolute;left:400px;top:100px;width:100px;height:40px" '
         'onclick="const t=Date.now();while(Date.now()-t<6000);">busy</button>'
         f'<p id="out" style="position:absolute;left:100px;top:440px">done</p><script>{shadow}</script></body></html>',
+        "/mirror": HEAD + f'<input id="code" style="{_BOX};top:100px" '
+        "oninput=\"document.getElementById('m').textContent='you typed '+this.value\">"
+        '<p id="m" style="position:absolute;left:100px;top:200px"></p></body></html>',
         "/inner": HEAD
         + '<input id="fpw" type="password" style="position:absolute;left:10px;top:10px;'
         'width:220px;height:30px"></body></html>',
@@ -170,6 +173,30 @@ def test_typing_leaves_no_character_in_the_records_nor_in_the_trace(
     blobs = [*expand("trace.zip", data), ("step records", records)]
     for value in (SHADOW_PW, FRAME_PW, PLAIN_PW, CODE):
         assert find_leaks(blobs, secret_forms(value, prefix_len=6)) == [], value
+
+
+def test_a_failure_snapshot_after_the_wait_holds_no_typed_value(runtime: Runtime, form_site: str) -> None:
+    """The page echoes what the person typed into its text, then a later step fails: the failure
+    DOM and the network capture hold no form of the typed value (scrubbed as in the trace)."""
+    loaded = template(f"""
+        settings: {{trace: off, timeout_s: 60}}
+        steps:
+          - {{action: navigate, url: "{form_site}/mirror"}}
+          - {{id: ask, action: handoff, message: "type the code", timeout_s: 120}}
+          - {{action: click, selector: "#missing", timeout_s: 2, retries: 0}}
+    """)
+    thread, done = _in_thread(runtime, loaded)
+    run_id, link = _waiting_link(runtime, thread)
+    errors = asyncio.run(_session(link, [_click(150, 115), *_typed(CODE)]))
+    thread.join(WAIT)
+    [outcome] = done
+    assert errors == [] and outcome.status == "failed", (errors, outcome.error_message)
+    evidence = {a.kind: a for a in runtime.store.artifacts(run_id)}
+    assert {"dom", "network"} <= set(evidence), sorted(evidence)
+    dom = (runtime.settings.artifacts_dir / evidence["dom"].path).read_bytes()
+    assert b"you typed " in dom  # the page did echo it
+    blobs = [(kind, (runtime.settings.artifacts_dir / evidence[kind].path).read_bytes()) for kind in ("dom", "network")]
+    assert find_leaks(blobs, secret_forms(CODE, prefix_len=6)) == []
 
 
 def test_inputs_the_page_cannot_take_leave_later_input_working(
