@@ -32,6 +32,10 @@ Here the browser itself holds every *document* request until Python has judged i
   ``Fetch`` session sees. What else ``Fetch`` never sees (inline speculation rules, WebRTC,
   WebTransport, workers' WebSockets) is stopped page-side by :mod:`browserq.browsers.egress`.
 
+* **no preconnect** — before its first pause, the guard turns the browser's network prediction
+  off (:mod:`browserq.browsers.prediction`): Chromium would otherwise open a TCP connection to a
+  document's host before the request exists, so before ``Fetch`` could pause it.
+
 ``Fetch`` is enabled only while a guarded context is open, so runs without ``allowed_domains``
 pay nothing. Every path and how it is stopped: ``docs/security.md``.
 """
@@ -49,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from browserq.browsers.egress import confine_page_apis
+from browserq.browsers.prediction import turn_off_network_prediction
 from browserq.guards import normalize_host, url_host_allowed, url_scheme_and_host
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -234,6 +239,8 @@ class DomainGuard:
         if self._session is None:
             self._session = await self._browser.new_browser_cdp_session()
             self._session.on("Fetch.requestPaused", self._on_paused)
+            # Else a foreign navigation is preconnected before Fetch can pause it (prediction.py).
+            await turn_off_network_prediction(self._session)
         if wanted is None:
             await self._session.send("Fetch.disable")
         else:

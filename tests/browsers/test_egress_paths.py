@@ -41,13 +41,6 @@ def runtime(sites: EgressSites, tmp_path_factory: pytest.TempPathFactory) -> Ite
     rt.stop()
 
 
-#: Chromium opens a TCP connection to a navigation's host before Fetch pauses the request; no
-#: byte of the request is sent on it (docs/security.md).
-NAVIGATION_PRECONNECT = (
-    "Chromium preconnects to a navigation's host before Fetch pauses it (no bytes sent)"
-)
-
-
 def _cases() -> list[pytest.param]:
     cases = []
     for name, path in PATHS.items():
@@ -93,8 +86,6 @@ def test_no_egress_path_reaches_a_foreign_host(
         assert evidence.get("subresources_blocked", 0) >= 1, evidence
         if path.recorded:
             assert evidence["subresources_by_type"].get(path.recorded, 0) >= 1, evidence
-    if seen["connections"] and path.stopped == "document":
-        pytest.xfail(NAVIGATION_PRECONNECT)
     assert seen["connections"] == 0, (name, mode, seen)
 
 
