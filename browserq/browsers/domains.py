@@ -27,8 +27,17 @@ Here the browser itself holds every *document* request until Python has judged i
   ``context.route_web_socket()`` with a regex matching only foreign hosts refuses those (the
   driver matches the pattern, so WebSockets to allowed hosts never reach Python).
 
+* **document responses** — paused too, only to strip a ``Speculation-Rules`` header in guarded
+  frames: the prefetches it names would go through an isolated network context that no
+  ``Fetch`` session sees. What else ``Fetch`` never sees (inline speculation rules, WebRTC,
+  WebTransport, workers' WebSockets) is stopped page-side by :mod:`browserq.browsers.egress`.
+
+* **no preconnect** — before its first pause, the guard turns the browser's network prediction
+  off (:mod:`browserq.browsers.prediction`): Chromium would otherwise open a TCP connection to a
+  document's host before the request exists, so before ``Fetch`` could pause it.
+
 ``Fetch`` is enabled only while a guarded context is open, so runs without ``allowed_domains``
-pay nothing.
+pay nothing. Every path and how it is stopped: ``docs/security.md``.
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from browserq.browsers.egress import confine_page_apis
+from browserq.browsers.prediction import turn_off_network_prediction
 from browserq.guards import normalize_host, url_host_allowed, url_scheme_and_host
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,10 +61,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = structlog.get_logger(__name__)
 
+#: Documents' responses, paused for their ``Speculation-Rules`` header (see :meth:`DomainGuard._respond`).
+_DOCUMENT_RESPONSES = {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}
 #: The ``Fetch.enable`` patterns: only documents, paused before they are sent.
-DOCUMENT_PATTERNS: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Request"}]
+DOCUMENT_PATTERNS: list[dict[str, str]] = [
+    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
+    _DOCUMENT_RESPONSES,
+]
 #: While a strict context is open: every request.
-ALL_PATTERNS: list[dict[str, str]] = [{"urlPattern": "*", "requestStage": "Request"}]
+ALL_PATTERNS: list[dict[str, str]] = [
+    {"urlPattern": "*", "requestStage": "Request"},
+    _DOCUMENT_RESPONSES,
+]
+#: A response header naming speculation rules: its prefetches would bypass Fetch (egress.py).
+_SPECULATION_HEADER = "speculation-rules"
 #: Blocked subresource URLs kept as a sample per run (the count is complete).
 SAMPLE_SIZE = 20
 NETWORK_MODES = ("open", "strict")
@@ -158,6 +179,10 @@ class DomainGuard:
             self._guarded[context_id] = _Guarded(context, block_log)
             self._context_ids[context] = context_id
             await self._update_patterns()
+        # The page-side half: what Fetch never sees (speculation rules; WebRTC & co. when strict).
+        await confine_page_apis(
+            context, context_id, block_log.allowed_domains, strict=block_log.strict
+        )
         if block_log.strict:
             await _install_websocket_guard(context, block_log)
         return block_log
@@ -214,6 +239,8 @@ class DomainGuard:
         if self._session is None:
             self._session = await self._browser.new_browser_cdp_session()
             self._session.on("Fetch.requestPaused", self._on_paused)
+            # Else a foreign navigation is preconnected before Fetch can pause it (prediction.py).
+            await turn_off_network_prediction(self._session)
         if wanted is None:
             await self._session.send("Fetch.disable")
         else:
@@ -229,7 +256,37 @@ class DomainGuard:
 
     # --- the decision --------------------------------------------------------------------------
     def _on_paused(self, event: dict[str, Any]) -> None:
-        self._background(self._decide(event))
+        responding = "responseStatusCode" in event or "responseErrorReason" in event
+        self._background(self._respond(event) if responding else self._decide(event))
+
+    async def _respond(self, event: dict[str, Any]) -> None:
+        """A document's response: a guarded frame gets it without a ``Speculation-Rules`` header.
+
+        Chromium fetches the prefetches and prerenders such a header lists in an isolated network
+        context that no ``Fetch`` session sees (inline rule sets are removed by ``egress.js``).
+        """
+        session = self._session
+        assert session is not None
+        request_id = event["requestId"]
+        headers = event.get("responseHeaders") or []
+        kept = [h for h in headers if h["name"].lower() != _SPECULATION_HEADER]
+        try:
+            strip = len(kept) != len(headers) and await self._guarded_frame(event.get("frameId"))
+            if strip:
+                params = {"requestId": request_id, "responseHeaders": kept}
+                await session.send("Fetch.continueResponse", params)
+            else:
+                await session.send("Fetch.continueRequest", {"requestId": request_id})
+        except Exception as exc:  # the target went away meanwhile
+            log.debug("paused response already gone", error=str(exc))
+
+    async def _guarded_frame(self, frame_id: str | None) -> bool:
+        """Does this frame belong to a guarded context (or is it one nobody can attribute)?"""
+        try:
+            owner = await self._owner(frame_id) if frame_id else None
+        except Exception:
+            owner = None
+        return owner is None or owner in self._guarded
 
     async def _decide(self, event: dict[str, Any]) -> None:
         session = self._session
