@@ -19,6 +19,8 @@ PUBLIC = {
     # runs
     "create_run", "get_run", "find_run_by_idempotency_key", "heartbeat", "mark_enqueued",
     "delete_run", "list_runs", "run_ids_starting_with",
+    # retention
+    "prunable_runs", "delete_finished_runs",
     # transitions
     "transition", "transitions", "start_run", "finish_run",
     # leases and sweeping
