@@ -21,10 +21,11 @@ from browserq.errors import ConfigError
 from browserq.execute.export import export_run
 from browserq.execute.retention import parse_duration, prunable_statuses, prune_runs
 from browserq.execute.runtime import Runtime
+from browserq.execute.sweeper import FleetSweeper
 from browserq.metrics import definitions as metrics
 from browserq.store import normalize_url
 from browserq.store.models import Base, Run, utcnow
-from browserq.tasks.retention import result_forgetter
+from browserq.tasks.retention import prune_expired, result_forgetter
 from tests.conftest import make_settings, template
 from tests.support.postgres import create_database, drop_database, scratch_name
 from tests.support.redis import BROKER_DB, redis_url, wait_for_redis
@@ -247,3 +248,30 @@ def test_prune_refuses_statuses_still_in_play_and_bad_durations() -> None:
     for bad in ("30", "d", "-1d", "0h", "1y"):
         with pytest.raises(ConfigError):
             parse_duration(bad)
+
+
+def _finished_days_ago(runtime: Runtime, run_ids: list[str], days: float) -> None:
+    engine = create_engine(normalize_url(runtime.settings.database_url))
+    with engine.begin() as conn:
+        conn.execute(
+            update(Run)
+            .where(Run.id.in_(run_ids))
+            .values(finished_at=utcnow() - timedelta(days=days))
+        )
+    engine.dispose()
+
+
+def test_the_fleets_sweeper_applies_retention_by_itself(any_runtime: Runtime, demo) -> None:
+    runtime = any_runtime
+    old, recent = _real_runs(runtime, demo)
+    _finished_days_ago(runtime, [old], 3)
+    off = runtime.settings  # BROWSERQ_RETENTION_S unset: keep forever
+    assert FleetSweeper(off, prune_expired).tick() == 0 and runtime.store.get_run(old) is not None
+    on = off.model_copy(update={"retention_s": 2 * 86400.0})
+    sweeper = FleetSweeper(on, prune_expired)
+    try:
+        assert sweeper.tick() >= 1  # this process holds the sweep lock: it prunes
+    finally:
+        sweeper.stop()
+    assert runtime.store.get_run(old) is None
+    assert runtime.store.get_run(recent) is not None  # finished just now: kept
