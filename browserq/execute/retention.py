@@ -10,6 +10,7 @@ can find. Used by ``browserq prune`` and by the fleet's sweeper (``BROWSERQ_RETE
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -92,25 +93,20 @@ def prune_runs(
     """Delete (``dry_run``: count) the runs in ``statuses`` that finished over ``older_than`` ago."""
     cutoff = (now or utcnow()) - older_than
     report = PruneReport(dry_run=dry_run)
-    after: set[str] = set()  # dry runs page past what they have counted
+    after: tuple[datetime, str] | None = None  # a dry run pages past what it counted
     batches = 0
     while max_batches is None or batches < max_batches:
-        found = [
-            r
-            for r in store.prunable_runs(
-                finished_before=cutoff, statuses=statuses, limit=batch_size + len(after)
-            )
-            if r.id not in after
-        ]
-        found = found[:batch_size]
+        found = store.prunable_runs(
+            finished_before=cutoff, statuses=statuses, limit=batch_size, after=after
+        )
         if not found:
             break
         batches += 1
         if dry_run:
-            after.update(r.id for r in found)
+            after = (found[-1].finished_at, found[-1].id)
             _count(report, found, rows=0)
-        else:
-            _prune_batch(store, artifacts, found, report, forget)
+        elif not _prune_batch(store, artifacts, found, report, forget):
+            break  # none of them could go (they changed status meanwhile): do not spin
         if progress is not None:
             progress(report)
     return report
@@ -122,10 +118,11 @@ def _prune_batch(
     found: list[PrunableRun],
     report: PruneReport,
     forget: Callable[[str], None] | None,
-) -> None:
+) -> int:
     for run in found:
         for path in run.artifact_paths:
             artifacts.delete(path)
+        shutil.rmtree(artifacts.scratch_dir(run.id), ignore_errors=True)  # what no row names
     deleted, rows = store.delete_finished_runs([r.id for r in found])
     gone = [r for r in found if r.id in set(deleted)]
     for run in gone:
@@ -138,6 +135,7 @@ def _prune_batch(
                 )
     _count(report, gone, rows=rows)
     metrics.pruned(runs=len(gone), rows=rows, artifact_bytes=sum(r.artifact_bytes for r in gone))
+    return len(gone)
 
 
 def _count(report: PruneReport, runs: list[PrunableRun], *, rows: int) -> None:

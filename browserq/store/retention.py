@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Table, delete, select, update
+from sqlalchemy import Table, and_, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from browserq.store import human_models  # noqa: F401  (its tables must be in the metadata)
@@ -34,6 +34,7 @@ class PrunableRun:
     id: str
     status: str
     task_id: str | None
+    finished_at: datetime
     artifact_paths: tuple[str, ...]
     artifact_bytes: int
 
@@ -67,18 +68,30 @@ def delete_run_rows(s: Session, ids: Sequence[str]) -> int:
 
 class RetentionMethods(StoreBase):
     def prunable_runs(
-        self, *, finished_before: datetime, statuses: Iterable[RunStatus | str], limit: int
+        self,
+        *,
+        finished_before: datetime,
+        statuses: Iterable[RunStatus | str],
+        limit: int,
+        after: tuple[datetime, str] | None = None,
     ) -> list[PrunableRun]:
-        """Up to ``limit`` runs in ``statuses`` that finished before ``finished_before``, oldest first."""
+        """Up to ``limit`` runs in ``statuses`` that finished before ``finished_before``, oldest
+        first; ``after``: the (finished_at, id) of the last one of the previous page."""
         wanted = sorted(
             {RunStatus(s).value for s in statuses} & {s.value for s in PRUNABLE_STATUSES}
         )
         query = (
-            select(Run.id, Run.status, Run.task_id)
+            select(Run.id, Run.status, Run.task_id, Run.finished_at)
             .where(Run.status.in_(wanted), Run.finished_at < finished_before)
             .order_by(Run.finished_at, Run.id)
             .limit(limit)
         )
+        if after is not None:  # keyset paging: a dry run over a million runs stays linear
+            query = query.where(
+                or_(
+                    Run.finished_at > after[0], and_(Run.finished_at == after[0], Run.id > after[1])
+                )
+            )
 
         def body(s: Session) -> list[PrunableRun]:
             rows = list(s.execute(query))
@@ -96,6 +109,7 @@ class RetentionMethods(StoreBase):
                     row.id,
                     row.status,
                     row.task_id,
+                    row.finished_at,
                     tuple(p for p, _ in files[row.id]),
                     sum(n for _, n in files[row.id]),
                 )

@@ -175,6 +175,8 @@ def test_prune_deletes_finished_runs_with_every_row_file_and_result(
     assert metrics.PRUNED.labels("runs")._value.get() - counted == report.runs
     assert _rows(runtime, pruned) == {name: 0 for name in before}
     assert not any(f.exists() for f in files)
+    folders = [runtime.settings.artifacts_dir / r for r in pruned]
+    assert not any(f.exists() for f in folders)  # their folders too
     assert all(
         backend.backend.get_task_meta(r)["status"] == "PENDING" for r in pruned
     )  # the row is gone
