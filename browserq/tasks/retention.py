@@ -1,4 +1,5 @@
-"""The result-backend side of retention: forget a pruned run's Celery result (database or Redis)."""
+"""Retention in the fleet: the sweeper's bounded prune pass, and forgetting a pruned run's Celery result
+(database row or Redis key)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from browserq.execute.retention import prune_runs
 from browserq.settings import Settings
 from browserq.store import Store
 from browserq.store.artifacts import artifact_store
+from browserq.store.models import utcnow
+from browserq.store.retention import PRUNABLE_STATUSES
 
 log = structlog.get_logger(__name__)
 
@@ -26,17 +29,31 @@ def result_forgetter(settings: Settings) -> Callable[[str], None]:
     app = Celery("browserq-retention", set_as_current=False)
     app.conf.update(result_backend=settings.effective_result_backend, result_extended=False)
     backend = app.backend
-    return backend.forget
+    unsupported = False
+
+    def forget(task_id: str) -> None:
+        nonlocal unsupported
+        if unsupported:
+            return
+        try:
+            backend.forget(task_id)
+        except NotImplementedError:  # rpc://, disabled: nothing is stored, so nothing to forget
+            unsupported = True
+
+    return forget
 
 
 def prune_expired(store: Store, settings: Settings) -> int:
     """The fleet's retention (``BROWSERQ_RETENTION_S``), one bounded pass per sweep: the runs pruned."""
     if settings.retention_s is None:
         return 0
+    age = timedelta(seconds=settings.retention_s)
+    if not store.prunable_runs(finished_before=utcnow() - age, statuses=PRUNABLE_STATUSES, limit=1):
+        return 0  # the usual sweep: one index lookup, no artifact store or result backend opened
     report = prune_runs(
         store,
         artifact_store(settings),
-        older_than=timedelta(seconds=settings.retention_s),
+        older_than=age,
         max_batches=BATCHES_PER_SWEEP,
         forget=result_forgetter(settings),
     )
