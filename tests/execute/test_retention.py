@@ -50,11 +50,6 @@ def any_runtime(
         drop_database(name)
 
 
-@pytest.fixture(scope="module")
-def sqlite_runtime(any_runtime: Runtime) -> Runtime:
-    return any_runtime
-
-
 def _tables_about_runs() -> dict[str, tuple[Table, str]]:
     """Each table with rows about a run → (table, how to select them: a SQL condition on :ids)."""
     found: dict[str, tuple[Table, str]] = {}
@@ -190,11 +185,11 @@ def test_prune_deletes_finished_runs_with_every_row_file_and_result(
         )
 
 
-def test_prune_forgets_the_redis_result_key(sqlite_runtime: Runtime, demo) -> None:
+def test_prune_forgets_the_redis_result_key(any_runtime: Runtime, demo) -> None:
     url = redis_url(BROKER_DB)
     wait_for_redis(url)
-    settings = sqlite_runtime.settings.model_copy(update={"result_backend": url})
-    done, failed = _real_runs(sqlite_runtime, demo)
+    settings = any_runtime.settings.model_copy(update={"result_backend": url})
+    done, failed = _real_runs(any_runtime, demo)
     app = Celery("t", set_as_current=False)
     app.conf.result_backend = url
     for run_id in (done, failed):
@@ -203,22 +198,22 @@ def test_prune_forgets_the_redis_result_key(sqlite_runtime: Runtime, demo) -> No
     keys = [f"celery-task-meta-{r}" for r in (done, failed)]
     assert client.exists(*keys) == 2
     prune_runs(
-        sqlite_runtime.store,
-        sqlite_runtime.artifacts,
+        any_runtime.store,
+        any_runtime.artifacts,
         older_than=timedelta(days=30),
         now=utcnow() + LATER,
         forget=result_forgetter(settings),
     )
     assert client.exists(*keys) == 0
-    assert sqlite_runtime.store.get_run(done) is None
+    assert any_runtime.store.get_run(done) is None
 
 
 def test_export_holds_the_run_its_records_and_artifacts(
-    sqlite_runtime: Runtime, demo, tmp_path: Path
+    any_runtime: Runtime, demo, tmp_path: Path
 ) -> None:
-    done, _ = _real_runs(sqlite_runtime, demo)
+    done, _ = _real_runs(any_runtime, demo)
     target = tmp_path / "run.zip"
-    count = export_run(sqlite_runtime.store, sqlite_runtime.artifacts, done, target)
+    count = export_run(any_runtime.store, any_runtime.artifacts, done, target)
     with zipfile.ZipFile(target) as archive:
         names = set(archive.namelist())
         run = json.loads(archive.read("run.json"))
@@ -228,12 +223,12 @@ def test_export_holds_the_run_its_records_and_artifacts(
             archive.read("transitions.json")
         )
         assert json.loads(archive.read("webhooks.json"))[0]["url"] == "https://hooks.example.com/…"
-        artifacts = sqlite_runtime.store.artifacts(done)
+        artifacts = any_runtime.store.artifacts(done)
         assert count == len(artifacts) >= 1
         for a in artifacts:
             assert (
                 archive.read(f"artifacts/{a.path}")
-                == (sqlite_runtime.settings.artifacts_dir / a.path).read_bytes()
+                == (any_runtime.settings.artifacts_dir / a.path).read_bytes()
             )
     assert {"handoffs.json", "artifacts.json"} <= names
 
