@@ -139,6 +139,12 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(
         30.0, ge=1, description="How often the sweeper runs (inside the workers, and from beat)."
     )
+    retention_s: float | None = Field(
+        None, gt=0,
+        description="Delete finished runs (completed, failed, cancelled) this long after they finished, "
+        "with their rows, artifacts and task results; the sweeper does it in bounded batches "
+        "(unset: keep forever).",
+    )
     sweep_in_workers: bool = Field(
         True,
         description="Workers run the sweeper too, one process at a time across the fleet (a database lock).",

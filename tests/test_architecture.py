@@ -59,8 +59,9 @@ PUBLIC_ALL = [
     "run_template",
 ]
 CLI_COMMANDS = [
-    "batch", "beat", "cancel", "db", "db upgrade", "demo", "doctor", "enqueue", "identities", "identities add",
-    "identities disable", "identities list", "keygen", "live", "locate", "proxies", "report", "resolve", "run",
+    "batch", "beat", "cancel", "db", "db upgrade", "demo", "doctor", "enqueue", "export", "identities",
+    "identities add",
+    "identities disable", "identities list", "keygen", "live", "locate", "proxies", "prune", "report", "resolve", "run",
     "runs",
     "schedules", "schedules list", "schedules validate", "settings", "show",
     "sweep", "templates", "templates list", "templates validate", "worker",
@@ -79,7 +80,7 @@ ENV_VARS = [
     "BROWSERQ_NOTIFY_URL", "BROWSERQ_NO_SANDBOX", "BROWSERQ_PROGRESS_INTERVAL_MS", "BROWSERQ_PROXIES", "BROWSERQ_PROXIES_FILE",
     "BROWSERQ_PROXY_COOLDOWN_MAX_S", "BROWSERQ_PROXY_COOLDOWN_S", "BROWSERQ_PROXY_REDIS_URL",
     "BROWSERQ_PROXY_STICKY_TTL_S", "BROWSERQ_PROXY_STRATEGY", "BROWSERQ_QUEUE", "BROWSERQ_RATE_LIMITS",
-    "BROWSERQ_READY_FILE", "BROWSERQ_REQUEUE_AFTER_S", "BROWSERQ_RESULT_BACKEND", "BROWSERQ_RUN_RETRIES",
+    "BROWSERQ_READY_FILE", "BROWSERQ_REQUEUE_AFTER_S", "BROWSERQ_RESULT_BACKEND", "BROWSERQ_RETENTION_S", "BROWSERQ_RUN_RETRIES",
     "BROWSERQ_RUN_RETRY_BACKOFF_MAX_S", "BROWSERQ_RUN_RETRY_BACKOFF_S", "BROWSERQ_RUN_TIME_LIMIT_MARGIN_S",
     "BROWSERQ_S3_ENDPOINT_URL", "BROWSERQ_SCHEDULES_FILE", "BROWSERQ_SECRET_KEY", "BROWSERQ_SNAPSHOT_CONSOLE_LINES",
     "BROWSERQ_SNAPSHOT_NETWORK_ENTRIES", "BROWSERQ_STEALTH", "BROWSERQ_STEP_LOG_LEVEL", "BROWSERQ_STEP_RETRIES",

@@ -37,6 +37,7 @@ from browserq.cli.params import parse_params, undecodable_argument
 from browserq.cli.render import STATUS_MARK, STATUS_STYLE, console, err_console, friendly_errors
 from browserq.cli.report import report
 from browserq.cli.resolve import resolve
+from browserq.cli.retention import export, prune
 from browserq.cli.run_commands import (
     MAX_LISTED_RUNS,
     RunStatusChoice,
@@ -89,6 +90,8 @@ app.command()(report)
 app.command()(cancel)
 app.command()(resolve)
 app.command()(sweep)
+app.command()(prune)
+app.command()(export)
 app.command()(batch)
 app.command()(proxies)
 app.command()(doctor)

@@ -71,6 +71,8 @@ RATE_LIMIT_WAIT = Histogram(
 IDENTITY_LEASES = Counter(
     "browserq_identity_leases", "Identity lease requests: leased, busy (held by another run) or "
     "unavailable (unknown, disabled).", ["result"])
+PRUNED = Counter(
+    "browserq_pruned", "What retention deleted: runs, rows (in all tables) and artifact_bytes.", ["what"])
 
 
 class BoundedLabel:
@@ -149,6 +151,13 @@ def rate_limit_waited(domain: str, seconds: float) -> None:
     RATE_LIMIT_WAIT.labels(domain).observe(seconds)
     if seconds > 0:
         RATE_LIMIT_WAITS.labels(domain).inc()
+
+
+def pruned(*, runs: int, rows: int, artifact_bytes: int) -> None:
+    """One batch of finished runs deleted by retention."""
+    PRUNED.labels("runs").inc(runs)
+    PRUNED.labels("rows").inc(rows)
+    PRUNED.labels("artifact_bytes").inc(artifact_bytes)
 
 
 def identity_lease(result: str) -> None:

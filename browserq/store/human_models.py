@@ -52,7 +52,10 @@ class LiveToken(Base):
     """A one-time capability to open one handoff's live view, until ``expires_at``."""
 
     __tablename__ = "live_tokens"
-    __table_args__ = (Index("ix_live_tokens_handoff_id", "handoff_id"),)
+    __table_args__ = (
+        Index("ix_live_tokens_handoff_id", "handoff_id"),
+        Index("ix_live_tokens_run_id", "run_id"),  # 0008: retention deletes by run
+    )
 
     #: SHA-256 (hex) of the token; the token itself is only ever in the URL handed out.
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)

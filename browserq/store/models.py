@@ -198,6 +198,7 @@ class Run(Base):
         Index("ix_runs_created_at", "created_at"),
         Index("ix_runs_status_lease_expires_at", "status", "lease_expires_at"),
         Index("ix_runs_batch_id", "batch_id"),
+        Index("ix_runs_status_finished_at", "status", "finished_at"),  # 0008: retention
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, exc, select, update
+from sqlalchemy import exc, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
@@ -13,6 +13,7 @@ from browserq.store.engine import to_store_error
 from browserq.store.errors import DuplicateRun
 from browserq.store.models import Run, RunStatus, RunTransition, utcnow
 from browserq.store.plumbing import StoreBase, run_status_value
+from browserq.store.retention import delete_run_rows
 from browserq.store.views import RunView, to_view
 
 #: The reason of every run's first transition (from nothing to its first status).
@@ -172,12 +173,11 @@ class RunMethods(StoreBase):
         self._tx(f"{what} of run {run_id}", body, write=True)
 
     def delete_run(self, run_id: str) -> None:
-        """Delete a run with its step attempts, artifact rows and transitions (no-op if absent)."""
-
+        """Delete a run and every row about it, whatever its status (no-op if absent): the undo of
+        a run accepted but not sent. Its files are the caller's (``discard_input_files``); to
+        delete finished runs with their files and results, see :mod:`browserq.execute.retention`."""
         def body(s: Session, _retried: bool) -> None:
-            s.execute(
-                delete(Run).where(Run.id == run_id).execution_options(synchronize_session=False)
-            )
+            delete_run_rows(s, [run_id])
 
         self._tx(f"deleting run {run_id}", body, write=True)
 

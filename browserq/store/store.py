@@ -13,6 +13,7 @@ database, behind one facade, :class:`Store`, composed of one repository per conc
     │   └── cancellation.CancelMethods  cancel a run (at once, or by request)
     │       └── batches.BatchMethods    batches, their counts and circuit breaker
     ├── steps.StepMethods         step attempts and artifact rows
+    ├── retention.RetentionMethods  prune finished runs with every row about them
     └── identities.IdentityCatalogue    identities (catalogue)
         └── identity_leases.IdentityLeases  identities leased to one run at a time
 
@@ -37,6 +38,7 @@ from browserq.store.errors import (
 from browserq.store.handoffs import HandoffMethods
 from browserq.store.identity_leases import IdentityLeases
 from browserq.store.leases import LeaseMethods
+from browserq.store.retention import RetentionMethods
 from browserq.store.reviews import ReviewMethods
 from browserq.store.runs import RunMethods
 from browserq.store.schema import SchemaMethods
@@ -56,6 +58,7 @@ class Store(
     BatchMethods,
     StepMethods,
     IdentityLeases,
+    RetentionMethods,
 ):
     """Persistence for runs, batches and identities. ``database_url``: any SQLAlchemy URL
     (PostgreSQL or SQLite).

@@ -15,6 +15,7 @@ from browserq.settings import Settings, get_settings
 from browserq.store import RunView, Store
 from browserq.store.states import HELD_VALUES
 from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
+from browserq.tasks.retention import prune_expired
 from browserq.tasks.run_task import run_template
 from browserq.tasks.webhooks import attach_relay, relay_overdue
 
@@ -46,6 +47,7 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
         count += 1
         log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
     relay_overdue(store)
+    prune_expired(store, settings)  # BROWSERQ_RETENTION_S: a bounded pass, nothing when unset
     return count
 
 

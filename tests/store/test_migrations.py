@@ -36,13 +36,14 @@ INDEXES = {
         "ix_runs_created_at",
         "ix_runs_status_lease_expires_at",
         "ix_runs_batch_id",
+        "ix_runs_status_finished_at",
     },
     "run_transitions": {"ix_run_transitions_run_id_id"},
     "step_attempts": {"ix_step_attempts_run_id_id", "ix_step_attempts_error_code"},
     "artifacts": {"ix_artifacts_run_id", "ix_artifacts_step_attempt_id"},
     "identities": {"ix_identities_pool_lease_expires_at"},
     "handoffs": {"ix_handoffs_run_id_id"},
-    "live_tokens": {"ix_live_tokens_handoff_id"},
+    "live_tokens": {"ix_live_tokens_handoff_id", "ix_live_tokens_run_id"},
     "webhook_deliveries": {
         "ix_webhook_deliveries_run_id",
         "ix_webhook_deliveries_status_next_attempt_at",
@@ -52,7 +53,7 @@ INDEXES = {
 
 
 def test_head_is_the_human_loop_migration() -> None:
-    assert head_revision() == "0007"
+    assert head_revision() == "0008_retention"
     assert find_migrations_dir() == REPO / "alembic"
 
 

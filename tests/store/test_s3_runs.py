@@ -154,3 +154,24 @@ def test_a_bucket_gone_while_the_worker_runs_fails_the_screenshot_step_clearly(
     assert f"bucket '{gone}' does not exist" in (outcome.error_message or "")
     assert s3_runtime.store.get_run(outcome.run_id).status == "failed"
     assert s3_runtime.store.artifacts(outcome.run_id) == []
+
+
+def test_prune_deletes_a_runs_objects_from_the_bucket(s3_runtime: Runtime, demo, s3_endpoint: str, bucket: str) -> None:
+    from datetime import timedelta
+
+    from browserq.execute.retention import prune_runs
+    from browserq.store.models import utcnow
+
+    run_id = failing_run(s3_runtime, demo.url)
+    client = boto3.client("s3", endpoint_url=s3_endpoint)
+
+    def objects() -> list[str]:
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=f"{PREFIX}/{run_id}")
+        return [o["Key"] for o in listed.get("Contents", [])]
+
+    assert len(objects()) == len(s3_runtime.store.artifacts(run_id)) >= 5
+    report = prune_runs(
+        s3_runtime.store, s3_runtime.artifacts, older_than=timedelta(days=30), now=utcnow() + timedelta(days=31)
+    )
+    assert report.runs >= 1 and s3_runtime.store.get_run(run_id) is None
+    assert objects() == []

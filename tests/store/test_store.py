@@ -19,15 +19,15 @@ PUBLIC = {
     # runs
     "create_run", "get_run", "find_run_by_idempotency_key", "heartbeat", "mark_enqueued",
     "delete_run", "list_runs", "run_ids_starting_with",
+    # retention
+    "prunable_runs", "delete_finished_runs",
     # transitions
     "transition", "transitions", "start_run", "finish_run",
     # leases and sweeping
     "acquire_lease", "renew_lease", "release_lease", "save_checkpoint", "stuck_runs",
     # waits for a person and their live-view tokens
-    "begin_handoff", "end_handoff", "handoffs", "handovers", "open_handoff", "mint_live_token",
-    "redeem_live_token", "begin_watch", "end_watch",
-    # a person's decision on a needs_review run
-    "resolve_review",
+    "begin_handoff", "end_handoff", "handoffs", "open_handoff", "mint_live_token", "redeem_live_token",
+    "begin_watch", "end_watch", "handovers", "resolve_review",
     # the webhook outbox
     "claim_webhook", "record_webhook_attempt", "mark_webhooks_sent", "overdue_webhooks", "webhook_deliveries",
     "webhook_attempts",
