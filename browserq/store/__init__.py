@@ -17,6 +17,7 @@ from browserq.store.errors import (
     IllegalTransition,
     LeaseBusy,
     LeaseLost,
+    NotInReview,
     RunAlreadyFinished,
     StoreUnavailable,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "Lease",
     "LeaseBusy",
     "LeaseLost",
+    "NotInReview",
     "Run",
     "RunAlreadyFinished",
     "RunStatus",

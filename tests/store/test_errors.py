@@ -24,6 +24,7 @@ from browserq.store import (
     IllegalTransition,
     LeaseBusy,
     LeaseLost,
+    NotInReview,
     RunAlreadyFinished,
     Store,
     StoreUnavailable,
@@ -43,6 +44,7 @@ POLICIES = {
     IdentityNotFound: ErrorClass.PERMANENT,
     IdentityDisabled: ErrorClass.PERMANENT,
     IdentityLeaseLost: ErrorClass.PERMANENT,
+    NotInReview: ErrorClass.PERMANENT,
 }
 
 
