@@ -94,8 +94,11 @@ def test_migration_0003_adds_identities_and_the_runs_identity_columns(empty_url:
             copy = table.to_metadata(metadata)
             for column in later_columns.get(table.name, ()):
                 copy._columns.remove(copy.c[column])
+            for index in [ix for ix in copy.indexes if ix.name in LATER_INDEXES]:
+                copy.indexes.discard(index)
         return metadata
 
+    LATER_INDEXES = {"ix_runs_status_finished_at"}  # 0008 (live_tokens' index: a later table)
     without = schema(identities=False)
     try:
         migrate(command.upgrade, "0002")

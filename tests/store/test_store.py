@@ -47,7 +47,7 @@ EXPORTS = [
     "LEGAL", "Artifact", "ArtifactDir", "ArtifactKind", "ArtifactPathDenied", "ArtifactView",
     "Base", "Batch", "BatchView", "DuplicateRun", "Identity", "IdentityBusy", "IdentityDisabled",
     "IdentityError", "IdentityLease", "IdentityLeaseLost", "IdentityNotFound", "IdentityView",
-    "IllegalTransition", "Lease", "LeaseBusy", "LeaseLost", "Run", "RunAlreadyFinished",
+    "IllegalTransition", "Lease", "LeaseBusy", "LeaseLost", "NotInReview", "Run", "RunAlreadyFinished",
     "RunStatus", "RunTransition", "RunView", "StepAttempt", "StepStatus", "StepView", "Store",
     "StoreUnavailable", "StoredFile", "TemplateRecord", "TransitionView", "artifact_store", "check_transition",
     "create_store_engine", "find_migrations_dir", "head_revision", "mask_url", "normalize_url",
