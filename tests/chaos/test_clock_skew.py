@@ -187,4 +187,10 @@ def test_a_paused_worker_fenced_out_of_its_run_logs_one_info_line(
     report(f"fenced_out: lines={len(lines)} takeovers={run.takeovers} status={run.status}")
     assert len(lines) == 1 and "info" in lines[0].lower(), lines
     assert "raised unexpected" not in text and "Traceback" not in text, text[-4000:]
+    worries = [
+        line
+        for line in text.splitlines()
+        if run.id in line and ("[warning" in line or "[error" in line)
+    ]
+    assert not worries, worries
     assert Codes.WORKER_LOST_REPEATEDLY.code not in text
