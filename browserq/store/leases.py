@@ -291,6 +291,10 @@ class LeaseMethods(TransitionMethods):
 
         self._tx(action, body, write=True)
 
+    def database_now(self) -> datetime:
+        """The database's clock, which every lease expiry is written in (compare with this)."""
+        return self._read("reading the database's clock", db_now)
+
     def stuck_runs(self, *, queued_older_than_s: float, limit: int = 100) -> list[RunView]:
         """Runs that need the sweeper: ``running`` with an expired lease, and ``queued`` or
         ``retrying`` with no task message sent (``enqueued_at``, else ``queued_at``) for longer
