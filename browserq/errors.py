@@ -148,7 +148,9 @@ class Codes:
         "OUTCOME_UNKNOWN", ErrorClass.NEEDS_REVIEW, "a side effect may or may not have happened"
     )
     WORKER_LOST_REPEATEDLY = _code(
-        "WORKER_LOST_REPEATEDLY", ErrorClass.PERMANENT, "the run's worker died too many times (poison)"
+        "WORKER_LOST_REPEATEDLY",
+        ErrorClass.PERMANENT,
+        "the run's lease expired too many times: its worker kept stopping (poison)",
     )
     WORKER_LOST = _code("WORKER_LOST", ErrorClass.RETRY_RUN, "the worker died mid-run")
     INTERNAL = _code("INTERNAL", ErrorClass.PERMANENT, "a bug in browserq")

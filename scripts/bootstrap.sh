@@ -36,6 +36,17 @@ if ! command -v Xvfb >/dev/null 2>&1; then
   fi
 fi
 
+# libfaketime: the clock-skew chaos tests run a worker whose clock is minutes off.
+if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "==> installing Debian's faketime"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends faketime >/dev/null
+  else
+    echo "==> no libfaketime: the clock-skew chaos tests will fail (apt-get install faketime)"
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
   "$PYTHON" -m venv .venv

@@ -24,7 +24,6 @@ import structlog
 
 from browserq.execute.liveness import holder_dead
 from browserq.store import RunView, Store
-from browserq.store.models import utcnow
 
 log = structlog.get_logger(__name__)
 
@@ -103,7 +102,7 @@ def cancel_if_orphaned(store: Store, view: RunView, reason: str) -> RunView | No
     """A running (or waiting) run nobody holds any more — its process is gone from this host,
     or its lease expired — is cancelled at once (the request would never be seen); else None."""
     owner = view.lease_owner
-    expired = view.lease_expires_at is not None and view.lease_expires_at <= utcnow()
+    expired = view.lease_expires_at is not None and view.lease_expires_at <= store.database_now()
     gone = owner is not None and holder_dead(owner)
     if not (gone or expired):
         return None

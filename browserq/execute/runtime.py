@@ -266,8 +266,9 @@ class Runtime:
         if lease.takeovers > self.settings.max_worker_losses:
             return self.ends.finish(run.id, lease.token, RunOutcome(
                 run.id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
-                f"the run's worker died {lease.takeovers} times while running it; giving up so a "
-                "poison run cannot loop forever (raise BROWSERQ_MAX_WORKER_LOSSES to allow more)",
+                f"the run's lease expired {lease.takeovers} times while it was running (its worker "
+                "stopped renewing it: crashed, paused or cut off from the database); giving up so "
+                "a poison run cannot loop forever (raise BROWSERQ_MAX_WORKER_LOSSES to allow more)",
             ), run.batch_id)
         run, request = build_request(self.store, lease, loaded, params, names,
                                      checkpoint_box=self.checkpoint_box, lease_ttl_s=self.settings.lease_ttl_s)

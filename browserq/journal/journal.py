@@ -303,8 +303,8 @@ class RunJournal:
         self._timer = None  # records from now on arm the next one
         try:
             await self._flush()
-        except Exception as exc:  # LeaseLost, StoreUnavailable, a refusal: raised by a later call
-            log.warning("background journal flush failed", run_id=self.run_id, error=str(exc)[:300])
+        except Exception as exc:  # raised by a later call; LeaseLost (fenced out) the task logs at INFO
+            (log.debug if isinstance(exc, LeaseLost) else log.warning)("background journal flush failed", run_id=self.run_id, error=str(exc)[:300])
             self._failed = self._failed or exc
 
     async def _flush(self, own: Entry | None = None) -> None:

@@ -234,7 +234,8 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
                 state.browser.trace.discard()
             if context is not None:
                 await self.pool.close_context(context)
-            log.warning("lease lost: another worker owns this run now", run_id=request.run_id)
+            # Expected after a pause past the lease: the task logs it once (INFO, "fenced out").
+            log.debug("lease lost: another worker owns this run now", run_id=request.run_id)
             return RunOutcome(request.run_id, "running", {}, lease_lost=True)
         if status == "handed_over":  # no evidence: nothing failed; its records first, then go
             if state.browser.trace is not None:

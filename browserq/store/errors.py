@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 IDENTITY_BUSY_DEFAULT_WAIT_S = 5.0
 
 
-def _seconds_until(moment: datetime) -> float:
-    return moment.timestamp() - time.time()
+def _seconds_until(moment: datetime, now: datetime | None = None) -> float:
+    """Seconds from ``now`` (the database's clock that wrote ``moment``; else ours) to ``moment``."""
+    return moment.timestamp() - (now.timestamp() if now is not None else time.time())
 
 
 class StoreUnavailable(StoreError):
@@ -107,10 +108,13 @@ class LeaseBusy(StoreError):
 
     policy = ErrorClass.WAIT
 
-    def __init__(self, run_id: str, holder: str, expires_at: datetime) -> None:
+    def __init__(
+        self, run_id: str, holder: str, expires_at: datetime, *, now: datetime | None = None
+    ) -> None:
         self.run_id = run_id
         self.holder = holder
         self.expires_at = expires_at
+        self.now = now  # the database's time when the lease was seen: expires_at is on its clock
         super().__init__(
             f"run {run_id} is being run by {holder} (lease valid until {expires_at.isoformat()})"
         )
@@ -118,7 +122,7 @@ class LeaseBusy(StoreError):
     @property  # type: ignore[override]
     def retry_in_s(self) -> float:
         """Seconds until the holder's lease runs out, plus one (at least 1 s)."""
-        return max(1.0, _seconds_until(self.expires_at) + 1.0)
+        return max(1.0, _seconds_until(self.expires_at, self.now) + 1.0)
 
 
 class LeaseLost(StoreError):
@@ -197,7 +201,9 @@ class IdentityBusy(IdentityError):
         pool_size: int | None = None,
         leased: int | None = None,
         disabled: int = 0,
+        now: datetime | None = None,
     ) -> None:
+        self.now = now  # the database's time when the lease was seen: expires_at is on its clock
         self.name = name
         self.holder_run_id = holder_run_id
         self.expires_at = expires_at
@@ -226,7 +232,7 @@ class IdentityBusy(IdentityError):
         """Seconds until the earliest blocking lease runs out (at least 1 s; 5 s if unknown)."""
         if self.expires_at is None:
             return IDENTITY_BUSY_DEFAULT_WAIT_S
-        return max(1.0, _seconds_until(self.expires_at))
+        return max(1.0, _seconds_until(self.expires_at, self.now))
 
 
 class IdentityLeaseLost(IdentityError):

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from browserq.store.clock import db_now
 from browserq.store.errors import (
     IdentityBusy,
     IdentityDisabled,
@@ -145,15 +146,15 @@ class IdentityLeases(IdentityCatalogue):
             raise IdentityNotFound(f"{action}: no identity named {name!r}", name=name)
         if row.disabled_reason is not None:
             raise IdentityDisabled(name, row.disabled_reason)
-        now = utcnow()
+        now = db_now(s)
         if _live(row, now) and row.lease_run_id != grant.run_id:
-            raise IdentityBusy(name, row.lease_run_id, row.lease_expires_at)
+            raise IdentityBusy(name, row.lease_run_id, row.lease_expires_at, now=now)
         return grant.apply(s, row, now)
 
     def _acquire_from_pool(
         self, s: Session, pool: str, grant: _Grant, avoid: frozenset[str], action: str
     ) -> IdentityLease:
-        now = utcnow()
+        now = db_now(s)
         row = self._pick_from_pool(s, pool, grant.run_id, now, avoid)
         if row is None and avoid:
             # Every free identity of the pool is excluded: an excluded one beats none.
@@ -223,6 +224,7 @@ class IdentityLeases(IdentityCatalogue):
             pool_size=int(total),
             leased=int(leased),
             disabled=int(disabled),
+            now=now,
         )
 
     def renew_identity(self, name: str, *, token: int, ttl_s: float) -> None:
@@ -237,7 +239,7 @@ class IdentityLeases(IdentityCatalogue):
                 raise IdentityLeaseLost(
                     name, token, current_token=row.lease_token, holder_run_id=None, action=action
                 )
-            row.lease_expires_at = utcnow() + timedelta(seconds=ttl_s)
+            row.lease_expires_at = db_now(s) + timedelta(seconds=ttl_s)
 
         self._tx(action, body, write=True)
 

@@ -18,8 +18,9 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
+from browserq.store.clock import db_now
 from browserq.store.errors import LeaseBusy, LeaseLost, RunAlreadyFinished
-from browserq.store.models import Run, RunStatus, RunTransition, utcnow
+from browserq.store.models import Run, RunStatus, RunTransition
 from browserq.store.states import AWAITING, HELD, HELD_VALUES
 from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
 from browserq.store.views import Lease, RunView, to_view
@@ -119,7 +120,7 @@ class LeaseMethods(TransitionMethods):
         verdicts: _Verdicts,
     ) -> Lease | _NeedVerdict | _Finished:
         """One try of acquire_lease on the locked run (see there for the outcomes)."""
-        now = utcnow()
+        now = db_now(s)
         status = RunStatus(run.status)
         if status.terminal:
             raise RunAlreadyFinished(to_view(RunView, run))
@@ -130,7 +131,7 @@ class LeaseMethods(TransitionMethods):
         previous = run.lease_owner or run.worker or "an unknown worker"
         why = ""
         if takeover:
-            verdict = self._takeover_why(run, owner, live, holder_dead, verdicts)
+            verdict = self._takeover_why(run, owner, live, holder_dead, verdicts, now)
             if isinstance(verdict, _NeedVerdict):
                 return verdict
             why = verdict
@@ -169,6 +170,7 @@ class LeaseMethods(TransitionMethods):
         live: bool,
         holder_dead: Callable[[str], bool] | None,
         verdicts: _Verdicts,
+        now: datetime,
     ) -> str | _NeedVerdict:
         """Why ``owner`` may take the running run over (LeaseBusy if it may not), or the
         question to ask ``holder_dead`` first."""
@@ -176,11 +178,11 @@ class LeaseMethods(TransitionMethods):
             assert run.lease_owner is not None and run.lease_expires_at is not None
             key = (run.lease_owner, run.lease_token)
             if holder_dead is None:
-                raise LeaseBusy(run.id, run.lease_owner, run.lease_expires_at)
+                raise LeaseBusy(run.id, run.lease_owner, run.lease_expires_at, now=now)
             if key not in verdicts:
                 return _NeedVerdict(*key)
             if not verdicts[key]:
-                raise LeaseBusy(run.id, run.lease_owner, run.lease_expires_at)
+                raise LeaseBusy(run.id, run.lease_owner, run.lease_expires_at, now=now)
             return "holder dead"
         if live:
             return "re-acquired by its holder"
@@ -249,7 +251,7 @@ class LeaseMethods(TransitionMethods):
                     status=run.status,
                     action=action,
                 )
-            now = utcnow()
+            now = db_now(s)
             run.lease_expires_at = now + timedelta(seconds=ttl_s)
             run.heartbeat_at = now
             s.flush()
@@ -270,7 +272,7 @@ class LeaseMethods(TransitionMethods):
                 return
             run.lease_owner = None
             held = run.status in HELD_VALUES
-            run.lease_expires_at = utcnow() if held else None
+            run.lease_expires_at = db_now(s) if held else None
 
         self._tx(f"releasing the lease on run {run_id}", body, write=True)
 
@@ -289,6 +291,10 @@ class LeaseMethods(TransitionMethods):
 
         self._tx(action, body, write=True)
 
+    def database_now(self) -> datetime:
+        """The database's clock, which every lease expiry is written in (compare with this)."""
+        return self._read("reading the database's clock", db_now)
+
     def stuck_runs(self, *, queued_older_than_s: float, limit: int = 100) -> list[RunView]:
         """Runs that need the sweeper: ``running`` with an expired lease, and ``queued`` or
         ``retrying`` with no task message sent (``enqueued_at``, else ``queued_at``) for longer
@@ -296,24 +302,25 @@ class LeaseMethods(TransitionMethods):
         :meth:`start_run`, are never listed: nothing says whether their process is alive.)"""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        now = utcnow()
-        cutoff = now - timedelta(seconds=queued_older_than_s)
         waiting_since = func.coalesce(Run.enqueued_at, Run.queued_at)
-        query = (
-            select(Run)
-            .where(
-                or_(
-                    and_(Run.status.in_(HELD_VALUES), Run.lease_expires_at < now),
-                    and_(Run.status.in_(_AWAITING), waiting_since < cutoff),
-                )
-            )
-            .order_by(func.coalesce(Run.lease_expires_at, waiting_since), Run.id)
-            .limit(limit)
-        )
-        return self._read(
-            "looking for stuck runs", lambda s: [to_view(RunView, r) for r in s.scalars(query)]
-        )
 
+        def body(s: Session) -> list[RunView]:
+            now = db_now(s)  # the database's clock, as every lease was written with it
+            cutoff = now - timedelta(seconds=queued_older_than_s)
+            query = (
+                select(Run)
+                .where(
+                    or_(
+                        and_(Run.status.in_(HELD_VALUES), Run.lease_expires_at < now),
+                        and_(Run.status.in_(_AWAITING), waiting_since < cutoff),
+                    )
+                )
+                .order_by(func.coalesce(Run.lease_expires_at, waiting_since), Run.id)
+                .limit(limit)
+            )
+            return [to_view(RunView, r) for r in s.scalars(query)]
+
+        return self._read("looking for stuck runs", body)
 
 @dataclass(frozen=True)
 class LeaseSeen:
@@ -330,7 +337,7 @@ def renew_in(s: Session, run_id: str, token: int, ttl_s: float) -> LeaseSeen:
     """Renew the lease inside the caller's (fenced) transaction, as :meth:`LeaseMethods.renew_lease`
     would, and read the cancel request with it. A run that is no longer running (or whose lease
     was released) is left alone: the heartbeat's own renewal then raises LeaseLost."""
-    now = utcnow()
+    now = db_now(s)
     query = (
         update(Run)
         .where(Run.id == run_id, Run.lease_token == token, Run.status.in_(HELD_VALUES),

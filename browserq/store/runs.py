@@ -9,6 +9,7 @@ from sqlalchemy import exc, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
+from browserq.store.clock import db_now
 from browserq.store.engine import to_store_error
 from browserq.store.errors import DuplicateRun
 from browserq.store.models import Run, RunStatus, RunTransition, utcnow
@@ -102,10 +103,10 @@ class RunMethods(StoreBase):
     @staticmethod
     def _insert_run(s: Session, columns: dict[str, Any]) -> None:
         """The new run row (no attempt, no lease yet) and its first transition."""
-        now = utcnow()
+        now = db_now(s)  # queued_at is compared with the database's clock (stuck_runs)
         s.add(
             Run(
-                **columns,
+                **{**columns, "enqueued_at": now if columns["enqueued_at"] else None},
                 attempt=0,
                 queued_at=now,
                 created_at=now,
@@ -164,7 +165,7 @@ class RunMethods(StoreBase):
             result = s.execute(
                 update(Run)
                 .where(Run.id == run_id)
-                .values({column: utcnow()})
+                .values({column: db_now(s)})
                 .execution_options(synchronize_session=False)
             )
             if result.rowcount == 0:

@@ -16,8 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from browserq.errors import Codes, StoreError
+from browserq.store.clock import db_now
 from browserq.store.errors import IllegalTransition
-from browserq.store.models import Run, RunStatus, RunTransition, utcnow
+from browserq.store.models import Run, RunStatus, RunTransition
 from browserq.store.plumbing import StoreBase, run_status_value
 from browserq.store.states import FINISHED, HELD, LEGAL
 from browserq.store.views import RunView, TransitionView, to_view
@@ -155,7 +156,7 @@ class TransitionMethods(StoreBase):
                 target,
                 reason=reason,
                 worker=worker,
-                now=utcnow(),
+                now=db_now(s),
                 fenced=token is not None,
                 fields=fields,
             )
@@ -186,7 +187,7 @@ class TransitionMethods(StoreBase):
             run = self._lock_run(s, run_id)
             if run is None:
                 raise StoreError(f"cannot start run {run_id!r}: no such run")
-            now = utcnow()
+            now = db_now(s)
             restart = run.status == RunStatus.RUNNING.value
             if restart:
                 reason = (
@@ -254,7 +255,7 @@ class TransitionMethods(StoreBase):
                 self._fence_run(run, token, action)
             if steps:
                 self._write_step_records(s, retried, steps)
-            now = utcnow()
+            now = db_now(s)
             self._apply_transition(
                 s,
                 run,

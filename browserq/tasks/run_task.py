@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 from celery import Task
+from celery.exceptions import Ignore
 
 from browserq.errors import BrowserqError, ConfigError, RunFailed
 from browserq.execute import (
@@ -26,6 +27,7 @@ from browserq.execute import (
     prepare_run,
     record_run,
 )
+from browserq.store import LeaseLost
 from browserq.tasks.app import TASK_NAME, app
 from browserq.tasks.progress import track_progress
 from browserq.tasks.states import run_id_for, settle
@@ -115,13 +117,26 @@ def run_template(
         raise self.retry(countdown=busy.retry_in_s) from None
     except WorkerUnusable as exc:
         exit_without_browser(exc)
+    except LeaseLost as lost:
+        _fenced_out(run_id, lost.holder, lost.status)
     finally:
         progress.end()  # no PROGRESS write after this: the final state follows
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
+    if not isinstance(result, RetryLater) and result.lease_lost:
+        _fenced_out(run_id, None, None)
     if isinstance(result, RetryLater):
         runtime.store.mark_enqueued(run_id)
         raise self.retry(countdown=result.countdown_s)
     return result.as_result()
+
+
+def _fenced_out(run_id: str, holder: str | None, status: str | None) -> None:
+    """Another worker took the run over (our lease had expired): an expected outcome, not an
+    error. One INFO line; the task's state is left alone (Ignore), since the run's task id is the
+    successor's too and its result must not be overwritten by ours."""
+    log.info("run taken over by another worker; this worker stopped writing to it (fenced out)",
+             run_id=run_id, holder=holder, status=status)
+    raise Ignore()
 
 
 __all__ = ["RunTemplateTask", "install_admission", "run_template"]

@@ -41,7 +41,7 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
     count = 0
     for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
         if run.status in HELD_VALUES:  # running, or waiting for a person
-            # Its worker died: the store counts this towards the poison cap like a takeover.
+            # Its lease expired (the worker stopped renewing it): the poison cap counts this.
             store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
         send_again(store, run, settings)
         count += 1
