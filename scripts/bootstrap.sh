@@ -14,12 +14,18 @@ have_chromium() {
   return 1
 }
 
+# Debian packages, installed with apt when missing and possible (root, apt-get); the package
+# lists are fetched once. Returns non-zero where apt cannot be used.
+APT_UPDATED=0
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] || return 1
+  echo "==> installing Debian's $1"
+  [ "$APT_UPDATED" = 1 ] || { apt-get update -qq; APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 if ! have_chromium; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "==> installing Debian's chromium"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
+  if ! apt_install chromium; then
     echo "==> no system Chromium found; will use Playwright's build (playwright install chromium)"
     NEED_PLAYWRIGHT_BROWSER=1
   fi
@@ -27,24 +33,14 @@ fi
 
 # Xvfb: the virtual display of headful mode (BROWSERQ_HEADLESS=false without DISPLAY).
 if ! command -v Xvfb >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "==> installing Debian's xvfb"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends xvfb >/dev/null
-  else
-    echo "==> no Xvfb: headful mode needs a DISPLAY (its tests are skipped)"
-  fi
+  apt_install xvfb --no-install-recommends \
+    || echo "==> no Xvfb: headful mode needs a DISPLAY (its tests are skipped)"
 fi
 
 # libfaketime: the clock-skew chaos tests run a worker whose clock is minutes off.
 if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "==> installing Debian's faketime"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends faketime >/dev/null
-  else
-    echo "==> no libfaketime: the clock-skew chaos tests will fail (apt-get install faketime)"
-  fi
+  apt_install faketime --no-install-recommends \
+    || echo "==> no libfaketime: the clock-skew chaos tests will fail (apt-get install faketime)"
 fi
 
 if [ ! -x .venv/bin/python ]; then
