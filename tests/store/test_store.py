@@ -24,7 +24,7 @@ PUBLIC = {
     # transitions
     "transition", "transitions", "start_run", "finish_run",
     # leases and sweeping
-    "acquire_lease", "renew_lease", "release_lease", "save_checkpoint", "stuck_runs",
+    "acquire_lease", "renew_lease", "release_lease", "save_checkpoint", "stuck_runs", "database_now",
     # waits for a person and their live-view tokens
     "begin_handoff", "end_handoff", "handoffs", "open_handoff", "mint_live_token", "redeem_live_token",
     "begin_watch", "end_watch", "handovers", "resolve_review",
