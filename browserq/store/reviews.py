@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.orm import Session
-
-from browserq.errors import StoreError
 from browserq.store.errors import NotInReview
-from browserq.store.models import RunStatus, utcnow
+from browserq.store.models import Run, RunStatus
 from browserq.store.transitions import TransitionMethods
-from browserq.store.views import RunView, to_view
+from browserq.store.views import RunView
 
 #: What a resolution may make of a needs_review run.
 RESOLVED_TO = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.QUEUED})
@@ -46,23 +43,12 @@ class ReviewMethods(TransitionMethods):
             raise ValueError(
                 f"a resolution ends a run completed, failed or queued, not {target.value}"
             )
-        action = f"resolving run {run_id} as {target.value}"
 
-        def body(s: Session, retried: bool) -> RunView:
-            run = self._lock_run(s, run_id)
-            if run is None:
-                raise StoreError(f"{action}: no such run {run_id!r}")
-            if retried and self._already_applied(s, run, target, reason):
-                return to_view(RunView, run)
+        def in_review(run: Run) -> None:
             if run.status != RunStatus.NEEDS_REVIEW.value:
                 raise NotInReview(run_id, run.status)
-            self._apply_transition(
-                s, run, target, reason=reason, worker=by, now=utcnow(), fields=fields
-            )
-            s.flush()
-            return to_view(RunView, run)
 
-        return self._tx(action, body, write=True)
+        return self.transition(run_id, target, reason=reason, worker=by, fields=fields, only_from=in_review)
 
 
 __all__ = ["RESOLVED_TO", "ReviewMethods"]

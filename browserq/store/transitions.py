@@ -8,7 +8,7 @@ bumps the token, which fences the old holder out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -127,8 +127,12 @@ class TransitionMethods(StoreBase):
         worker: str | None = None,
         token: int | None = None,
         fields: dict[str, Any] | None = None,
+        only_from: Callable[[Run], None] | None = None,
     ) -> RunView:
         """Move the run to ``to`` in one transaction, or raise (and write nothing).
+
+        ``only_from(run)`` may refuse the move by raising, once the row is locked (a resolution
+        moves only a run that still waits for it).
 
         Locks the row, checks the fencing ``token`` when given (:class:`LeaseLost`), checks the
         state machine (:class:`IllegalTransition`), sets the status, ``status_reason`` (=
@@ -150,6 +154,8 @@ class TransitionMethods(StoreBase):
                 return to_view(RunView, run)
             if token is not None:
                 self._fence_run(run, token, action)
+            if only_from is not None:
+                only_from(run)
             self._apply_transition(
                 s,
                 run,
