@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,13 @@ from tests.support.polling import wait_until
 from tests.support.processes import stop
 from tests.support.receiver import ALLOW_LOOPBACK_ENV, webhook_receiver
 from tests.support.templates import write_templates
-from tests.support.workers import browserq_env, spawn_logged, wait_for_log, worker_settings
+from tests.support.workers import (
+    browserq_env,
+    browserq_worker_argv,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -79,18 +84,7 @@ class Workers:
     def start(self, name: str) -> tuple[object, Path, Path]:
         env = {**self.env, "BROWSERQ_READY_FILE": str(self.tmp / f"{name}.ready")}
         log = self.tmp / f"{name}.log"
-        argv = [
-            sys.executable,
-            "-m",
-            "browserq.cli",
-            "worker",
-            "-c",
-            "1",
-            "-n",
-            f"{name}-{self.queue}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ]
+        argv = browserq_worker_argv(f"{name}-{self.queue}")
         proc = spawn_logged(argv, env, log)
         self.procs.append(proc)
         wait_for_log(

@@ -9,7 +9,6 @@ body, so they must not collide with other suites' templates).
 from __future__ import annotations
 
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +17,13 @@ from pathlib import Path
 
 from tests.support.processes import stop
 from tests.support.templates import write_templates
-from tests.support.workers import browserq_env, spawn_logged, wait_for_log, worker_settings
+from tests.support.workers import (
+    browserq_env,
+    browserq_worker_argv,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
 
 #: Six top-level steps, about four seconds in all.
 STEPS_TEMPLATE = """
@@ -94,8 +99,7 @@ def progress_worker(
         env["BROWSERQ_RESULT_BACKEND"] = result_backend
     log = tmp / f"worker-{queue}.log"
     proc = spawn_logged(
-        [sys.executable, "-m", "browserq.cli", "worker", "-c", str(concurrency), "--pool", pool,
-         "-Q", routed, "-n", f"{queue}@%h", "--without-gossip", "--without-mingle"],
+        browserq_worker_argv(queue, concurrency=concurrency, extra=("--pool", pool, "-Q", routed)),
         env, log,
     )
     try:

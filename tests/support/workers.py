@@ -49,6 +49,13 @@ def worker_settings(
     }
 
 
+def browserq_worker_argv(name: str, *, concurrency: int = 1, extra: tuple[str, ...] = ()) -> list[str]:
+    """``browserq worker`` as the tests start it: named ``NAME@%h``, no gossip or mingle (each test's
+    workers are alone on their queue)."""
+    return [sys.executable, "-m", "browserq.cli", "worker", "-c", str(concurrency), *extra,
+            "-n", f"{name}@%h", "--without-gossip", "--without-mingle"]
+
+
 def spawn_logged(argv: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen:
     """Start ``argv`` in the repository, in a session of its own, stdout and stderr appended to
     ``log`` (the child keeps the file open; this process does not need to)."""

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +26,13 @@ from tests.support.raw_tcp import raw_server
 from tests.support.receiver import ALLOW_LOOPBACK_ENV, Receiver, webhook_receiver
 from tests.support.redis import BROKER_DB, redis_url
 from tests.support.templates import write_templates
-from tests.support.workers import browserq_env, spawn_logged, wait_for_log, worker_settings
+from tests.support.workers import (
+    browserq_env,
+    browserq_worker_argv,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -77,22 +82,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Ho
         webhook_receiver(SECRET) as fleet,
     ):
         worker_env = {**env, "BROWSERQ_NOTIFY_URL": fleet.url}
-        proc = spawn_logged(
-            [
-                sys.executable,
-                "-m",
-                "browserq.cli",
-                "worker",
-                "-c",
-                "1",
-                "-n",
-                f"{queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            worker_env,
-            log,
-        )
+        proc = spawn_logged(browserq_worker_argv(queue), worker_env, log)
         store = Store(pg_url)
         try:
             wait_for_log(
