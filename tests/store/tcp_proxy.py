@@ -1,5 +1,15 @@
-"""A tiny TCP proxy for outage tests: forwards to a server until told to cut every connection
-and refuse new ones, then resumes on the same port."""
+"""A tiny TCP fault proxy for outage tests. It forwards to a server until told to fail in one of
+the ways real networks fail, then heals on the same port:
+
+- ``cut()``: every connection reset, new ones refused (a server that went away);
+- ``swallow()``: the connections open now stay open but carry nothing, either way, with no FIN
+  and no RST (a NAT or load balancer that lost its state, a frozen host); new connections work;
+- ``blackhole()``: like ``swallow`` and new connections are accepted but carry nothing either
+  (a host that stopped answering while its TCP stack lives on) until ``heal()``.
+
+A swallowed connection stays swallowed after ``heal()``, as the lost flow of a real NAT does:
+only a client that notices and reconnects gets through again.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +22,8 @@ class TcpProxy:
         self.target = (target_host, target_port)
         self._lock = threading.Lock()
         self._pairs: set[socket.socket] = set()
+        self._swallowed: set[socket.socket] = set()
+        self._blackholing = False
         self._listener: socket.socket | None = None
         self._accepting = threading.Event()
         self.connections = 0  # accepted so far
@@ -40,11 +52,35 @@ class TcpProxy:
             listener.close()
         with self._lock:
             sockets, self._pairs = list(self._pairs), set()
+            self._swallowed.clear()
         for sock in sockets:
             _kill(sock)
 
     def restore(self) -> None:
         self.start()
+
+    def swallow(self) -> int:
+        """Make every connection open now carry nothing from here on (both ways, no FIN/RST);
+        returns how many connections were swallowed. New connections are forwarded as usual."""
+        with self._lock:
+            self._swallowed.update(self._pairs)
+            return len(self._pairs) // 2
+
+    def blackhole(self) -> None:
+        """Swallow the open connections and every new one until ``heal()``."""
+        with self._lock:
+            self._blackholing = True
+            self._swallowed.update(self._pairs)
+
+    def heal(self) -> None:
+        """New connections are forwarded again; the swallowed ones stay swallowed."""
+        with self._lock:
+            self._blackholing = False
+
+    def open_connections(self) -> int:
+        """Client connections open through the proxy now (swallowed ones included)."""
+        with self._lock:
+            return len(self._pairs) // 2
 
     def stop(self) -> None:
         self.cut()
@@ -71,6 +107,8 @@ class TcpProxy:
                     upstream.close()
                     return
                 self._pairs.update((client, upstream))
+                if self._blackholing:
+                    self._swallowed.update((client, upstream))
                 self.connections += 1
             threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
@@ -78,6 +116,8 @@ class TcpProxy:
     def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                if src in self._swallowed:
+                    continue  # read and dropped: the peer sees an open connection, silent
                 dst.sendall(data)
         except OSError:
             pass
@@ -87,6 +127,8 @@ class TcpProxy:
             with self._lock:
                 self._pairs.discard(src)
                 self._pairs.discard(dst)
+                self._swallowed.discard(src)
+                self._swallowed.discard(dst)
 
 
 def _kill(sock: socket.socket) -> None:
