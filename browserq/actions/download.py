@@ -62,7 +62,7 @@ async def download(ctx: StepContext, step: DownloadStep) -> Any:
             ) from None
     except BaseException:
         watch.forget(started)
-        if started.done() and not started.cancelled():  # it started, but the step failed
+        if started.done() and not started.cancelled() and started.exception() is None:  # it started, the step failed
             await discard(started.result().item)
         raise
     finally:

@@ -138,6 +138,19 @@ class DownloadWatch:
         for task in [*self._tasks, *([self._poller] if self._poller else [])]:
             task.cancel()
 
+    def refused_unstarted(self, url: str, size: int) -> None:
+        """A document stopped past a limit before Chromium made it a download (under a driver that
+        reads documents whole, :mod:`browserq.browsers.document_bodies`): the step waiting for the
+        next download fails ``DOWNLOAD_TOO_LARGE``; with none waiting it is a run warning."""
+        refusal = too_large(self.files, size) or too_large(self.files, self.files.max_download_bytes + 1)
+        assert refusal is not None
+        claim = next((c for _, c in self._claims if not c.done()), None)
+        if claim is not None:
+            self.forget(claim)
+            claim.set_exception(refusal)
+            return
+        self._warn(Codes.DOWNLOAD_TOO_LARGE.code, f"a download the page started was stopped: {refusal.message}")
+
     def _response(self, response: Response) -> None:
         """A response that announces more than one download may hold: refused before it is written."""
         with contextlib.suppress(ValueError):

@@ -196,6 +196,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         page = context.pages[0] if context.pages else await stealth.new_page(context)
         browser.tabs = Tabs(context, browser)  # follows popups; moves page and watchdog
         browser.tabs.adopt(page, PageWatchdog(context, page))
+        await self._bound_documents(context, page, state)  # under patchright (document_bodies)
         # Before the first request of the run (resume and steps): a foreign document never leaves.
         browser.domains = await self.pool.domain_guard(context).protect(
             context, page, tsettings.allowed_domains, strict=tsettings.network == "strict"

@@ -13,10 +13,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import structlog
-from playwright.async_api import BrowserContext
+from playwright.async_api import BrowserContext, Page
 
 from browserq.actions.download_watch import DownloadWatch
 from browserq.actions.files import RunFiles
+from browserq.browsers import api
+from browserq.browsers.document_bodies import WHOLE_BODY_DRIVERS, bound_of
 from browserq.errors import Codes, StepFailed
 from browserq.limits import install_blocking, install_navigation_gate
 from browserq.proxies import Proxy
@@ -121,6 +123,14 @@ class SessionMixin(RunnerBase):
 
         files.watch = DownloadWatch(context, files, warn)
         state.files = files
+
+    async def _bound_documents(self, context: BrowserContext, page: Page, state: RunState) -> None:
+        """Under a driver that reads documents whole (patchright), the run's downloads by
+        navigation are read by browserq instead, at most the limit (:mod:`browserq.browsers.document_bodies`)."""
+        files = state.files
+        if api.NAME not in WHOLE_BODY_DRIVERS or files is None or files.watch is None or context.browser is None:
+            return
+        await bound_of(context.browser).watch(context, page, files.max_download_bytes, files.watch.refused_unstarted)
 
 
 def _start_host(state: RunState) -> str | None:

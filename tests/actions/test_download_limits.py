@@ -5,7 +5,6 @@ no ``download`` step asked for is bounded too, and nothing partial stays on disk
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -16,14 +15,6 @@ import pytest
 from browserq.execute.runtime import Runtime
 from tests.actions.stream_site import MIB, reset, serve_stream_site, wait_ended
 from tests.conftest import template
-
-# Under patchright the run's download watch is not told of a download past the limit (the step
-# waits out its timeout, DOWNLOAD_FAILED): a known gap of issue 22 item 8, left for the next round
-# (a bare patchright page does get the download event; the cause inside the run is not found yet).
-pytestmark = pytest.mark.skipif(
-    os.environ.get("BROWSERQ_DRIVER") == "patchright",
-    reason="download limits while bytes arrive do not hold under patchright yet (known gap)",
-)
 
 LIMIT = 8 * MIB
 #: What may pass the limit before the download is stopped: what Chromium writes before the worker
