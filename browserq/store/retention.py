@@ -2,7 +2,8 @@
 
 Deletes go in small batches (one short transaction per batch), so a prune of a million runs never
 holds a long lock. Every table with a ``run_id`` column (found from the metadata, so a new table
-is never forgotten) loses the batch's rows, children first; the database's cascades are not
+is never forgotten) loses the batch's rows, children first, and a ``batches`` row goes with its
+last run; the database's cascades are not
 relied on (SQLite enforces them only with ``foreign_keys=ON``). A run that left its finished
 status in between (a review reopened, a resume) is not deleted: the ``DELETE`` re-checks it.
 """
@@ -17,7 +18,7 @@ from sqlalchemy import Table, and_, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from browserq.store import human_models  # noqa: F401  (its tables must be in the metadata)
-from browserq.store.models import Artifact, Base, Identity, Run, RunStatus
+from browserq.store.models import Artifact, Base, Batch, Identity, Run, RunStatus
 from browserq.store.plumbing import StoreBase
 
 #: What retention may delete: a run that will not run again and asks nobody for anything.
@@ -55,6 +56,7 @@ def _child_tables(table: Table) -> Iterable[Table]:
 def delete_run_rows(s: Session, ids: Sequence[str]) -> int:
     """Delete every row about the runs ``ids`` (children first, ``runs`` last); the rows deleted."""
     rows = 0
+    batches = set(s.scalars(select(Run.batch_id).where(Run.id.in_(ids), Run.batch_id.is_not(None))))
     for table in run_tables():
         key = table.c.id if table.name == "runs" else table.c.run_id
         for child in _child_tables(table):
@@ -63,6 +65,9 @@ def delete_run_rows(s: Session, ids: Sequence[str]) -> int:
             rows += s.execute(delete(child).where(fk.parent.in_(parents))).rowcount or 0
         rows += s.execute(delete(table).where(key.in_(ids))).rowcount or 0
     s.execute(update(Identity).where(Identity.lease_run_id.in_(ids)).values(lease_run_id=None))
+    if batches:  # a batch whose last run went: nothing points at it any more
+        left = select(Run.id).where(Run.batch_id == Batch.id).exists()
+        rows += s.execute(delete(Batch).where(Batch.id.in_(batches), ~left)).rowcount or 0
     return rows
 
 

@@ -272,3 +272,29 @@ def test_the_fleets_sweeper_applies_retention_by_itself(any_runtime: Runtime, de
         sweeper.stop()
     assert runtime.store.get_run(old) is None
     assert runtime.store.get_run(recent) is not None  # finished just now: kept
+
+
+def test_a_batch_row_goes_with_its_last_pruned_run(any_runtime: Runtime, demo) -> None:
+    runtime = any_runtime
+    first, second = _real_runs(runtime, demo)
+    batch_id = f"b{first[:20]}"
+    runtime.store.create_batch(batch_id=batch_id, template_name="t", template_version="1", total=2)
+    engine = create_engine(normalize_url(runtime.settings.database_url))
+    try:
+        with engine.begin() as conn:
+            conn.execute(update(Run).where(Run.id.in_([first, second])).values(batch_id=batch_id))
+        _finished_days_ago(runtime, [first], 40)
+
+        def batch_rows() -> int:
+            with engine.connect() as conn:
+                query = text("SELECT count(*) FROM batches WHERE id = :id")
+                return int(conn.execute(query, {"id": batch_id}).scalar_one())
+
+        prune_runs(runtime.store, runtime.artifacts, older_than=timedelta(days=30))
+        assert runtime.store.get_run(first) is None and batch_rows() == 1  # its other run still points at it
+        _finished_days_ago(runtime, [second], 40)
+        prune_runs(runtime.store, runtime.artifacts, older_than=timedelta(days=30))
+        assert runtime.store.get_run(second) is None
+        assert batch_rows() == 0  # nothing about the batch is left
+    finally:
+        engine.dispose()
