@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn
 
 from browserq.cli.render import console, err_console, fail, friendly_errors
-from browserq.cli.services import cli_store, resolve_run_id
+from browserq.cli.services import open_store, resolve_run_id
 from browserq.errors import BrowserqError
 from browserq.settings import get_settings
 from browserq.store.artifacts import artifact_store
@@ -55,7 +55,7 @@ def prune(
     except BrowserqError as exc:
         fail(str(exc))
     settings = get_settings()
-    store = cli_store(settings)
+    store = open_store(settings)
     artifacts = artifact_store(settings)
     planned = prune_runs(store, artifacts, older_than=age, statuses=statuses, dry_run=True)
     _print_plan(planned, dry=dry_run)
@@ -116,7 +116,7 @@ def export(
     from browserq.execute.export import export_run
 
     settings = get_settings()
-    store = cli_store(settings)
+    store = open_store(settings)
     full = resolve_run_id(store, run_id)
     target = output or Path(f"run-{full}.zip")
     count = export_run(store, artifact_store(settings), full, target)

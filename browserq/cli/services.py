@@ -26,10 +26,11 @@ def cli_store(settings: Settings | None = None) -> Any:
     return Store((settings or get_settings()).database_url, retry_window_s=CLI_RETRY_WINDOW_S)
 
 
-def open_store() -> Any:
-    """The run store of the current settings, upgraded first when auto_migrate is on."""
-    store = cli_store()
-    if get_settings().auto_migrate:
+def open_store(settings: Settings | None = None) -> Any:
+    """The run store of ``settings`` (default: the current ones), upgraded first when auto_migrate is on."""
+    settings = settings or get_settings()
+    store = cli_store(settings)
+    if settings.auto_migrate:
         store.upgrade()
     return store
 
