@@ -558,3 +558,20 @@ def test_layers_only_call_downwards() -> None:
             if here and there and rank[there] < rank[here]:
                 found.append(f"{here} imports {there}: {edge}")
     assert not found, "a layer imports one above it:\n" + "\n".join(sorted(found))
+
+
+#: What a run must pass to be admitted; only the one door (browserq/execute/admission.py) calls them.
+ADMISSION_RULES = ("prepare_run", "prepare_loaded", "check_run_options", "notify_for")
+
+
+def test_every_run_comes_in_by_the_one_door() -> None:
+    """Entry points admit runs with ``execute.admission.admit`` (every limit of the settings), never
+    by calling the rules themselves with limits of their own (they drifted when they did)."""
+    home = {"browserq.execute.admission", "browserq.execute.accept"}
+    found = [
+        f"{module.path.relative_to(PACKAGE_DIR.parent)}:{node.lineno} calls {node.func.id}()"
+        for name, module in _modules().items() if name not in home
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ADMISSION_RULES
+    ]
+    assert not found, "admit a run through browserq.execute.admission.admit:\n" + "\n".join(found)

@@ -47,7 +47,7 @@ def check(settings: Settings, path: Path) -> Any:
 
     registry = TemplateRegistry.from_settings(settings)
     return check_schedules(path, registry, SecretBox(settings.secret_key),
-                           max_params_bytes=settings.max_params_bytes, reserved=_reserved())
+                           settings=settings, reserved=_reserved())
 
 
 def _print_problems(checked: Any) -> None:

@@ -33,12 +33,9 @@ from browserq.errors import Codes, ConfigError, TemplateError
 from browserq.execute.accept import (
     PreparedRun,
     check_identity_request,
-    check_run_options,
-    notify_for,
-    prepare_loaded,
-    prepare_run,
     record_run,
 )
+from browserq.execute.admission import admit
 from browserq.execute.attempt import StoredTemplates, build_request, materialize, outcome_of
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
@@ -153,20 +150,18 @@ class Runtime:
     def submit_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> PreparedRun:
         """Validate and record a run for in-process execution (secrets stay in memory).
         ``options``: ``identity``, ``identity_pool``, ``tenant``."""
-        prepared = prepare_run(self.registry, template_ref, params,
-                               max_params_bytes=self.settings.max_params_bytes,
-                               max_file_bytes=self.settings.max_file_param_bytes,
-                               max_human_wait_s=self.settings.max_human_wait_s)
-        self._record_local(prepared, options)
-        return prepared
+        return self._admit_local(template_ref, params, options)
 
-    def _record_local(self, prepared: PreparedRun, options: dict[str, Any]) -> None:
-        """``options``: ``identity``, ``identity_pool``, ``tenant``, ``notify``."""
-        notify = options.pop("notify", None)
-        check_run_options(prepared.loaded.ref, **options)
-        notify_url = notify_for(prepared, notify, self.settings)
+    def _admit_local(self, template: str | LoadedTemplate, params: dict[str, Any] | None,
+                     options: dict[str, Any]) -> PreparedRun:
+        """Admit (every limit of the settings) and record a run executed here.
+        ``options``: ``identity``, ``identity_pool``, ``tenant``, ``notify``."""
+        admission = admit(self.settings, template, params, registry=self.registry, **options)
+        options.pop("notify", None)
         check_identity_request(self.store, self.secret_box, options.get("identity"), options.get("identity_pool"))
-        record_run(self.store, prepared, secret_box=None, artifacts=self.artifacts, notify_url=notify_url, **options)
+        record_run(self.store, admission.prepared, secret_box=None, artifacts=self.artifacts,
+                   notify_url=admission.notify_url, **options)
+        return admission.prepared
 
     def run_local(self, template_ref: str, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Validate, record and execute a run in this process (the CLI's embedded mode)."""
@@ -175,9 +170,7 @@ class Runtime:
 
     def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Like :meth:`run_local` for a template loaded from text rather than the registry."""
-        prepared = prepare_loaded(loaded, params, max_params_bytes=self.settings.max_params_bytes,
-                                  max_file_bytes=self.settings.max_file_param_bytes)
-        self._record_local(prepared, options)
+        prepared = self._admit_local(loaded, params, options)
         return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 
     def run_to_end(self, run_id: str, *, secrets: dict[str, Any] | None = None) -> RunOutcome:

@@ -4,7 +4,7 @@
 validate`` run the same checks: the file's shape (:mod:`browserq.schedules.load`), then for every
 enabled entry that its template resolves in the registry, that no secret param is written
 inline, that its references resolve (regular files, bounded), and that its params pass the producer's own validation
-(:func:`browserq.execute.prepare_run`, the call ``run_template.delay`` makes). A disabled entry is
+(:func:`browserq.execute.admission.admit`, the door ``run_template.delay`` goes through). A disabled entry is
 checked for shape only: disabling is how an operator keeps an entry that cannot run yet. No
 problem line shows a referenced value (:func:`~browserq.schedules.refs.conceal`).
 """
@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from browserq.errors import ParamError, TemplateError, TemplateInvalid
-from browserq.execute import check_run_options, prepare_run
+from browserq.errors import ConfigError, ParamError, TemplateError, TemplateInvalid
+from browserq.execute.admission import admit
 from browserq.schedules.load import Loaded, Problem, read_schedules
 from browserq.schedules.model import EnvRef, FileRef, Schedule
 from browserq.schedules.refs import conceal, resolve_params
 from browserq.schedules.timing import slot_key
 from browserq.secrets import KEY_HINT, SecretBox
+from browserq.settings import Settings, get_settings
 from browserq.templates import TemplateRegistry, secret_names
-from browserq.templates.params import DEFAULT_MAX_PARAMS_BYTES
 
 #: Any slot: every slot's key has the same length, so one shows whether the name fits.
 SAMPLE_SLOT = datetime(2000, 1, 1, tzinfo=UTC)
@@ -52,10 +52,12 @@ def check_schedules(
     registry: TemplateRegistry,
     secret_box: SecretBox,
     *,
-    max_params_bytes: int = DEFAULT_MAX_PARAMS_BYTES,
+    settings: Settings | None = None,
     reserved: Collection[str] = (),
 ) -> Checked:
-    """Read ``path`` and check every entry; ``reserved``: names of the app's own beat entries."""
+    """Read ``path`` and check every entry as beat's firing will admit it, under every limit of
+    ``settings`` (default: the current ones); ``reserved``: names of the app's own beat entries."""
+    settings = settings or get_settings()
     checked = Checked(read_schedules(path))
     loaded = checked.loaded
     for schedule in loaded.schedules:
@@ -63,7 +65,7 @@ def check_schedules(
         if schedule.name in reserved:
             problems.append(f"the name is taken by the app's own beat entry {schedule.name!r}; pick another")
         if schedule.enabled:
-            problems += schedule_problems(schedule, registry, secret_box, max_params_bytes)
+            problems += schedule_problems(schedule, registry, secret_box, settings)
         loaded.problems += [loaded.problem(schedule, p) for p in problems]
         if not problems:
             (checked.ready if schedule.enabled else checked.disabled).append(schedule)
@@ -72,7 +74,7 @@ def check_schedules(
 
 
 def schedule_problems(
-    schedule: Schedule, registry: TemplateRegistry, secret_box: SecretBox, max_params_bytes: int
+    schedule: Schedule, registry: TemplateRegistry, secret_box: SecretBox, settings: Settings
 ) -> list[str]:
     """Why ``schedule`` could not be submitted (one line each; empty when it can)."""
     try:
@@ -92,11 +94,11 @@ def schedule_problems(
     if problems:
         return problems
     try:
-        prepared = prepare_run(registry, schedule.template, values, max_params_bytes=max_params_bytes)
-        check_run_options(loaded.ref, idempotency_key=slot_key(schedule.name, SAMPLE_SLOT))
+        # The door beat's firing goes through (run_template.delay), under every limit of the settings.
+        prepared = admit(settings, loaded, values, idempotency_key=slot_key(schedule.name, SAMPLE_SLOT)).prepared
     except ParamError as exc:
         return [f"template {exc.template}: {_line(p)}" for p in conceal(schedule, values, exc.problems)]
-    except TemplateError as exc:
+    except (TemplateError, ConfigError) as exc:
         return conceal(schedule, values, [_line(str(exc))])
     if prepared.secret_values and not secret_box.enabled:
         problems.append(f"template {loaded.ref} takes secret params but BROWSERQ_SECRET_KEY is not set; {KEY_HINT}")

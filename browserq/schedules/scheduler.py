@@ -135,7 +135,7 @@ def load_for_beat(settings: Settings, reserved: set[str]) -> list[Schedule]:
 
     services = producer_services()
     checked = check_schedules(settings.schedules_file, services.registry, services.secret_box,
-                              max_params_bytes=settings.max_params_bytes, reserved=reserved)
+                              settings=settings, reserved=reserved)
     if checked.problems:
         for problem in checked.problems:
             print(f"error: {problem}", file=sys.stderr)

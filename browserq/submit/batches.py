@@ -18,7 +18,8 @@ from celery import group
 from celery.result import GroupResult
 
 from browserq.errors import BrowserqError, ParamError
-from browserq.execute import PreparedRun, check_template_pin, notify_for, prepare_run, record_run
+from browserq.execute import PreparedRun, check_template_pin, record_run
+from browserq.execute.admission import admit
 from browserq.settings import get_settings
 from browserq.store import BatchView
 from browserq.store.artifacts import artifact_store
@@ -60,18 +61,18 @@ def run_batch(
     settings = get_settings()
     prepared: list[PreparedRun] = []
     problems: list[str] = []
+    notify_url: str | None = None
     for index, params in enumerate(params_list):
-        try:
-            prepared.append(
-                prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
-                            max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
-            )
+        try:  # the batch's notify is one: checked once, with its first item
+            admission = admit(settings, template, params, registry=registry, notify=notify if index == 0 else None)
         except ParamError as exc:
             problems += [f"item {index}: {problem}" for problem in exc.problems]
+        else:
+            prepared.append(admission.prepared)
+            notify_url = admission.notify_url if index == 0 else notify_url
     if problems:
         raise ParamError(template, problems)
     loaded = prepared[0].loaded
-    notify_url = notify_for(prepared[0], notify, settings)
     check_template_pin(store, loaded)  # before the batch row: a refused body records nothing
     breaker = None
     if max_failure_rate is not None:

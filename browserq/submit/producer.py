@@ -6,7 +6,7 @@ join an earlier run with the same idempotency key, check the identity asked for,
 run id. Bad input raises here and nothing is enqueued; a broker that is down raises
 ``BrokerUnavailable`` and the recorded run is deleted again.
 
-Importing this module installs :func:`admit` as the run task's admission
+Importing this module installs :func:`accept_and_send` as the run task's admission
 (:func:`browserq.tasks.install_admission`); ``browserq.celery_app`` imports it.
 """
 
@@ -23,11 +23,9 @@ from browserq.errors import BrokerUnavailable, ParamError
 from browserq.execute import (
     PreparedRun,
     check_identity_request,
-    check_run_options,
-    notify_for,
-    prepare_run,
     record_run,
 )
+from browserq.execute.admission import admit
 from browserq.execute.input_files import discard_input_files
 from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, mask_url
@@ -45,8 +43,9 @@ SIGNATURE = (
 )
 
 
-def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str, Any]) -> Any:
-    """Accept a ``run_template`` call with a template and params, then send it; returns its
+def accept_and_send(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str, Any]) -> Any:
+    """Accept a ``run_template`` call with a template and params (through :func:`admit`, the one
+    door), record it, then send it; returns its
     ``AsyncResult`` (an earlier run's, when the idempotency key was used before)."""
     template = args.pop(0) if args else kwargs.pop("template", None)
     params = args.pop(0) if args else kwargs.pop("params", None)
@@ -59,10 +58,9 @@ def admit(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str
     services = producer_services()
     registry, store, secret_box = services.registry, services.store, services.secret_box
     settings = get_settings()
-    prepared = prepare_run(registry, template, params, max_params_bytes=settings.max_params_bytes,
-                           max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
-    check_run_options(prepared.loaded.ref, idempotency_key=idempotency_key, **run_options)
-    notify_url = notify_for(prepared, notify, settings)
+    admission = admit(settings, template, params, registry=registry, notify=notify,
+                      idempotency_key=idempotency_key, **run_options)
+    prepared, notify_url = admission.prepared, admission.notify_url
     queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
     if key is not None:
@@ -132,6 +130,6 @@ def cancel_run(run_id: str, reason: str = "cancelled by request") -> str:
     return view.status
 
 
-install_admission(admit)
+install_admission(accept_and_send)
 
-__all__ = ["admit", "cancel_run", "idempotency_key_for", "run_queue"]
+__all__ = ["accept_and_send", "cancel_run", "idempotency_key_for", "run_queue"]

@@ -23,10 +23,9 @@ from browserq.execute import (
     RunBusy,
     Runtime,
     WorkerUnusable,
-    notify_for,
-    prepare_run,
     record_run,
 )
+from browserq.execute.admission import admit
 from browserq.store import LeaseLost
 from browserq.tasks.app import TASK_NAME, app
 from browserq.tasks.progress import track_progress
@@ -35,15 +34,15 @@ from browserq.tasks.worker import exit_without_browser, worker_runtime
 
 log = structlog.get_logger(__name__)
 
-#: ``admit(task, args, kwargs, options)``: accept a call that is not yet a recorded run and send it.
-Admission = Callable[[Task, list[Any], dict[str, Any], dict[str, Any]], Any]
-_admission: Admission | None = None
+#: ``door(task, args, kwargs, options)``: accept a call that is not yet a recorded run and send it.
+ProducerDoor = Callable[[Task, list[Any], dict[str, Any], dict[str, Any]], Any]
+_admission: ProducerDoor | None = None
 
 
-def install_admission(admit: Admission) -> None:
+def install_admission(door: ProducerDoor) -> None:
     """Set how ``run_template.delay(template, params=…)`` accepts a run (browserq.submit does)."""
     global _admission
-    _admission = admit
+    _admission = door
 
 
 class RunTemplateTask(Task):
@@ -74,9 +73,8 @@ def _accept_unrecorded(task: Task, runtime: Runtime, template: str, params: Any)
     record it here. Returns ``(run_id, secrets)``, or the failed result of input it refuses."""
     try:
         settings = runtime.settings
-        prepared = prepare_run(runtime.registry, template, params, run_id=run_id_for(task.request.id),
-                               max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s)
-        notify_url = notify_for(prepared, None, settings)
+        admission = admit(settings, template, params, registry=runtime.registry, run_id=run_id_for(task.request.id))
+        prepared, notify_url = admission.prepared, admission.notify_url
         box = runtime.secret_box if runtime.secret_box.enabled else None  # so a retry has them
         record_run(runtime.store, prepared, secret_box=box, task_id=task.request.id, artifacts=runtime.artifacts,
                    notify_url=notify_url)
