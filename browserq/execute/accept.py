@@ -76,11 +76,16 @@ def prepare_run(
     max_human_wait_s: float | None = None,
 ) -> PreparedRun:
     """Resolve the template and validate the params; raises TemplateError / ParamError."""
-    if not isinstance(template_ref, str) or not template_ref.strip():
-        raise TemplateNotFound("the template reference must be a non-empty string like 'quotes@1.2'")
-    loaded = registry.resolve(template_ref.strip())
+    loaded = registry.resolve(template_reference(template_ref))
     return prepare_loaded(loaded, params, run_id, max_params_bytes=max_params_bytes, max_file_bytes=max_file_bytes,
                           max_human_wait_s=max_human_wait_s)
+
+
+def template_reference(template: Any) -> str:
+    """``template`` as a reference to resolve (``TemplateNotFound`` for anything else)."""
+    if not isinstance(template, str) or not template.strip():
+        raise TemplateNotFound("the template reference must be a non-empty string like 'quotes@1.2'")
+    return template.strip()
 
 
 def prepare_loaded(

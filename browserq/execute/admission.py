@@ -23,7 +23,7 @@ from browserq.execute.accept import (
     check_run_options,
     notify_for,
     prepare_loaded,
-    prepare_run,
+    template_reference,
 )
 from browserq.settings import Settings
 from browserq.templates import LoadedTemplate, TemplateRegistry
@@ -55,17 +55,14 @@ def admit(
 
     Raises ``TemplateError`` / ``ParamError`` / ``ConfigError``; nothing is recorded or sent.
     """
-    limits = {
-        "max_params_bytes": settings.max_params_bytes,
-        "max_file_bytes": settings.max_file_param_bytes,
-        "max_human_wait_s": settings.max_human_wait_s,
-    }
-    if isinstance(template, LoadedTemplate):
-        prepared = prepare_loaded(template, params, run_id, **limits)
-    else:
+    if not isinstance(template, LoadedTemplate):
         if registry is None:
             raise TypeError("admit() of a template reference needs the registry to resolve it in")
-        prepared = prepare_run(registry, template, params, run_id, **limits)
+        template = registry.resolve(template_reference(template))
+    prepared = prepare_loaded(
+        template, params, run_id, max_params_bytes=settings.max_params_bytes,
+        max_file_bytes=settings.max_file_param_bytes, max_human_wait_s=settings.max_human_wait_s,
+    )
     check_run_options(
         prepared.loaded.ref, idempotency_key=idempotency_key, identity=identity, identity_pool=identity_pool,
         tenant=tenant,
