@@ -108,10 +108,10 @@ def connection_health(settings: Settings) -> dict[str, Any]:
         "broker_heartbeat": beat,
         "broker_heartbeat_checkrate": 3.0,
         # The Redis result backend, the same bounds; its reads and writes are safe to repeat.
-        "redis_socket_timeout": beat,
+        "redis_socket_timeout": beat / 2,
         "redis_socket_connect_timeout": beat,
         "redis_socket_keepalive": True,
-        "redis_backend_health_check_interval": int(beat),
+        "redis_backend_health_check_interval": _half(beat),
         "redis_retry_on_timeout": True,
     }
 
@@ -130,27 +130,34 @@ def amqp_transport_health(settings: Settings) -> dict[str, Any]:
     ack and ``read_timeout`` bounds that wait (and a declare's): the send then fails and is retried
     on a new connection (``task_publish_retry_policy``). A live broker answers in milliseconds."""
     beat = settings.broker_heartbeat_s
-    return {"confirm_publish": True, "read_timeout": beat, "write_timeout": beat}
+    return {"confirm_publish": True, "read_timeout": beat / 2, "write_timeout": beat / 2}
 
 
 def redis_transport_health(settings: Settings) -> dict[str, Any]:
     """kombu's Redis transport options for the same bound.
 
-    ``health_check_interval``: kombu drops a BRPOP whose reply is overdue by more than this (BRPOP
-    itself waits 1 s on the server) and PINGs the pub/sub connection, checked as often.
-    ``socket_timeout``: a plain command (ack, publish, the unacked-restore sweep) on a dead
-    connection fails instead of blocking the worker's event loop, where those checks run; far above
-    the 1 s BRPOP, which is read only once readable. No ``retry_on_timeout``: a timed-out command
+    ``health_check_interval`` (half a beat): kombu drops a BRPOP whose reply is overdue by more
+    than this (BRPOP itself waits 1 s on the server), checked as often: within 1 s + one beat; it
+    PINGs the pub/sub connection as often, and redis-py PINGs a pooled connection idle that long
+    before using it (a silent one is replaced, the command goes through).
+    ``socket_timeout`` (half a beat, ≥ 2 s): a plain command (ack, publish, the unacked-restore
+    sweep) on a dead connection fails instead of blocking the worker's event loop, where those
+    checks run; above the 1 s BRPOP, which is read only once readable anyway. No ``retry_on_timeout``: a timed-out command
     surfaces as a connection error that Celery answers by reconnecting, and a publish is never sent
     twice by redis-py behind kombu's back. Keepalive: the kernel notices a flow a NAT dropped."""
     beat = settings.broker_heartbeat_s
     return {
-        "health_check_interval": int(beat),
-        "socket_timeout": beat,
+        "health_check_interval": _half(beat),
+        "socket_timeout": beat / 2,
         "socket_connect_timeout": beat,
         "socket_keepalive": True,
         "socket_keepalive_options": _keepalive_options(beat),
     }
+
+
+def _half(beat: float) -> int:
+    """Half a heartbeat in whole seconds (kombu's timers and redis-py's checks take ints)."""
+    return max(1, int(beat / 2))
 
 
 def _keepalive_options(beat: float) -> dict[int, int]:

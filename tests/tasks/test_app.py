@@ -39,16 +39,16 @@ def test_a_silent_broker_connection_is_bounded_by_the_heartbeat_setting() -> Non
 
     redis = celery_config(load_settings(broker_url="redis://127.0.0.1:6379/3", broker_heartbeat_s=12))
     options = redis["broker_transport_options"]
-    assert options["health_check_interval"] == 12 and options["socket_timeout"] == 12
+    assert options["health_check_interval"] == 6 and options["socket_timeout"] == 6
     assert options["socket_timeout"] > Transport.brpop_timeout  # BRPOP's own wait never times out
     assert options["socket_keepalive"] and "retry_on_timeout" not in options and "confirm_publish" not in options
-    assert redis["redis_socket_timeout"] == 12 and redis["redis_backend_health_check_interval"] == 12
+    assert redis["redis_socket_timeout"] == 6 and redis["redis_backend_health_check_interval"] == 6
     assert redis["redis_retry_on_timeout"] and redis["redis_socket_keepalive"]
 
     amqp = celery_config(load_settings(broker_url="amqp://guest:guest@127.0.0.1:5672//", broker_heartbeat_s=12))
     assert amqp["broker_heartbeat"] == 12 and amqp["broker_heartbeat_checkrate"] == 3.0
     options = amqp["broker_transport_options"]
-    assert options["confirm_publish"] and options["read_timeout"] == 12 and "socket_timeout" not in options
+    assert options["confirm_publish"] and options["read_timeout"] == 6 and "socket_timeout" not in options
 
 
 def test_time_limits_follow_the_template_timeout() -> None:
