@@ -6,6 +6,9 @@ worker notices within about three heartbeats, reconnects and consumes again, wit
 
 The producer (this process) goes through the same proxy, and its pooled connection is swallowed
 too: the runs it sends after the loss must still reach the worker, and their handles resolve.
+(The workers' sweeper may re-send a run that waits too long; any copy needs a worker that consumes
+again.) Figures: the worker's first log line about a dropped connection and the first run started,
+both counted from the swallow; the README's "Workers" section quotes them.
 """
 
 from __future__ import annotations
