@@ -68,6 +68,7 @@ class Settings(BaseSettings):
     templates_dir: Path = Field(Path("templates"), description="Directory of YAML templates.")
     artifacts_dir: Path = Field(Path("artifacts"), description="Where screenshots, snapshots and traces go.")
     queue: str = Field("browserq", description="Celery queue the run tasks are sent to.")
+    broker_heartbeat_s: float = Field(10.0, ge=4, le=60, description="Heartbeat of broker and Redis result-backend connections: one that stays silent (a lost NAT flow, a frozen host) is dropped and reconnected within 3× this.")
 
     # --- browser -----------------------------------------------------------------------------
     chromium_path: str | None = Field(None, description="Chromium/Chrome executable; autodetected, then Playwright's own build.")

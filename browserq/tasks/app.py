@@ -6,6 +6,7 @@ time); README.md § "Workers" lists each setting and why.
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from celery import Celery
@@ -53,8 +54,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
         # Redis redelivers unacked messages after this, even while they still run (celery#5935):
-        # keep it far above the longest run.
-        "broker_transport_options": {"visibility_timeout": 6 * 3600},
+        # keep it far above the longest run. The rest: transport_health().
+        "broker_transport_options": {"visibility_timeout": 6 * 3600, **transport_health(settings)},
         # Flower: task events, started state, args of the (redacted) request. The result backend
         # gets two writes per delivery: STARTED (what AsyncResult.state shows while the run runs;
         # Flower takes it from the task-started event) and the end (SUCCESS, FAILURE with
@@ -92,13 +93,92 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Beat: the entries above plus BROWSERQ_SCHEDULES_FILE, fired only by the beat holding
         # the fleet-wide lock (README § Schedules). Named by string: beat alone imports it.
         "beat_scheduler": "browserq.schedules.scheduler:BrowserqScheduler",
+        **connection_health(settings),
     }
+
+
+def connection_health(settings: Settings) -> dict[str, Any]:
+    """Celery settings that bound how long a silent connection (no FIN, no RST: a NAT or load
+    balancer that lost its state, a frozen host) can hold a worker or a producer: within about
+    ``3 × BROWSERQ_BROKER_HEARTBEAT_S`` it is dropped and opened again. Without them a worker waits
+    on it forever and every run sent afterwards stays queued (README § "Workers")."""
+    beat = settings.broker_heartbeat_s
+    return {
+        # RabbitMQ: AMQP heartbeats, checked every beat / 3; two beats missed → reconnect.
+        "broker_heartbeat": beat,
+        "broker_heartbeat_checkrate": 3.0,
+        # The Redis result backend, the same bounds; its reads and writes are safe to repeat.
+        "redis_socket_timeout": beat / 2,
+        "redis_socket_connect_timeout": beat,
+        "redis_socket_keepalive": True,
+        "redis_backend_health_check_interval": _half(beat),
+        "redis_retry_on_timeout": True,
+    }
+
+
+def transport_health(settings: Settings) -> dict[str, Any]:
+    """The broker transport's options for the same bound: RabbitMQ's, else Redis's."""
+    if settings.broker_url.split("://", 1)[0] in ("amqp", "amqps", "pyamqp"):
+        return amqp_transport_health(settings)
+    return redis_transport_health(settings)
+
+
+def amqp_transport_health(settings: Settings) -> dict[str, Any]:
+    """py-amqp's options: heartbeats guard only the worker's consuming connection (nobody checks
+    a producer's), and a publish is a write that never waits for an answer, so on a silent
+    connection it would be lost without an error. Publisher confirms make it wait for the broker's
+    ack and ``read_timeout`` bounds that wait (and a declare's): the send then fails and is retried
+    on a new connection (``task_publish_retry_policy``). A live broker answers in milliseconds."""
+    beat = settings.broker_heartbeat_s
+    return {"confirm_publish": True, "read_timeout": beat / 2, "write_timeout": beat / 2}
+
+
+def redis_transport_health(settings: Settings) -> dict[str, Any]:
+    """kombu's Redis transport options for the same bound.
+
+    ``health_check_interval`` (half a beat): kombu drops a BRPOP whose reply is overdue by more
+    than this (BRPOP itself waits 1 s on the server), checked as often: within 1 s + one beat; it
+    PINGs the pub/sub connection as often, and redis-py PINGs a pooled connection idle that long
+    before using it (a silent one is replaced, the command goes through).
+    ``socket_timeout`` (half a beat, ≥ 2 s): a plain command (ack, publish, the unacked-restore
+    sweep) on a dead connection fails instead of blocking the worker's event loop, where those
+    checks run; above the 1 s BRPOP, which is read only once readable anyway. No ``retry_on_timeout``: a timed-out command
+    surfaces as a connection error that Celery answers by reconnecting, and a publish is never sent
+    twice by redis-py behind kombu's back. Keepalive: the kernel notices a flow a NAT dropped."""
+    beat = settings.broker_heartbeat_s
+    return {
+        "health_check_interval": _half(beat),
+        "socket_timeout": beat / 2,
+        "socket_connect_timeout": beat,
+        "socket_keepalive": True,
+        "socket_keepalive_options": _keepalive_options(beat),
+    }
+
+
+def _half(beat: float) -> int:
+    """Half a heartbeat in whole seconds (kombu's timers and redis-py's checks take ints)."""
+    return max(1, int(beat / 2))
+
+
+def _keepalive_options(beat: float) -> dict[int, int]:
+    """First probe after ``beat`` idle seconds, 3 probes ``beat / 3`` apart (where the OS has them)."""
+    wanted = {"TCP_KEEPIDLE": int(beat), "TCP_KEEPINTVL": max(1, int(beat / 3)), "TCP_KEEPCNT": 3}
+    return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
 
 
 app = Celery("browserq", set_as_current=False)
 app.add_defaults(lambda: celery_config(get_settings()))
 
 __all__ = [
-    "HARD_LIMIT_GRACE_S", "SWEEP_TASK_NAME", "TASK_NAME", "WEBHOOK_TASK_NAME", "app", "celery_config", "sweep_queue",
-    "time_limits", "webhook_queue",
+    "HARD_LIMIT_GRACE_S",
+    "SWEEP_TASK_NAME",
+    "TASK_NAME",
+    "WEBHOOK_TASK_NAME",
+    "app",
+    "celery_config",
+    "connection_health",
+    "sweep_queue",
+    "time_limits",
+    "transport_health",
+    "webhook_queue",
 ]
