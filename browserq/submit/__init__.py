@@ -10,11 +10,8 @@ for messages sent without it, in-process runs).
 """
 
 from browserq.submit.batches import BatchHandle, batch_summary, run_batch
-from browserq.submit.producer import accept_and_send, cancel_run, idempotency_key_for
+from browserq.submit.producer import accept_and_send, admit, cancel_run, idempotency_key_for
 from browserq.submit.services import ProducerServices, producer_services, reset_producer_cache
-
-#: The producer's door under its old name (browserq.execute.admission.admit is the one door).
-admit = accept_and_send
 
 __all__ = [
     "BatchHandle",

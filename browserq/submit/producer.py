@@ -25,7 +25,7 @@ from browserq.execute import (
     check_identity_request,
     record_run,
 )
-from browserq.execute.admission import admit
+from browserq.execute.admission import admit as admit_run
 from browserq.execute.input_files import discard_input_files
 from browserq.settings import Settings, get_settings
 from browserq.store import DuplicateRun, mask_url
@@ -44,7 +44,7 @@ SIGNATURE = (
 
 
 def accept_and_send(task: Task, args: list[Any], kwargs: dict[str, Any], options: dict[str, Any]) -> Any:
-    """Accept a ``run_template`` call with a template and params (through :func:`admit`, the one
+    """Accept a ``run_template`` call with a template and params (through :func:`browserq.execute.admission.admit`, the one
     door), record it, then send it; returns its
     ``AsyncResult`` (an earlier run's, when the idempotency key was used before)."""
     template = args.pop(0) if args else kwargs.pop("template", None)
@@ -58,7 +58,7 @@ def accept_and_send(task: Task, args: list[Any], kwargs: dict[str, Any], options
     services = producer_services()
     registry, store, secret_box = services.registry, services.store, services.secret_box
     settings = get_settings()
-    admission = admit(settings, template, params, registry=registry, notify=notify,
+    admission = admit_run(settings, template, params, registry=registry, notify=notify,
                       idempotency_key=idempotency_key, **run_options)
     prepared, notify_url = admission.prepared, admission.notify_url
     queue = run_queue(prepared, options.get("queue"), settings.queue)
@@ -131,5 +131,7 @@ def cancel_run(run_id: str, reason: str = "cancelled by request") -> str:
 
 
 install_admission(accept_and_send)
+#: The old name of :func:`accept_and_send` (kept working).
+admit = accept_and_send
 
-__all__ = ["accept_and_send", "cancel_run", "idempotency_key_for", "run_queue"]
+__all__ = ["accept_and_send", "admit", "cancel_run", "idempotency_key_for", "run_queue"]
