@@ -11,6 +11,7 @@ from typing import Any
 from celery import Celery
 
 from browserq.settings import Settings, get_settings
+from browserq.store.answering import DbTimeouts, celery_engine_callback
 
 TASK_NAME = "browserq.run_template"
 SWEEP_TASK_NAME = "browserq.sweep"
@@ -92,6 +93,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Beat: the entries above plus BROWSERQ_SCHEDULES_FILE, fired only by the beat holding
         # the fleet-wide lock (README § Schedules). Named by string: beat alone imports it.
         "beat_scheduler": "browserq.schedules.scheduler:BrowserqScheduler",
+        # The database result backend gets the run store's limits: a silent connection is dropped.
+        "database_engine_callback": celery_engine_callback(DbTimeouts.from_settings(settings)),
     }
 
 
