@@ -6,7 +6,9 @@ Database outages
     PostgreSQL deadlocks), with exponential backoff from 0.2 s to 2 s, for up to
     ``retry_window_s``; then :class:`StoreUnavailable` is raised. A commit whose acknowledgement
     was lost may have applied, so every retried write first looks for its own earlier effect
-    (the ``retried`` flag its body receives).
+    (the ``retried`` flag its body receives). A connection that stops answering counts as lost
+    (:mod:`browserq.store.answering`); a run whose store stays unavailable past the window stops
+    its attempt and is tried again later (``browserq.tasks.run_task``).
 
 The repositories (:mod:`browserq.store.runs`, :mod:`~browserq.store.leases`, …) are mixins over
 :class:`StoreBase`; :class:`browserq.store.Store` composes them.
