@@ -122,9 +122,10 @@ def run_template(
     except StoreUnavailable as away:
         # Nothing could be recorded: the run is tried again later through the broker alone
         # (no database write on the way) and resumes from its last checkpoint once it is back.
-        log.warning("waiting for the database: the run will be tried again", retry_in_s=round(away.retry_in_s, 1),
+        wait_s = away.retry_in_s
+        log.warning("waiting for the database: the run will be tried again", retry_in_s=round(wait_s, 1),
                     error=str(away)[:300])
-        raise self.retry(countdown=away.retry_in_s) from None
+        raise self.retry(countdown=wait_s) from None
     finally:
         progress.end()  # no PROGRESS write after this: the final state follows
         structlog.contextvars.unbind_contextvars("run_id", "task_id")

@@ -2,12 +2,13 @@
 stops answering while its TCP connection stays up: the workers reach the database through TCP
 proxies in this process (tests/store/tcp_proxy.py) that the tests break and heal.
 
-* A 120 s and a 300 s outage, run side by side (two clusters, two proxies) so the suite waits
-  for the longer one only: every run completes afterwards, resumed from its checkpoint; none
+* A 120 s and a 300 s outage: every run completes afterwards, resumed from its checkpoint; none
   ends ``INTERNAL`` or failed because the database was away, and no side effect runs twice.
 * Every connection open through the proxy swallowed (no FIN, no RST, nothing either way) while
   runs are in flight: the stalled connections are dropped (the answer timeout) and the runs
   finish — not interrupted at Celery's soft limit with ``RUN_TIMEOUT``.
+
+The three run side by side (three clusters, three proxies): the suite waits for the longest only.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from browserq.store import Store
+from browserq.store.answering import NO_ANSWER
 from tests.chaos.conftest import (
     REDIS_URL,
     check_orders,
@@ -57,8 +58,13 @@ def error_codes(store: Store, run_ids: list[str]) -> Counter:
 
 
 @pytest.mark.timeout(900)
-def test_outages_of_120_and_300_s_are_ridden_out(make_cluster, demo, pg_url: str, store: Store, report) -> None:
-    proxies = [_proxy(pg_url) for _ in OUTAGES_S]
+def test_long_outages_and_a_stalled_connection_are_ridden_out(
+    make_cluster, demo, pg_url: str, store: Store, report
+) -> None:
+    """Three clusters side by side, so the suite waits for the longest fault only (~6 min): the
+    database cut for 120 s, cut for 300 s, and every open connection swallowed for good."""
+    faults = [f"outage_{s}s" for s in OUTAGES_S] + ["stalled_connections"]
+    proxies = [_proxy(pg_url) for _ in faults]
     try:
         clusters, runs = [], []
         demo.latency_ms = 150
@@ -69,76 +75,45 @@ def test_outages_of_120_and_300_s_are_ridden_out(make_cluster, demo, pg_url: str
         for cluster in clusters:
             with producer(cluster, pg_url):  # this process records the runs directly, not via a proxy
                 runs.append(submit_orders(demo, RUNS))
-        wait_for(lambda: all(len(running_runs(store, ids)) >= 2 for ids in runs), 120, "two runs under way in each")
-        for proxy in proxies:
+        wait_for(lambda: all(len(running_runs(store, ids)) >= 2 for ids in runs), 180, "two runs under way in each")
+        for proxy in proxies[: len(OUTAGES_S)]:
             proxy.cut()
+        swallowed = proxies[-1].swallow()  # open, acknowledged, silent for good; new ones work
         cut_at = time.monotonic()
-        restored: list[float] = []
-
-        def restore(proxy: TcpProxy, after_s: float) -> None:
-            time.sleep(max(0.0, cut_at + after_s - time.monotonic()))
-            proxy.restore()
-            restored.append(time.monotonic() - cut_at)
-
-        healers = [threading.Thread(target=restore, args=pair) for pair in zip(proxies, OUTAGES_S, strict=True)]
+        healers = [threading.Thread(target=_restore_at, args=(proxy, cut_at + after_s))
+                   for proxy, after_s in zip(proxies, OUTAGES_S, strict=False)]
         for healer in healers:
             healer.start()
-        finals: list[dict[str, str]] = []
-        finished_s: list[float] = []
-        for ids, outage_s in zip(runs, OUTAGES_S, strict=True):
-            finals.append(wait_finished(store, ids, timeout=outage_s + 300 - (time.monotonic() - cut_at)))
-            finished_s.append(time.monotonic() - cut_at)
+        finals: dict[str, dict[str, str]] = {}
+        finished_s: dict[str, float] = {}
+        for fault, ids in sorted(zip(faults, runs, strict=True), key=lambda pair: pair[0] != faults[-1]):
+            finals[fault] = wait_finished(store, ids, timeout=max(OUTAGES_S) + 300 - (time.monotonic() - cut_at))
+            finished_s[fault] = time.monotonic() - cut_at
         for healer in healers:
             healer.join()
-        failures: list[Any] = []
-        for cluster, ids, final, outage_s, done_s in zip(clusters, runs, finals, OUTAGES_S, finished_s, strict=True):
-            figures = check_orders(store, demo, ids, final)
+        checked = []
+        for fault, cluster, ids in zip(faults, clusters, runs, strict=True):
+            figures = check_orders(store, demo, ids, finals[fault])
             duplicates = duplicate_step_attempts(store, ids)
+            codes = error_codes(store, ids)
             log = cluster.log()
+            extra = {"swallowed_connections": swallowed} if fault == faults[-1] else {}
             report(figures.line(
-                f"postgres_outage_{outage_s}s", failed_codes=dict(error_codes(store, ids)),
-                duplicate_step_attempts=len(duplicates), store_unavailable_logged=log.count("StoreUnavailable"),
-                waits_for_database_logged=log.count("waiting for the database"),
-                finished_s_after_cut=f"{done_s:.0f}",
+                f"postgres_{fault}", failed_codes=dict(codes), duplicate_step_attempts=len(duplicates),
+                finished_s_after_fault=f"{finished_s[fault]:.0f}", silent_connections_dropped=log.count(NO_ANSWER),
+                attempts_stopped_for_the_database=log.count("the database stayed unavailable"), **extra,
             ))
-            failures.append((figures, duplicates, error_codes(store, ids)))
-        for figures, duplicates, codes in failures:
-            assert "INTERNAL" not in codes, codes
+            checked.append((fault, figures, duplicates, codes))
+        assert swallowed > 0
+        for fault, figures, duplicates, codes in checked:
+            assert "INTERNAL" not in codes and "RUN_TIMEOUT" not in codes, (fault, codes)
             figures.verify()
-            assert not duplicates, duplicates
+            assert not duplicates, (fault, duplicates)
     finally:
         for proxy in proxies:
             proxy.stop()
 
 
-@pytest.mark.timeout(600)
-def test_a_stalled_pooled_connection_is_dropped_not_waited_on(
-    make_cluster, demo, pg_url: str, store: Store, report
-) -> None:
-    proxy = _proxy(pg_url)
-    try:
-        cluster = make_cluster(REDIS_URL, database_url=_through(proxy, pg_url))
-        cluster.start_worker("w1", concurrency=2)
-        demo.latency_ms = 150
-        with producer(cluster, pg_url):
-            run_ids = submit_orders(demo, RUNS)
-        wait_for(lambda: len(running_runs(store, run_ids)) >= 2, 120, "two runs under way")
-        swallowed = proxy.swallow()  # every open connection goes silent, its TCP connection stays up
-        stalled_at = time.monotonic()
-        final = wait_finished(store, run_ids, timeout=400)
-        finished_s = time.monotonic() - stalled_at
-        figures = check_orders(store, demo, run_ids, final)
-        duplicates = duplicate_step_attempts(store, run_ids)
-        codes = error_codes(store, run_ids)
-        log = cluster.log()
-        report(figures.line(
-            "postgres_stalled_connections", swallowed_connections=swallowed, failed_codes=dict(codes),
-            finished_s_after_stall=f"{finished_s:.0f}", dropped_logged=log.count("sent no answer"),
-            connections_through_proxy=proxy.connections, duplicate_step_attempts=len(duplicates),
-        ))
-        assert swallowed > 0
-        assert "RUN_TIMEOUT" not in codes, codes
-        figures.verify()
-        assert not duplicates, duplicates
-    finally:
-        proxy.stop()
+def _restore_at(proxy: TcpProxy, moment: float) -> None:
+    time.sleep(max(0.0, moment - time.monotonic()))
+    proxy.restore()
