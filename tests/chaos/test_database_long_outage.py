@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
@@ -66,12 +67,11 @@ def test_long_outages_and_a_stalled_connection_are_ridden_out(
     faults = [f"outage_{s}s" for s in OUTAGES_S] + ["stalled_connections"]
     proxies = [_proxy(pg_url) for _ in faults]
     try:
-        clusters, runs = [], []
+        runs: list[list[str]] = []
         demo.latency_ms = 150
-        for proxy in proxies:
-            cluster = make_cluster(REDIS_URL, database_url=_through(proxy, pg_url))
-            cluster.start_worker("w1", concurrency=2)
-            clusters.append(cluster)
+        clusters = [make_cluster(REDIS_URL, database_url=_through(proxy, pg_url)) for proxy in proxies]
+        with ThreadPoolExecutor(len(clusters)) as starting:  # their browsers launch side by side
+            list(starting.map(lambda cluster: cluster.start_worker("w1", concurrency=2), clusters))
         for cluster in clusters:
             with producer(cluster, pg_url):  # this process records the runs directly, not via a proxy
                 runs.append(submit_orders(demo, RUNS))
