@@ -19,6 +19,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.pool import NullPool
 
 from alembic import context
+from browserq.store.answering import patient
 from browserq.store.engine import SQLITE_BEGIN_OPTION, create_store_engine, normalize_url
 from browserq.store.migrations import MIGRATION_LOCK_KEY
 from browserq.store.models import Base
@@ -70,8 +71,10 @@ def _run_on(connection: Connection) -> None:
         # The begin hook of browserq's SQLite engines then emits BEGIN IMMEDIATE.
         connection.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
     outer = nullcontext() if connection.in_transaction() else connection.begin()
-    with outer:
+    with outer, patient(connection.connection.dbapi_connection):
         if dialect == "postgresql":
+            # A migration of a large database may take long: no statement limit meanwhile.
+            connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
             )

@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     run_time_limit_margin_s: int = Field(
         30, ge=5, description="Celery soft limit = template run timeout + this margin."
     )
+    db_statement_timeout_s: float = Field(10.0, ge=0, description="PostgreSQL statement_timeout of the run store; a connection silent 5 s longer is dropped and the transaction retried (0: no limit). Keep it + 5 s below two thirds of BROWSERQ_LEASE_TTL_S: a lease renewal stalled on a dead connection is then retried before the lease runs out.")
+    db_lock_timeout_s: float = Field(5.0, ge=0, description="PostgreSQL lock_timeout: a row lock not granted in time fails the transaction, which is retried (0: no limit).")
+    db_idle_in_transaction_timeout_s: float = Field(30.0, ge=0, description="PostgreSQL idle_in_transaction_session_timeout: the server ends a session whose client went silent mid-transaction, freeing its locks (0: no limit).")
     lease_ttl_s: float = Field(
         30.0, ge=1, description="A running run's lease lasts this long; renewed every third of it."
     )

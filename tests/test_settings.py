@@ -74,3 +74,19 @@ def test_derived_values(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
     assert load_settings(no_sandbox=False).chromium_sandbox
     with pytest.raises(ConfigError, match="BROWSERQ_CHROMIUM_PATH"):
         load_settings(chromium_path=str(tmp_path / "no-chromium")).resolve_chromium()
+
+
+def test_database_timeouts_have_sane_defaults(clean_env: pytest.MonkeyPatch) -> None:
+    from browserq.store.engine import DbTimeouts
+
+    settings = load_settings()
+    limits = (settings.db_statement_timeout_s, settings.db_lock_timeout_s, settings.db_idle_in_transaction_timeout_s)
+    assert limits == (10.0, 5.0, 30.0)
+    timeouts = DbTimeouts.from_settings(settings)
+    assert timeouts.answer_s == 15.0  # + 5 s, below two thirds of the default lease (30 s)
+    assert timeouts.answer_s < settings.lease_ttl_s * 2 / 3
+    assert timeouts.pg_options() == (
+        "-c statement_timeout=10000 -c lock_timeout=5000 -c idle_in_transaction_session_timeout=30000"
+    )
+    clean_env.setenv("BROWSERQ_DB_STATEMENT_TIMEOUT_S", "0")
+    assert DbTimeouts.from_settings(load_settings()).answer_s is None  # 0: no limit, no drop

@@ -191,6 +191,10 @@ class Runtime:
         :class:`RetryLater` for a run-level failure with retries left. Raises :class:`RunBusy`
         while another live worker holds the run.
 
+        Raises :class:`StoreUnavailable` when the database stayed away past the store's retry
+        window (the attempt stopped, nothing recorded: the caller tries again later, and the run
+        resumes from its last checkpoint, its in-doubt side effect probed, never replayed).
+
         An execution that crashes (an exception that is not a database outage, a lost lease, a
         busy run or a process without a usable browser) never leaves the run ``running`` for the
         sweeper to re-send into the same crash: see :meth:`RunEnds.crashed`.
@@ -275,6 +279,8 @@ class Runtime:
         except TenantBusy as busy:
             return self._act(Failure.of_error(run.id, busy, default_code=Codes.RUN_TIMEOUT),
                              run, lease, loaded, request, resumes)
+        except StoreUnavailable:
+            raise  # nothing can be recorded now; the task tries again later (see run_task)
         except TimeoutError:
             # The runner bounds every step and its own finish; this is the last resort that
             # keeps an in-process run (``browserq run``) from waiting forever.
@@ -286,6 +292,8 @@ class Runtime:
             raise
         if outcome.lease_lost:
             return outcome
+        if outcome.store_unavailable:  # the attempt stopped, its browser context closed
+            raise StoreUnavailable(outcome.error_message or f"run {run.id}: the database is unavailable")
         self.identities.release(request)
         if outcome.handed_over:
             return self._hand_over(run.id, lease.token, outcome)

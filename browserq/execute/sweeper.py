@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import IO, Protocol
 
 import structlog
-from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from browserq.settings import Settings
 from browserq.store import Store, StoreUnavailable, normalize_url
+from browserq.store.engine import DbTimeouts, create_store_engine
 
 log = structlog.get_logger(__name__)
 
@@ -54,8 +55,9 @@ class PgAdvisoryLock:
     """A session-level advisory lock held on a dedicated connection (no pool: closing it ends
     the session, which releases the lock)."""
 
-    def __init__(self, database_url: str, key: int = PG_SWEEP_LOCK_KEY) -> None:
-        self._engine: Engine = create_engine(normalize_url(database_url), poolclass=NullPool)
+    def __init__(self, database_url: str, key: int = PG_SWEEP_LOCK_KEY, timeouts: DbTimeouts | None = None) -> None:
+        # The store's engine options: a silent connection is dropped, not waited on for ever.
+        self._engine: Engine = create_store_engine(database_url, poolclass=NullPool, timeouts=timeouts)
         self._key = key
         self._conn: Connection | None = None
 
@@ -143,11 +145,11 @@ class ProcessLock:
         pass
 
 
-def sweep_lock_for(database_url: str) -> PgAdvisoryLock | FileLock | ProcessLock:
+def sweep_lock_for(database_url: str, timeouts: DbTimeouts | None = None) -> PgAdvisoryLock | FileLock | ProcessLock:
     """The fleet-wide sweep lock for a run store URL."""
     url = make_url(normalize_url(database_url))
     if url.get_backend_name() == "postgresql":
-        return PgAdvisoryLock(database_url)
+        return PgAdvisoryLock(database_url, timeouts=timeouts)
     database = url.database or ""
     if not database or database == ":memory:" or "mode=memory" in database:
         return ProcessLock()
@@ -166,8 +168,10 @@ class FleetSweeper:
         self.settings = settings
         self.sweep = sweep
         self.owner = owner or str(os.getpid())
-        self.lock = sweep_lock_for(settings.database_url)
-        self.store = Store(settings.database_url, retry_window_s=min(SWEEP_RETRY_WINDOW_S, settings.sweep_interval_s))
+        timeouts = DbTimeouts.from_settings(settings)
+        self.lock = sweep_lock_for(settings.database_url, timeouts)
+        self.store = Store(settings.database_url, retry_window_s=min(SWEEP_RETRY_WINDOW_S, settings.sweep_interval_s),
+                           timeouts=timeouts)
         self.holding = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

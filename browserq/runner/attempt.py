@@ -24,7 +24,7 @@ from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.browsers.errors import first_line
 from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
 from browserq.guards import check_selector_length
-from browserq.journal import StepRecord, StoredFile
+from browserq.journal import StepRecord, StoredFile, StoreUnavailable
 from browserq.proxies import AUTH, REFUSED, TUNNEL, classify_error
 from browserq.redact import Redactor
 from browserq.runner.base import (
@@ -163,6 +163,8 @@ class AttemptMixin(RunnerBase):
                 tried.failure = exc
                 if exc.code is Codes.TIMEOUT:
                     await self._unblock(state)
+            except StoreUnavailable:
+                raise  # not the step's failure: the attempt stops (see TemplateRunner._attempt)
             except Exception as raised:
                 exc: BaseException = raised
                 if bound.expired():
@@ -211,10 +213,9 @@ class AttemptMixin(RunnerBase):
         """The attempt was cancelled (time limit, cancel): its record says so, unless the lease
         is lost (then nothing may be written)."""
         state.fail_at(tried.record, path)
-        kind = state.interrupt.kind
-        reason = "cancelled" if kind == "cancel" else "interrupted by the run's time limit"
-        if kind == "lease_lost":
+        if (kind := state.interrupt.kind) in ("lease_lost", "store_unavailable"):
             return
+        reason = "cancelled" if kind == "cancel" else "interrupted by the run's time limit"
         try:
             await self._record_end(
                 state, tried.record, step, tried.number, tried.started, path, "failed",

@@ -120,7 +120,7 @@ class HandoffMixin(ConditionsMixin):
     ) -> None:
         """The wait was interrupted: its attempt says so (unless another worker owns the run)."""
         state.fail_at(record, path)
-        if state.interrupt.kind == "lease_lost":
+        if state.interrupt.kind in ("lease_lost", "store_unavailable"):
             return
         why = _CUT_SHORT.get(state.interrupt.kind, "interrupted by the run's time limit")
         code = Codes.WORKER_LOST if state.interrupt.kind == "handover" else Codes.CANCELLED

@@ -148,6 +148,9 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         except LeaseLost:
             state.interrupt.kind = "lease_lost"
             return None, "failed"
+        except StoreUnavailable as exc:  # past the retry window: stop, resume when it is back
+            state.interrupt.kind, state.interrupt.reason = "store_unavailable", str(exc)
+            return None, "failed"
         except asyncio.CancelledError:
             if state.interrupt.kind is None:
                 # Interrupted from outside (Celery's soft time limit, shutdown): still recorded.
@@ -230,11 +233,16 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         """Evidence, identity storage and proxy health, then the outcome (every record flushed).
         A run whose lease was lost writes nothing more: another worker owns it now."""
         request, context = state.request, state.browser.context
-        if state.interrupt.kind == "lease_lost":
+        if state.interrupt.kind in ("lease_lost", "store_unavailable"):
             if state.browser.trace is not None:
                 state.browser.trace.discard()
             if context is not None:
                 await self.pool.close_context(context)
+            if state.interrupt.kind == "store_unavailable":  # nothing can be written: go, come back
+                log.warning("the database stayed unavailable: this attempt stops; the run resumes from "
+                            "its last checkpoint when the database is back", run_id=request.run_id)
+                return RunOutcome(request.run_id, "running", {}, error_message=state.interrupt.reason,
+                                  store_unavailable=True)
             # Expected after a pause past the lease: the task logs it once (INFO, "fenced out").
             log.debug("lease lost: another worker owns this run now", run_id=request.run_id)
             return RunOutcome(request.run_id, "running", {}, lease_lost=True)
@@ -274,7 +282,11 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
                 state.interrupt.kind = "lease_lost"
                 main.cancel()
                 return
-            except StoreError as exc:  # the database is away: keep trying while the lease lasts
+            except StoreUnavailable as exc:  # away for the whole retry window: the attempt stops
+                state.interrupt.kind, state.interrupt.reason = "store_unavailable", str(exc)
+                main.cancel()
+                return
+            except StoreError as exc:  # the database refused the renewal: try again next time
                 log.warning("lease renewal failed", run_id=request.run_id, error=str(exc))
                 continue
             if cancel_reason is not None:

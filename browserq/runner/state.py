@@ -64,6 +64,9 @@ class RunOutcome:
     error_message: str | None = None
     error_step_path: str | None = None
     lease_lost: bool = False  # another worker took the run over: nothing may be written
+    #: The database stayed away past the store's retry window: nothing could be written; the
+    #: caller retries the run later (without the database), from its last checkpoint.
+    store_unavailable: bool = False
     #: The worker is stopping and the run was waiting for a person: re-enqueue it (the caller).
     handed_over: bool = False
     #: ``[{step, code, message}]``: where a limit cut the result short (see actions.notices).
@@ -140,8 +143,9 @@ class FailurePoint:
 
 @dataclass
 class Interrupt:
-    """Set by the heartbeat: ``"cancel"`` (with the reason asked), ``"lease_lost"``, or
-    ``"handover"`` (the worker is stopping while the run waits for a person: see runner.drain)."""
+    """Set by the heartbeat: ``"cancel"`` (with the reason asked), ``"lease_lost"``,
+    ``"handover"`` (the worker is stopping while the run waits for a person: see runner.drain),
+    or ``"store_unavailable"`` (the database stayed away past the retry window; ``reason``)."""
 
     kind: str | None = None
     reason: str = ""

@@ -16,21 +16,10 @@ from sqlalchemy.pool import StaticPool
 
 from browserq import recordable
 from browserq.errors import StoreError
+from browserq.store.answering import DbTimeouts, install_timeouts
 
 #: How long a SQLite connection waits for another writer before failing ("database is locked").
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-#: How long a PostgreSQL connection attempt may take, unless the URL says otherwise.
-PG_CONNECT_TIMEOUT_S = 10
-#: libpq options that make a dead server noticed on an open connection (unless the URL sets them):
-#: TCP keepalives for idle connections, and a limit on how long sent data may stay unacknowledged
-#: (without it, a write to a vanished host waits for the kernel's retransmission timeout).
-PG_LIVENESS_OPTIONS: dict[str, int] = {
-    "keepalives": 1,
-    "keepalives_idle": 10,
-    "keepalives_interval": 5,
-    "keepalives_count": 3,
-    "tcp_user_timeout": 30_000,
-}
 #: A pooled PostgreSQL connection idle longer than this is pinged before it is handed out. A busy
 #: connection is not: a ping per checkout was one more round trip — and one more transaction in
 #: the server's counters — for every transaction of every run, and a connection that died while
@@ -38,8 +27,12 @@ PG_LIVENESS_OPTIONS: dict[str, int] = {
 PG_PING_AFTER_IDLE_S = 30.0
 #: SQLSTATEs worth retrying the whole transaction for (besides every connection-level error):
 #: admin/crash shutdown, "the database system is starting up", too many connections,
-#: serialization failure and deadlock (the transaction was rolled back either way).
-PG_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01"})
+#: serialization failure and deadlock, and our own timeouts — a statement cancelled by
+#: statement_timeout, a lock not granted within lock_timeout, a session ended by
+#: idle_in_transaction_session_timeout (the transaction was rolled back in every case).
+PG_TRANSIENT_SQLSTATES = frozenset(
+    {"57P01", "57P02", "57P03", "53300", "40001", "40P01", "57014", "55P03", "25P03"}
+)
 #: SQLSTATE classes that no retry can fix: invalid authorization (28), unknown database (3D).
 PG_PERMANENT_SQLSTATE_CLASSES = ("28", "3D")
 #: What libpq reports when a connection can never succeed as configured. A failed connection
@@ -125,7 +118,8 @@ def _is_memory_sqlite(url: URL) -> bool:
 
 
 def create_store_engine(
-    database_url: str | URL, *, echo: bool = False, poolclass: type | None = None
+    database_url: str | URL, *, echo: bool = False, poolclass: type | None = None,
+    timeouts: DbTimeouts | None = None,
 ) -> Engine:
     """An engine tuned for the run store.
 
@@ -133,8 +127,9 @@ def create_store_engine(
     (not the sqlite3 module) emits BEGIN: ``BEGIN IMMEDIATE`` when the connection carries the
     execution option ``{SQLITE_BEGIN_OPTION: "IMMEDIATE"}`` (writes take the lock up front and
     wait for it), a plain deferred ``BEGIN`` otherwise. That makes transactions (and DDL) real
-    transactions on every Python version. PostgreSQL: a ping for connections idle over ``PG_PING_AFTER_IDLE_S``
-    and a connect timeout.
+    transactions on every Python version. PostgreSQL: a ping for connections idle over
+    ``PG_PING_AFTER_IDLE_S``, a connect timeout, TCP liveness options and ``timeouts`` (default
+    :class:`DbTimeouts`), see :mod:`browserq.store.answering`.
     """
     url = normalize_url(database_url)
     kwargs: dict[str, Any] = {"echo": echo, "json_serializer": _json_serializer}
@@ -157,10 +152,6 @@ def create_store_engine(
                     f"cannot use database {mask_url(url)}: cannot create its folder {folder}: "
                     f"{e.strerror or e}"
                 ) from None
-    elif backend == "postgresql" and url.get_driver_name() == "psycopg":
-        connect_args: dict[str, Any] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
-        connect_args.update(PG_LIVENESS_OPTIONS)
-        kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in url.query}
     try:
         engine = create_engine(url, **kwargs)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as e:
@@ -168,6 +159,7 @@ def create_store_engine(
     if backend == "sqlite":
         _install_sqlite_hooks(engine)
     elif backend == "postgresql":
+        install_timeouts(engine, timeouts or DbTimeouts())
         _install_idle_ping(engine, PG_PING_AFTER_IDLE_S)
     _install_text_cleaning(engine)
     return engine

@@ -22,6 +22,7 @@ layer asks when it decides), so the answer is never stale.
 
 from __future__ import annotations
 
+import random
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -42,10 +43,20 @@ def _seconds_until(moment: datetime, now: datetime | None = None) -> float:
     return moment.timestamp() - (now.timestamp() if now is not None else time.time())
 
 
+#: How long a run waits (jittered up to twice this) before it tries a database that stayed
+#: unavailable for a whole retry window again; its next try waits out another window itself.
+STORE_UNAVAILABLE_WAIT_S = 5.0
+
+
 class StoreUnavailable(StoreError):
     """The database stayed unreachable (or locked) for the whole retry window."""
 
     policy = ErrorClass.WAIT
+
+    @property  # type: ignore[override]
+    def retry_in_s(self) -> float:
+        """A few seconds, jittered, so that runs cut off together do not come back together."""
+        return STORE_UNAVAILABLE_WAIT_S * (1 + random.random())
 
 
 class DuplicateRun(StoreError):
@@ -276,6 +287,7 @@ class ArtifactPathDenied(StepFailed, ValueError):
 
 __all__ = [
     "IDENTITY_BUSY_DEFAULT_WAIT_S",
+    "STORE_UNAVAILABLE_WAIT_S",
     "ArtifactPathDenied",
     "DuplicateRun",
     "IdentityBusy",

@@ -6,7 +6,9 @@ Database outages
     PostgreSQL deadlocks), with exponential backoff from 0.2 s to 2 s, for up to
     ``retry_window_s``; then :class:`StoreUnavailable` is raised. A commit whose acknowledgement
     was lost may have applied, so every retried write first looks for its own earlier effect
-    (the ``retried`` flag its body receives).
+    (the ``retried`` flag its body receives). A connection that stops answering counts as lost
+    (:mod:`browserq.store.answering`); a run whose store stays unavailable past the window stops
+    its attempt and is tried again later (``browserq.tasks.run_task``).
 
 The repositories (:mod:`browserq.store.runs`, :mod:`~browserq.store.leases`, …) are mixins over
 :class:`StoreBase`; :class:`browserq.store.Store` composes them.
@@ -25,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from browserq.errors import StoreError
 from browserq.store.engine import (
     SQLITE_BEGIN_OPTION,
+    DbTimeouts,
     create_store_engine,
     is_disconnect,
     is_transient,
@@ -74,6 +77,8 @@ class StoreBase:
 
     ``retry_window_s``: how long a transaction keeps being retried while the database is
     unreachable (or, on SQLite, locked) before :class:`StoreUnavailable` is raised.
+    ``timeouts``: PostgreSQL's statement, lock and idle-in-transaction limits (default
+    :class:`~browserq.store.engine.DbTimeouts`).
     """
 
     def __init__(
@@ -82,12 +87,13 @@ class StoreBase:
         *,
         echo: bool = False,
         retry_window_s: float = DEFAULT_RETRY_WINDOW_S,
+        timeouts: DbTimeouts | None = None,
     ) -> None:
         if retry_window_s < 0:
             raise ValueError(f"retry_window_s must be >= 0, got {retry_window_s}")
         self.url = normalize_url(database_url)
         self.retry_window_s = float(retry_window_s)
-        self.engine: Engine = create_store_engine(self.url, echo=echo)
+        self.engine: Engine = create_store_engine(self.url, echo=echo, timeouts=timeouts)
         # Writes ask SQLite for the write lock when the transaction begins (BEGIN IMMEDIATE), so
         # read-then-write transactions never fail with SQLITE_BUSY_SNAPSHOT; ignored elsewhere.
         self._write_engine = self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
@@ -107,6 +113,7 @@ class StoreBase:
         return cls(
             settings.database_url,
             retry_window_s=DEFAULT_RETRY_WINDOW_S if window is None else float(window),
+            timeouts=DbTimeouts.from_settings(settings),
         )
 
     def __repr__(self) -> str:

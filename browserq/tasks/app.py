@@ -12,6 +12,7 @@ from typing import Any
 from celery import Celery
 
 from browserq.settings import Settings, get_settings
+from browserq.store.answering import DbTimeouts, celery_engine_callback
 
 TASK_NAME = "browserq.run_template"
 SWEEP_TASK_NAME = "browserq.sweep"
@@ -94,6 +95,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # the fleet-wide lock (README § Schedules). Named by string: beat alone imports it.
         "beat_scheduler": "browserq.schedules.scheduler:BrowserqScheduler",
         **connection_health(settings),
+        # The database result backend gets the run store's limits: a silent connection is dropped.
+        "database_engine_callback": celery_engine_callback(DbTimeouts.from_settings(settings)),
     }
 
 

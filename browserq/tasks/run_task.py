@@ -26,7 +26,7 @@ from browserq.execute import (
     record_run,
 )
 from browserq.execute.admission import admit
-from browserq.store import LeaseLost
+from browserq.store import LeaseLost, StoreUnavailable
 from browserq.tasks.app import TASK_NAME, app
 from browserq.tasks.progress import track_progress
 from browserq.tasks.states import run_id_for, settle
@@ -117,6 +117,13 @@ def run_template(
         exit_without_browser(exc)
     except LeaseLost as lost:
         _fenced_out(run_id, lost.holder, lost.status)
+    except StoreUnavailable as away:
+        # Nothing could be recorded: the run is tried again later through the broker alone
+        # (no database write on the way) and resumes from its last checkpoint once it is back.
+        wait_s = away.retry_in_s
+        log.warning("waiting for the database: the run will be tried again", retry_in_s=round(wait_s, 1),
+                    error=str(away)[:300])
+        raise self.retry(countdown=wait_s) from None
     finally:
         progress.end()  # no PROGRESS write after this: the final state follows
         structlog.contextvars.unbind_contextvars("run_id", "task_id")

@@ -110,8 +110,13 @@ def test_identity_busy_waits_for_the_earliest_lease() -> None:
 
 
 def test_other_store_errors_ask_for_no_particular_wait() -> None:
-    assert StoreUnavailable("down").retry_in_s is None
     assert BrowserqError.retry_in_s is None
+
+
+def test_an_unavailable_store_asks_for_a_short_jittered_wait() -> None:
+    waits = {StoreUnavailable("down").retry_in_s for _ in range(20)}
+    wait = store_errors.STORE_UNAVAILABLE_WAIT_S
+    assert all(wait <= w <= 2 * wait for w in waits) and len(waits) > 1
 
 
 def test_a_busy_lease_raised_by_the_store_carries_its_wait(store: Store) -> None:

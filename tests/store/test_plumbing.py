@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 
 from browserq.errors import StoreError
 from browserq.store import Store, StoreUnavailable, plumbing
+from browserq.store.engine import DbTimeouts
 from tests.store.conftest import PG_ADMIN_URL, PgDatabases
 from tests.store.helpers import count, new_run, step, template
 from tests.store.tcp_proxy import TcpProxy
@@ -303,4 +304,62 @@ def test_a_connection_that_died_in_use_costs_one_retry(proxied: tuple[str, TcpPr
         assert run is not None and run.id == run_id
         assert retried == ["database error, retrying"]
     finally:
+        store.dispose()
+
+
+# --- connections that stop answering (issue 23, item 4) --------------------------------------------
+QUICK = DbTimeouts(statement_s=1, lock_s=1, idle_in_transaction_s=2)
+
+
+def test_every_session_starts_with_the_limits_and_the_url_wins(proxied: tuple[str, TcpProxy]) -> None:
+    url, _proxy = proxied
+    store = Store(url, timeouts=QUICK)
+    own = Store(f"{url}?options=-c%20lock_timeout%3D7000", timeouts=QUICK)
+    try:
+        for s, lock in ((store, "1s"), (own, "7s")):
+            with s.engine.connect() as conn:
+                shown = [conn.exec_driver_sql(f"show {name}").scalar() for name in (
+                    "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout")]
+            assert shown == ["1s", lock, "2s"]
+    finally:
+        store.dispose()
+        own.dispose()
+
+
+@pytest.mark.timeout(90)
+def test_a_pooled_connection_that_went_silent_is_dropped_and_the_write_retried(
+    proxied: tuple[str, TcpProxy],
+) -> None:
+    url, proxy = proxied
+    store = Store(url, retry_window_s=30, timeouts=QUICK)
+    try:
+        run_id = new_run(store)
+        assert proxy.swallow() >= 1  # the pooled connection: open, acknowledged, silent
+        began = time.monotonic()
+        lease = store.acquire_lease(run_id, owner="w", ttl_s=60)  # the old code waits here for ever
+        took = time.monotonic() - began
+        print(f"write after a silent connection: {took:.1f} s (answer limit {QUICK.answer_s:g} s)")
+        assert lease.token == 1 and count(store, "runs", "id = :r and status = 'running'", r=run_id) == 1
+    finally:
+        store.dispose()
+
+
+@pytest.mark.timeout(90)
+def test_a_row_lock_held_by_a_silent_client_is_freed_by_the_server(proxied: tuple[str, TcpProxy]) -> None:
+    """``FOR UPDATE`` behind a transaction whose client went silent: lock_timeout fails the
+    wait (retried), idle_in_transaction_session_timeout ends the silent session and its lock."""
+    url, proxy = proxied
+    holder, store = Store(url, timeouts=QUICK), Store(url, retry_window_s=30, timeouts=QUICK)
+    try:
+        run_id = new_run(store)
+        conn = holder.engine.connect()
+        conn.exec_driver_sql("select 1 from runs where id = %(id)s for update", {"id": run_id})
+        proxy.swallow()  # the holder's client goes silent mid-transaction, its lock held
+        began = time.monotonic()
+        store.acquire_lease(run_id, owner="w", ttl_s=60)  # the old code waits here for ever
+        print(f"row lock of a silent client freed after {time.monotonic() - began:.1f} s")
+        assert store.get_run(run_id).status == "running"
+    finally:
+        conn.invalidate()
+        holder.dispose()
         store.dispose()
