@@ -21,7 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.errors import _WaitTimeout  # what psycopg's own wait raises when its timeout ends
+
+try:  # what psycopg's own wait raises when its timeout ends (psycopg 3.3; private, so guarded)
+    from psycopg.errors import _WaitTimeout
+except ImportError:  # pragma: no cover - another psycopg: the server-side limits still hold
+    _WaitTimeout = None
 from sqlalchemy import Engine, event
 
 #: How long a PostgreSQL connection attempt may take, unless the URL says otherwise.
@@ -107,6 +111,7 @@ def install_timeouts(engine: Engine, timeouts: DbTimeouts) -> None:
     if engine.dialect.name != "postgresql" or engine.dialect.driver != "psycopg":
         return
     defaults = connect_defaults(timeouts)
+    answering = _WaitTimeout is not None  # else plain connections: only the server bounds waits
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> AnsweringConnection:
@@ -115,6 +120,8 @@ def install_timeouts(engine: Engine, timeouts: DbTimeouts) -> None:
                 cparams["options"] = f"{value} {cparams['options']}"
             else:
                 cparams.setdefault(key, value)
+        if not answering:
+            return psycopg.Connection.connect(*cargs, **cparams)  # type: ignore[return-value]
         connection = AnsweringConnection.connect(*cargs, **cparams)
         connection.answer_s = timeouts.answer_s
         return connection
