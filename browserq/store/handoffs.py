@@ -21,8 +21,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
+from browserq.store.clock import db_now
 from browserq.store.human_models import Handoff, LiveToken
-from browserq.store.models import Run, RunStatus, RunTransition, utcnow
+from browserq.store.models import Run, RunStatus, RunTransition
 from browserq.store.states import HELD_VALUES
 from browserq.store.transitions import TransitionMethods
 from browserq.store.views import HandoffView, to_view
@@ -85,7 +86,7 @@ class HandoffMethods(TransitionMethods):
                 earlier = self._open_handoff(s, run_id)
                 if earlier is not None and earlier.step_path == step_path:
                     return to_view(HandoffView, earlier)  # our earlier try committed
-            now = utcnow()
+            now = db_now(s)
             self._apply_transition(
                 s, run, RunStatus.WAITING_FOR_HUMAN, reason=f"waiting for a person: {message}",
                 worker=worker or run.worker, now=now, fenced=token is not None,
@@ -124,7 +125,7 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> None:
             run = self._locked_run(s, run_id, token, action)
-            now = utcnow()
+            now = db_now(s)
             s.execute(
                 update(Handoff)
                 .where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
@@ -147,7 +148,7 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> HandoffView:
             self._locked_run(s, run_id, token, action)  # still its run
-            now = utcnow()
+            now = db_now(s)
             row = Handoff(run_id=run_id, run_attempt=run_attempt, step_path="", kind=WATCH,
                           message="The run is running; this view shows its page.", until=None, started_at=now,
                           deadline_at=now + timedelta(seconds=for_s), live_base_url=live_base_url, inputs=0)
@@ -161,7 +162,7 @@ class HandoffMethods(TransitionMethods):
         """The run's execution ended here: its watch link stops working."""
         self._tx(f"closing live view {handoff_id}", lambda s, _r: s.execute(
             update(Handoff).where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
-            .values(ended_at=utcnow(), outcome="ended").execution_options(synchronize_session=False)
+            .values(ended_at=db_now(s), outcome="ended").execution_options(synchronize_session=False)
         ), write=True)
 
     def _locked_run(self, s: Session, run_id: str, token: int | None, action: str) -> Run:
@@ -233,7 +234,7 @@ class HandoffMethods(TransitionMethods):
             status = s.scalar(select(Run.status).where(Run.id == run_id))
             if handoff is None or handoff.live_base_url is None or status not in HELD_VALUES:
                 return None  # nobody waits, no view is served, or its worker is gone
-            now = utcnow()
+            now = db_now(s)
             s.add(
                 LiveToken(
                     token_hash=token_hash(secret), run_id=run_id, handoff_id=handoff.id,
@@ -252,7 +253,7 @@ class HandoffMethods(TransitionMethods):
         digest = token_hash(token)
 
         def body(s: Session, _retried: bool) -> bool:
-            now = utcnow()
+            now = db_now(s)
             row = s.get(LiveToken, digest, with_for_update=self._pg)
             if row is None or row.handoff_id != handoff_id or row.used_at is not None:
                 return False

@@ -21,8 +21,9 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from browserq.store.clock import db_now
 from browserq.store.human_models import WebhookAttempt, WebhookDelivery
-from browserq.store.models import Run, RunStatus, utcnow
+from browserq.store.models import Run, RunStatus
 from browserq.store.transitions import TransitionMethods
 
 #: The statuses that are announced, by the event name they get.
@@ -106,7 +107,7 @@ class WebhookMethods(TransitionMethods):
         pending, another attempt was made or is under way (a duplicate message: do nothing)."""
         def body(s: Session, _retried: bool) -> DeliveryView | None:
             row = s.get(WebhookDelivery, delivery_id, with_for_update=self._pg)
-            now = utcnow()
+            now = db_now(s)
             if row is None or row.status != "pending" or row.attempts != attempt - 1:
                 return None
             if row.claimed_until is not None and row.claimed_until > now:
@@ -126,7 +127,7 @@ class WebhookMethods(TransitionMethods):
             row = s.get(WebhookDelivery, delivery_id, with_for_update=self._pg)
             if row is None or row.attempts >= attempt:
                 return  # recorded by our earlier, unacknowledged try
-            now = utcnow()
+            now = db_now(s)
             s.add(WebhookAttempt(delivery_id=delivery_id, attempt=attempt, at=now, status_code=status_code,
                                  error=error, duration_ms=duration_ms))
             row.attempts, row.claimed_until, row.last_error = attempt, None, error
@@ -142,8 +143,9 @@ class WebhookMethods(TransitionMethods):
     def mark_webhooks_sent(self, delivery_ids: list[int]) -> None:
         """A delivery task was sent for each (the sweep leaves them alone until they are overdue)."""
         def body(s: Session, _retried: bool) -> None:
+            now = db_now(s)
             for row in s.scalars(select(WebhookDelivery).where(WebhookDelivery.id.in_(delivery_ids))):
-                row.dispatched_at = utcnow()
+                row.dispatched_at = now
 
         if delivery_ids:
             self._tx("marking webhook deliveries sent", body, write=True)
@@ -151,23 +153,25 @@ class WebhookMethods(TransitionMethods):
     def overdue_webhooks(self, limit: int = 500) -> list[tuple[int, int]]:
         """``(delivery id, next attempt)`` of pending deliveries whose message was never sent or
         was lost: the sweep sends them again (the claim makes a late original harmless)."""
-        now = utcnow()
-        query = (
-            select(WebhookDelivery.id, WebhookDelivery.attempts)
-            .where(
-                WebhookDelivery.status == "pending",
-                or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
-                or_(
-                    WebhookDelivery.next_attempt_at < now - timedelta(seconds=OVERDUE_S),
-                    (WebhookDelivery.dispatched_at.is_(None))
-                    & (WebhookDelivery.created_at < now - timedelta(seconds=UNSENT_S)),
-                ),
+        def body(s: Session) -> list[tuple[int, int]]:
+            now = db_now(s)  # next_attempt_at and claimed_until were written with it
+            query = (
+                select(WebhookDelivery.id, WebhookDelivery.attempts)
+                .where(
+                    WebhookDelivery.status == "pending",
+                    or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
+                    or_(
+                        WebhookDelivery.next_attempt_at < now - timedelta(seconds=OVERDUE_S),
+                        (WebhookDelivery.dispatched_at.is_(None))
+                        & (WebhookDelivery.created_at < now - timedelta(seconds=UNSENT_S)),
+                    ),
+                )
+                .order_by(WebhookDelivery.id)
+                .limit(limit)
             )
-            .order_by(WebhookDelivery.id)
-            .limit(limit)
-        )
-        return self._read("finding overdue webhook deliveries",
-                          lambda s: [(row.id, row.attempts + 1) for row in s.execute(query)])
+            return [(row.id, row.attempts + 1) for row in s.execute(query)]
+
+        return self._read("finding overdue webhook deliveries", body)
 
     def webhook_deliveries(self, run_id: str) -> list[DeliveryView]:
         """The run's events and how their delivery went, oldest first."""
