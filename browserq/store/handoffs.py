@@ -9,12 +9,17 @@ takeover) is closed by :meth:`HandoffMethods._close_open_handoff` with the trans
 A live-view token is 32 random bytes handed out once, in a URL; the database keeps its SHA-256
 only, so neither a backup nor an operator's query yields a link that works. It opens the view
 once (:meth:`~HandoffMethods.redeem_live_token`), before it expires and while its handoff is open.
+
+A *follow* token (kind ``follow``, kept hashed the same way) is what a person's open live-view page
+holds to find the run again when its worker dies: any live view answers it from the database
+(:meth:`~HandoffMethods.follow_handoff`) with a fresh link to the run's next wait, once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select, update
@@ -24,12 +29,14 @@ from browserq.errors import StoreError
 from browserq.store.clock import db_now
 from browserq.store.human_models import Handoff, LiveToken
 from browserq.store.models import Run, RunStatus, RunTransition
-from browserq.store.states import HELD_VALUES
+from browserq.store.states import FINISHED, HELD_VALUES
 from browserq.store.transitions import TransitionMethods
 from browserq.store.views import HandoffView, to_view
 
 #: How long a live-view link stays valid unless the caller says (BROWSERQ_LIVE_TOKEN_TTL_S).
 DEFAULT_LIVE_TOKEN_TTL_S = 900.0
+#: The purpose of a follow token (a page's way to the run's next wait, never a link itself).
+FOLLOW = "follow"
 #: The kind of a handoffs row that only shows a running run (no wait, no input).
 WATCH = "watch"
 #: How the reason of a handover's transition starts (a stopping worker re-enqueued a waiting run):
@@ -43,6 +50,17 @@ _OUTCOME_OF = {
     RunStatus.RETRYING: "interrupted",
     RunStatus.FAILED: "interrupted",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class FollowAnswer:
+    """Where a follow token leads: ``moved`` (``url``: a fresh link to the run's new wait),
+    ``waiting`` (the run does not wait for a person anywhere yet), ``ended`` (``status``: the run
+    finished) or ``refused`` (unknown, used or expired)."""
+
+    state: str
+    url: str | None = None
+    status: str | None = None
 
 
 def live_link(base_url: str, handoff_id: int, token: str) -> str:
@@ -255,7 +273,7 @@ class HandoffMethods(TransitionMethods):
         def body(s: Session, _retried: bool) -> bool:
             now = db_now(s)
             row = s.get(LiveToken, digest, with_for_update=self._pg)
-            if row is None or row.handoff_id != handoff_id or row.used_at is not None:
+            if row is None or row.handoff_id != handoff_id or row.used_at is not None or row.purpose == FOLLOW:
                 return False
             if row.expires_at <= now:
                 return False
@@ -267,5 +285,55 @@ class HandoffMethods(TransitionMethods):
 
         return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
 
+    def mint_follow_token(self, run_id: str, *, handoff_id: int, ttl_s: float | None = None) -> str:
+        """A secret the page of ``handoff_id`` keeps to find the run's next wait: valid until
+        ``ttl_s`` past the wait's deadline (the run may wait again long after its worker died)."""
+        ttl = DEFAULT_LIVE_TOKEN_TTL_S if ttl_s is None else float(ttl_s)
+        secret = secrets.token_urlsafe(32)
 
-__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "HANDOVER_REASON", "WATCH", "HandoffMethods", "live_link", "token_hash"]
+        def body(s: Session, _retried: bool) -> str:
+            handoff = s.get(Handoff, handoff_id)
+            if handoff is None or handoff.run_id != run_id:
+                raise StoreError(f"no handoff {handoff_id} of run {run_id!r}")
+            now = db_now(s)
+            s.add(LiveToken(token_hash=token_hash(secret), run_id=run_id, handoff_id=handoff_id, purpose=FOLLOW,
+                            created_at=now, expires_at=max(now, handoff.deadline_at) + timedelta(seconds=ttl)))
+            return secret
+
+        return self._tx(f"minting a follow token of handoff {handoff_id}", body, write=True)
+
+    def follow_handoff(self, token: str, *, handoff_id: int, ttl_s: float | None = None) -> FollowAnswer:
+        """Where the page of ``handoff_id`` that holds ``token`` should go now. ``moved`` only to
+        a later wait of the run that a live view serves (the token is then used up)."""
+        if not token or len(token) > 200:
+            return FollowAnswer("refused")
+        digest = token_hash(token)
+        ttl = DEFAULT_LIVE_TOKEN_TTL_S if ttl_s is None else float(ttl_s)
+        secret = secrets.token_urlsafe(32)
+
+        def body(s: Session, _retried: bool) -> FollowAnswer:
+            now = db_now(s)
+            row = s.get(LiveToken, digest, with_for_update=self._pg)
+            if (row is None or row.purpose != FOLLOW or row.handoff_id != handoff_id or row.used_at is not None
+                    or row.expires_at <= now):
+                return FollowAnswer("refused")
+            status = s.scalar(select(Run.status).where(Run.id == row.run_id))
+            if status is None or RunStatus(status) in FINISHED:
+                return FollowAnswer("ended", status=status)
+            handoff = self._open_handoff(s, row.run_id)
+            if (status != RunStatus.WAITING_FOR_HUMAN.value or handoff is None or handoff.kind == WATCH
+                    or handoff.id <= handoff_id or handoff.live_base_url is None):
+                return FollowAnswer("waiting")
+            row.used_at = now
+            s.add(LiveToken(token_hash=token_hash(secret), run_id=row.run_id, handoff_id=handoff.id,
+                            purpose="moved", created_at=now,
+                            expires_at=min(now + timedelta(seconds=ttl), handoff.deadline_at)))
+            return FollowAnswer("moved", url=live_link(handoff.live_base_url, handoff.id, secret))
+
+        return self._tx(f"following handoff {handoff_id}", body, write=True)
+
+
+__all__ = [
+    "DEFAULT_LIVE_TOKEN_TTL_S", "FOLLOW", "HANDOVER_REASON", "WATCH", "FollowAnswer", "HandoffMethods", "live_link",
+    "token_hash",
+]
