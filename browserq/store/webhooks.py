@@ -189,4 +189,58 @@ class WebhookMethods(TransitionMethods):
         )
 
 
+    def redeliver_webhooks(
+        self, *, run_id: str | None = None, failed_since: timedelta | None = None, dry_run: bool = False,
+        limit: int = 1000,
+    ) -> list[DeliveryView]:
+        """Send failed events again, as new deliveries (``<event key>:redelivery:<n>``, pending, the
+        event's payload and URL) handed to the relay like any new event; the failed rows stay as
+        they are. An event counts when its newest delivery failed: of ``run_id``, or whose last
+        POST was within ``failed_since``. ``dry_run``: the failed deliveries, nothing queued."""
+        if run_id is None and failed_since is None:
+            raise ValueError("give a run or failed_since")
+        action = f"redelivering failed webhooks of {run_id or 'every run'}"
+
+        def body(s: Session, _retried: bool) -> list[DeliveryView]:
+            now = db_now(s)  # the attempts were recorded with it
+            query = select(WebhookDelivery).where(WebhookDelivery.status == "failed")
+            if run_id is not None:
+                query = query.where(WebhookDelivery.run_id == run_id)
+            if failed_since is not None:
+                last = (select(func.max(WebhookAttempt.at)).where(WebhookAttempt.delivery_id == WebhookDelivery.id)
+                        .scalar_subquery())
+                query = query.where(last >= now - failed_since)
+            failed = s.scalars(self._locked(query.order_by(WebhookDelivery.id).limit(limit))).all()
+            out: list[DeliveryView] = []
+            for row in failed:
+                root = ":".join(row.event_key.split(":")[:3])
+                later = s.scalars(select(WebhookDelivery.event_key).where(
+                    WebhookDelivery.run_id == row.run_id, WebhookDelivery.id > row.id,
+                    or_(WebhookDelivery.event_key == root, WebhookDelivery.event_key.startswith(f"{root}:", autoescape=True)),
+                )).all()
+                if later:  # redelivered already: that newer row is the event's delivery now
+                    continue
+                if dry_run:
+                    out.append(_view(row))
+                    continue
+                again = WebhookDelivery(
+                    run_id=row.run_id, event=row.event, url=row.url, payload=dict(row.payload), status="pending",
+                    event_key=f"{root}:redelivery:{self._redeliveries(s, row.run_id, root) + 1}",
+                    created_at=now, next_attempt_at=now, attempts=0,
+                )
+                s.add(again)
+                s.flush()
+                s.info.setdefault("webhooks", []).append(again)
+                out.append(_view(again))
+            return out
+
+        return self._tx(action, body, write=not dry_run)
+
+    @staticmethod
+    def _redeliveries(s: Session, run_id: str, root: str) -> int:
+        return s.scalar(select(func.count()).select_from(WebhookDelivery).where(
+            WebhookDelivery.run_id == run_id, WebhookDelivery.event_key.startswith(f"{root}:redelivery:", autoescape=True),
+        )) or 0
+
+
 __all__ = ["NOTIFIED", "DeliveryView", "WebhookMethods", "event_payload"]

@@ -25,7 +25,13 @@ from tests.support.chromium import LaunchedChromium
 from tests.support.polling import wait_until
 from tests.support.processes import kill_group, stop
 from tests.support.templates import write_templates
-from tests.support.workers import browserq_env, browserq_worker_argv, spawn_logged, wait_for_log, worker_settings
+from tests.support.workers import (
+    browserq_env,
+    browserq_worker_argv,
+    spawn_logged,
+    wait_for_log,
+    worker_settings,
+)
 
 pytestmark = pytest.mark.slow
 
