@@ -107,7 +107,7 @@ class LiveViewServer:
             await cast.stop()
         for ws in list(self._sockets.pop(handoff_id, ())):
             with contextlib.suppress(Exception):
-                await ws.send_json({"type": "ended", "reason": reason, "follow": follow})
+                await ws.send_json({"type": "ended", "reason": reason, **({"follow": True} if follow else {})})
                 await ws.close()
 
     async def stop(self) -> None:
