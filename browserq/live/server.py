@@ -97,7 +97,9 @@ class LiveViewServer:
 
     async def unregister(self, handoff_id: int, reason: str, *, follow: bool = False) -> None:
         """The wait is over: its cast stops, its viewers are told why and disconnected; its
-        cookies die."""
+        cookies die. ``follow``: the run goes on elsewhere (a handover): the pages follow it, and a
+        server left with nothing to serve stops listening, so that the worker taking the run over
+        can listen at this address (where the pages ask)."""
         self._sessions.pop(handoff_id, None)
         for cookie in [c for c, h in self._cookies.items() if h == handoff_id]:
             del self._cookies[cookie]
@@ -109,10 +111,15 @@ class LiveViewServer:
             with contextlib.suppress(Exception):
                 await ws.send_json({"type": "ended", "reason": reason, **({"follow": True} if follow else {})})
                 await ws.close()
+        if follow and not self._sessions:
+            await self._close()
 
     async def stop(self) -> None:
         for handoff_id in list(self._sessions):
             await self.unregister(handoff_id, "the worker stopped", follow=True)
+        await self._close()
+
+    async def _close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
         self._runner, self._base = None, None
