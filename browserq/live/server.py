@@ -190,7 +190,7 @@ class LiveViewServer:
                 raise TypeError("not a string")
         except (ValueError, KeyError, TypeError):
             raise web.HTTPBadRequest(text="not a follow request") from None
-        if handoff_id in self._sessions:  # served here still: the page only lost its socket
+        if handoff_id in self._sessions and secret in self._follows.values():  # served here: only the socket dropped
             return web.json_response({"state": "here"})
         return web.json_response(await self._follow.answer(secret, handoff_id))
 
