@@ -24,6 +24,7 @@ from browserq.store import Store
 from tests.conftest import REPO, TEST_SECRET_KEY, producer_env
 from tests.support.http import html_pages, serve_http
 from tests.support.polling import wait_until
+from tests.support.postgres import create_database, drop_database, scratch_name
 from tests.support.processes import stop
 from tests.support.receiver import ALLOW_LOOPBACK_ENV, Receiver, webhook_receiver
 from tests.support.redis import BROKER_DB, redis_url
@@ -51,7 +52,16 @@ steps:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, pg_url: str) -> Iterator[tuple[dict[str, str], str, Store]]:
+def own_db() -> Iterator[str]:
+    """A database of its own: ``--failed-since`` sends every run's failed events, other tests' too."""
+    name = scratch_name("browserq_redeliver")
+    yield create_database(name)
+    drop_database(name)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, own_db: str) -> Iterator[tuple[dict[str, str], str, Store]]:
+    pg_url = own_db
     queue = f"bq_redeliver_{uuid.uuid4().hex[:8]}"
     env = browserq_env(worker_settings(
         broker_url=redis_url(BROKER_DB), database_url=pg_url, templates_dir=write_templates(
