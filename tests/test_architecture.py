@@ -64,7 +64,7 @@ CLI_COMMANDS = [
     "identities disable", "identities list", "keygen", "live", "locate", "proxies", "prune", "report", "resolve", "run",
     "runs",
     "schedules", "schedules list", "schedules validate", "settings", "show",
-    "sweep", "templates", "templates list", "templates validate", "worker",
+    "sweep", "templates", "templates list", "templates validate", "webhooks", "webhooks redeliver", "worker",
 ]
 ENV_VARS = [
     "BROWSERQ_ARTIFACTS_DIR", "BROWSERQ_ARTIFACTS_URL", "BROWSERQ_AUTO_MIGRATE", "BROWSERQ_BEAT_LOCK_TTL_S",

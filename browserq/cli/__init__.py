@@ -2,7 +2,8 @@
 
 The commands live by theme — :mod:`~browserq.cli.run_commands` (run, demo, runs, show, cancel, batch), :mod:`~browserq.cli.resolve` (resolve),
 :mod:`~browserq.cli.operations` (worker, beat, sweep, db, settings, proxies, identities, keygen),
-:mod:`~browserq.cli.templates` (templates list/validate), :mod:`~browserq.cli.doctor` (doctor) — printed through
+:mod:`~browserq.cli.templates` (templates list/validate), :mod:`~browserq.cli.doctor` (doctor),
+:mod:`~browserq.cli.webhooks` (webhooks redeliver) — printed through
 :mod:`~browserq.cli.render`. This module builds the typer ``app`` from them, in the order
 ``--help`` lists them, and holds :func:`main`, the console script's entry point.
 """
@@ -51,6 +52,7 @@ from browserq.cli.run_commands import (
 )
 from browserq.cli.schedules import schedules_list, schedules_validate
 from browserq.cli.templates import templates_list, templates_validate
+from browserq.cli.webhooks import redeliver
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, load_settings
 
@@ -116,6 +118,10 @@ schedules_app = typer.Typer(help="Scheduled template runs (BROWSERQ_SCHEDULES_FI
 app.add_typer(schedules_app, name="schedules")
 schedules_app.command("list")(schedules_list)
 schedules_app.command("validate")(schedules_validate)
+
+webhooks_app = typer.Typer(help="Run events sent to notify URLs: send failed ones again.", no_args_is_help=True)
+app.add_typer(webhooks_app, name="webhooks")
+webhooks_app.command("redeliver")(redeliver)
 
 
 def main() -> None:

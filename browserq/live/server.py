@@ -6,6 +6,10 @@
 * ``GET /live/{id}`` (cookie) serves the page; ``/live/{id}/ws`` (cookie, same Origin) streams
   JPEG frames of the run's current page and takes the person's input: click, wheel, key, text,
   continue, give_up. Input goes through Playwright's mouse and keyboard, so any driver works.
+* ``POST /live/{id}/next`` (same Origin, any live view of the fleet, whether it serves that
+  handoff or not) answers the page's follow secret from the database: where the run waits now.
+  A page whose socket drops for good (its worker died, or handed the run over) asks it at its
+  own address every few seconds and moves to the new link (:class:`~browserq.live.session.Follow`).
 * Only registered handoffs are served; nothing else of the browser is reachable. Every response
   has a strict CSP (a nonce per page), ``frame-ancestors 'none'``, ``no-referrer`` and ``no-store``.
 
@@ -29,7 +33,7 @@ from aiohttp import WSMsgType, web
 
 from browserq.live.frames import Screencast
 from browserq.live.page import live_page
-from browserq.live.session import HumanInput, LiveSession
+from browserq.live.session import Follow, HumanInput, LiveSession
 from browserq.live.typed import TypedText, password_focused
 
 log = structlog.get_logger(__name__)
@@ -55,8 +59,11 @@ _NAMED_KEYS = frozenset({
 class LiveViewServer:
     """Serves the live views of this process's waiting runs."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None,
+                 follow: Follow | None = None) -> None:
         self.host, self.port, self.public_url = host, port, public_url
+        self._follow = follow
+        self._follows: dict[str, str] = {}  # session cookie → its page's follow secret
         self._sessions: dict[int, LiveSession] = {}
         self._cookies: dict[str, int] = {}  # session cookie → handoff id
         self._sockets: dict[int, set[web.WebSocketResponse]] = {}
@@ -71,6 +78,7 @@ class LiveViewServer:
         app = web.Application(middlewares=[_headers])
         app.router.add_get("/live/{hid}", self._page)
         app.router.add_get("/live/{hid}/ws", self._socket)
+        app.router.add_post("/live/{hid}/next", self._next)
         self._runner, port = await _listen(app, self.host, self.port)
         self._base = (self.public_url.replace("{port}", str(port)).rstrip("/") if self.public_url
                       else f"http://{self.host}:{port}")
@@ -87,23 +95,31 @@ class LiveViewServer:
         """The frames of a handoff someone watches now (None while nobody does)."""
         return self._casts.get(handoff_id)
 
-    async def unregister(self, handoff_id: int, reason: str) -> None:
+    async def unregister(self, handoff_id: int, reason: str, *, follow: bool = False) -> None:
         """The wait is over: its cast stops, its viewers are told why and disconnected; its
-        cookies die."""
+        cookies die. ``follow``: the run goes on elsewhere (a handover): the pages follow it, and a
+        server left with nothing to serve stops listening, so that the worker taking the run over
+        can listen at this address (where the pages ask)."""
         self._sessions.pop(handoff_id, None)
         for cookie in [c for c, h in self._cookies.items() if h == handoff_id]:
             del self._cookies[cookie]
+            self._follows.pop(cookie, None)
         cast = self._casts.pop(handoff_id, None)
         if cast is not None:
             await cast.stop()
         for ws in list(self._sockets.pop(handoff_id, ())):
             with contextlib.suppress(Exception):
-                await ws.send_json({"type": "ended", "reason": reason})
+                await ws.send_json({"type": "ended", "reason": reason, **({"follow": True} if follow else {})})
                 await ws.close()
+        if follow and not self._sessions:
+            await self._close()
 
     async def stop(self) -> None:
         for handoff_id in list(self._sessions):
-            await self.unregister(handoff_id, "the worker stopped")
+            await self.unregister(handoff_id, "the worker stopped", follow=True)
+        await self._close()
+
+    async def _close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
         self._runner, self._base = None, None
@@ -128,6 +144,12 @@ class LiveViewServer:
                                              f"get a new one: browserq live {session.run_id}")
             cookie = secrets.token_urlsafe(32)
             self._cookies[cookie] = session.handoff_id
+            if self._follow is not None and not session.view_only:
+                try:
+                    self._follows[cookie] = await self._follow.mint(session.run_id, session.handoff_id)
+                except Exception as exc:  # the page works; it just cannot follow the run
+                    log.warning("no follow token for the live view", handoff_id=session.handoff_id,
+                                error=str(exc)[:200])
             # behind a proxy that serves this worker under a path (BROWSERQ_LIVE_VIEW_PUBLIC_URL's)
             own = f"{urlsplit(self._base or '').path.rstrip('/')}/live/{session.handoff_id}"
             response = web.HTTPSeeOther(own)
@@ -138,7 +160,7 @@ class LiveViewServer:
         self._check_cookie(request, session)
         nonce = secrets.token_urlsafe(16)
         body = live_page(run_id=session.run_id, message=session.message, until=session.until,
-                         view_only=session.view_only,
+                         view_only=session.view_only, follow=self._follows.get(request.cookies.get(COOKIE, "")),
                          deadline=session.deadline.isoformat(), nonce=nonce)
         response = web.Response(text=body, content_type="text/html")
         response.headers["Content-Security-Policy"] = (
@@ -151,6 +173,26 @@ class LiveViewServer:
         if self._cookies.get(request.cookies.get(COOKIE, "")) != session.handoff_id:
             raise web.HTTPForbidden(text="open the live view through its one-time link "
                                          f"(browserq live {session.run_id})")
+
+    async def _next(self, request: web.Request) -> web.StreamResponse:
+        """Where the run of a page's handoff waits now (the page's follow secret in the body)."""
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.rstrip("/") != f"{request.scheme}://{request.host}":
+            raise web.HTTPForbidden(text="cross-origin request refused")
+        if self._follow is None:
+            raise web.HTTPNotFound(text="this live view cannot follow runs")
+        try:
+            handoff_id = int(request.match_info["hid"])
+            if (request.content_length or 0) > MAX_MESSAGE_BYTES:
+                raise ValueError("too large")
+            secret = (await request.json())["follow"]
+            if not isinstance(secret, str):
+                raise TypeError("not a string")
+        except (ValueError, KeyError, TypeError):
+            raise web.HTTPBadRequest(text="not a follow request") from None
+        if handoff_id in self._sessions and secret in self._follows.values():  # served here: only the socket dropped
+            return web.json_response({"state": "here"})
+        return web.json_response(await self._follow.answer(secret, handoff_id))
 
     # --- the socket ------------------------------------------------------------------------------
     async def _socket(self, request: web.Request) -> web.StreamResponse:

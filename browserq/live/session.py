@@ -1,4 +1,5 @@
-"""What the runner hands the live view for one wait, and what comes back: each human input."""
+"""What the runner hands the live view for one wait, what comes back (each human input), and how
+the view finds a run again for a page whose worker died (:class:`Follow`)."""
 
 from __future__ import annotations
 
@@ -47,4 +48,29 @@ class LiveSession:
     typing: TypedText = field(default_factory=TypedText)
 
 
-__all__ = ["HumanInput", "LiveSession"]
+@dataclass(frozen=True)
+class Follow:
+    """How a live view finds a run again for a page whose worker died (the database knows):
+    ``mint(run_id, handoff_id)`` → the page's follow secret; ``answer(secret, handoff_id)`` →
+    ``{"state": moved|waiting|ended|refused, "url": …, "status": …}``."""
+
+    mint: Callable[[str, int], Awaitable[str]]
+    answer: Callable[[str, int], Awaitable[dict[str, Any]]]
+
+
+def store_follow(store: Any, ttl_s: float) -> Follow:
+    """The :class:`Follow` of a run store (its ``mint_follow_token`` and ``follow_handoff``),
+    called off the event loop."""
+    import asyncio
+
+    async def mint(run_id: str, handoff_id: int) -> str:
+        return await asyncio.to_thread(store.mint_follow_token, run_id, handoff_id=handoff_id, ttl_s=ttl_s)
+
+    async def answer(secret: str, handoff_id: int) -> dict[str, Any]:
+        found = await asyncio.to_thread(store.follow_handoff, secret, handoff_id=handoff_id, ttl_s=ttl_s)
+        return {"state": found.state, "url": found.url, "status": found.status}
+
+    return Follow(mint=mint, answer=answer)
+
+
+__all__ = ["Follow", "HumanInput", "LiveSession", "store_follow"]

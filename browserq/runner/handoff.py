@@ -186,7 +186,8 @@ class HandoffMixin(ConditionsMixin):
             if state.interrupt.kind == "handover":
                 reason = "handed_over"
             if server is not None:
-                await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"))
+                await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"),
+                                        follow=reason == "handed_over")  # the page follows the run
             self.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))  # type: ignore[attr-defined]
             if reason == "handed_over":
                 await self._end_handed_over(handoff.id, state)
@@ -277,10 +278,12 @@ class HandoffMixin(ConditionsMixin):
         server = getattr(self, "_live", None)
         if server is None:
             from browserq.live.server import LiveViewServer
+            from browserq.live.session import store_follow
 
             settings = self.settings  # type: ignore[attr-defined]
             server = LiveViewServer(settings.live_view_host, settings.live_view_port,
-                                    settings.live_view_public_url)
+                                    settings.live_view_public_url,
+                                    follow=store_follow(self.store, settings.live_token_ttl_s))  # type: ignore[attr-defined]
             self._live = server
         try:
             await server.start()

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
 from browserq.store.cancellation import CancelMethods
+from browserq.store.clock import db_now
 from browserq.store.models import Batch, Run, RunStatus, utcnow
 from browserq.store.plumbing import run_status_value
 from browserq.store.states import ACTIVE, FINISHED
@@ -139,7 +140,7 @@ class BatchMethods(CancelMethods):
                     .order_by(Run.id)
                 )
             ).all()
-            now = utcnow()
+            now = db_now(s)  # a cancellation's time, as every run's transitions have it
             changed = sum(1 for run in runs if self._cancel(s, run, reason, now))
             s.flush()
             return changed

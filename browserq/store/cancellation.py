@@ -8,7 +8,8 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
-from browserq.store.models import Run, RunStatus, utcnow
+from browserq.store.clock import db_now
+from browserq.store.models import Run, RunStatus
 from browserq.store.states import AWAITING, HELD_VALUES
 from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
 from browserq.store.views import RunView, to_view
@@ -29,7 +30,7 @@ class CancelMethods(TransitionMethods):
             run = self._lock_run(s, run_id)
             if run is None:
                 raise StoreError(f"{action}: no such run {run_id!r}")
-            self._cancel(s, run, reason, utcnow())
+            self._cancel(s, run, reason, db_now(s))  # compared with the lease's clock
             s.flush()
             return to_view(RunView, run)
 

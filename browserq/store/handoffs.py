@@ -9,26 +9,34 @@ takeover) is closed by :meth:`HandoffMethods._close_open_handoff` with the trans
 A live-view token is 32 random bytes handed out once, in a URL; the database keeps its SHA-256
 only, so neither a backup nor an operator's query yields a link that works. It opens the view
 once (:meth:`~HandoffMethods.redeem_live_token`), before it expires and while its handoff is open.
+
+A *follow* token (kind ``follow``, kept hashed the same way) is what a person's open live-view page
+holds to find the run again when its worker dies: any live view answers it from the database
+(:meth:`~HandoffMethods.follow_handoff`) with a fresh link to the run's next wait, once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
+from browserq.store.clock import db_now
 from browserq.store.human_models import Handoff, LiveToken
-from browserq.store.models import Run, RunStatus, RunTransition, utcnow
-from browserq.store.states import HELD_VALUES
+from browserq.store.models import Run, RunStatus, RunTransition
+from browserq.store.states import FINISHED, HELD_VALUES
 from browserq.store.transitions import TransitionMethods
 from browserq.store.views import HandoffView, to_view
 
 #: How long a live-view link stays valid unless the caller says (BROWSERQ_LIVE_TOKEN_TTL_S).
 DEFAULT_LIVE_TOKEN_TTL_S = 900.0
+#: The purpose of a follow token (a page's way to the run's next wait, never a link itself).
+FOLLOW = "follow"
 #: The kind of a handoffs row that only shows a running run (no wait, no input).
 WATCH = "watch"
 #: How the reason of a handover's transition starts (a stopping worker re-enqueued a waiting run):
@@ -42,6 +50,17 @@ _OUTCOME_OF = {
     RunStatus.RETRYING: "interrupted",
     RunStatus.FAILED: "interrupted",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class FollowAnswer:
+    """Where a follow token leads: ``moved`` (``url``: a fresh link to the run's new wait),
+    ``waiting`` (the run does not wait for a person anywhere yet), ``ended`` (``status``: the run
+    finished) or ``refused`` (unknown, used or expired)."""
+
+    state: str
+    url: str | None = None
+    status: str | None = None
 
 
 def live_link(base_url: str, handoff_id: int, token: str) -> str:
@@ -85,7 +104,7 @@ class HandoffMethods(TransitionMethods):
                 earlier = self._open_handoff(s, run_id)
                 if earlier is not None and earlier.step_path == step_path:
                     return to_view(HandoffView, earlier)  # our earlier try committed
-            now = utcnow()
+            now = db_now(s)
             self._apply_transition(
                 s, run, RunStatus.WAITING_FOR_HUMAN, reason=f"waiting for a person: {message}",
                 worker=worker or run.worker, now=now, fenced=token is not None,
@@ -124,7 +143,7 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> None:
             run = self._locked_run(s, run_id, token, action)
-            now = utcnow()
+            now = db_now(s)
             s.execute(
                 update(Handoff)
                 .where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
@@ -147,7 +166,7 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> HandoffView:
             self._locked_run(s, run_id, token, action)  # still its run
-            now = utcnow()
+            now = db_now(s)
             row = Handoff(run_id=run_id, run_attempt=run_attempt, step_path="", kind=WATCH,
                           message="The run is running; this view shows its page.", until=None, started_at=now,
                           deadline_at=now + timedelta(seconds=for_s), live_base_url=live_base_url, inputs=0)
@@ -161,7 +180,7 @@ class HandoffMethods(TransitionMethods):
         """The run's execution ended here: its watch link stops working."""
         self._tx(f"closing live view {handoff_id}", lambda s, _r: s.execute(
             update(Handoff).where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
-            .values(ended_at=utcnow(), outcome="ended").execution_options(synchronize_session=False)
+            .values(ended_at=db_now(s), outcome="ended").execution_options(synchronize_session=False)
         ), write=True)
 
     def _locked_run(self, s: Session, run_id: str, token: int | None, action: str) -> Run:
@@ -233,7 +252,7 @@ class HandoffMethods(TransitionMethods):
             status = s.scalar(select(Run.status).where(Run.id == run_id))
             if handoff is None or handoff.live_base_url is None or status not in HELD_VALUES:
                 return None  # nobody waits, no view is served, or its worker is gone
-            now = utcnow()
+            now = db_now(s)
             s.add(
                 LiveToken(
                     token_hash=token_hash(secret), run_id=run_id, handoff_id=handoff.id,
@@ -252,9 +271,9 @@ class HandoffMethods(TransitionMethods):
         digest = token_hash(token)
 
         def body(s: Session, _retried: bool) -> bool:
-            now = utcnow()
+            now = db_now(s)
             row = s.get(LiveToken, digest, with_for_update=self._pg)
-            if row is None or row.handoff_id != handoff_id or row.used_at is not None:
+            if row is None or row.handoff_id != handoff_id or row.used_at is not None or row.purpose == FOLLOW:
                 return False
             if row.expires_at <= now:
                 return False
@@ -266,5 +285,55 @@ class HandoffMethods(TransitionMethods):
 
         return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
 
+    def mint_follow_token(self, run_id: str, *, handoff_id: int, ttl_s: float | None = None) -> str:
+        """A secret the page of ``handoff_id`` keeps to find the run's next wait: valid until
+        ``ttl_s`` past the wait's deadline (the run may wait again long after its worker died)."""
+        ttl = DEFAULT_LIVE_TOKEN_TTL_S if ttl_s is None else float(ttl_s)
+        secret = secrets.token_urlsafe(32)
 
-__all__ = ["DEFAULT_LIVE_TOKEN_TTL_S", "HANDOVER_REASON", "WATCH", "HandoffMethods", "live_link", "token_hash"]
+        def body(s: Session, _retried: bool) -> str:
+            handoff = s.get(Handoff, handoff_id)
+            if handoff is None or handoff.run_id != run_id:
+                raise StoreError(f"no handoff {handoff_id} of run {run_id!r}")
+            now = db_now(s)
+            s.add(LiveToken(token_hash=token_hash(secret), run_id=run_id, handoff_id=handoff_id, purpose=FOLLOW,
+                            created_at=now, expires_at=max(now, handoff.deadline_at) + timedelta(seconds=ttl)))
+            return secret
+
+        return self._tx(f"minting a follow token of handoff {handoff_id}", body, write=True)
+
+    def follow_handoff(self, token: str, *, handoff_id: int, ttl_s: float | None = None) -> FollowAnswer:
+        """Where the page of ``handoff_id`` that holds ``token`` should go now. ``moved`` only to
+        a later wait of the run that a live view serves (the token is then used up)."""
+        if not token or len(token) > 200:
+            return FollowAnswer("refused")
+        digest = token_hash(token)
+        ttl = DEFAULT_LIVE_TOKEN_TTL_S if ttl_s is None else float(ttl_s)
+        secret = secrets.token_urlsafe(32)
+
+        def body(s: Session, _retried: bool) -> FollowAnswer:
+            now = db_now(s)
+            row = s.get(LiveToken, digest, with_for_update=self._pg)
+            if (row is None or row.purpose != FOLLOW or row.handoff_id != handoff_id or row.used_at is not None
+                    or row.expires_at <= now):
+                return FollowAnswer("refused")
+            status = s.scalar(select(Run.status).where(Run.id == row.run_id))
+            if status is None or RunStatus(status) in FINISHED:
+                return FollowAnswer("ended", status=status)
+            handoff = self._open_handoff(s, row.run_id)
+            if (status != RunStatus.WAITING_FOR_HUMAN.value or handoff is None or handoff.kind == WATCH
+                    or handoff.id <= handoff_id or handoff.live_base_url is None):
+                return FollowAnswer("waiting")
+            row.used_at = now
+            s.add(LiveToken(token_hash=token_hash(secret), run_id=row.run_id, handoff_id=handoff.id,
+                            purpose="moved", created_at=now,
+                            expires_at=min(now + timedelta(seconds=ttl), handoff.deadline_at)))
+            return FollowAnswer("moved", url=live_link(handoff.live_base_url, handoff.id, secret))
+
+        return self._tx(f"following handoff {handoff_id}", body, write=True)
+
+
+__all__ = [
+    "DEFAULT_LIVE_TOKEN_TTL_S", "FOLLOW", "HANDOVER_REASON", "WATCH", "FollowAnswer", "HandoffMethods", "live_link",
+    "token_hash",
+]

@@ -21,8 +21,9 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from browserq.store.clock import db_now
 from browserq.store.human_models import WebhookAttempt, WebhookDelivery
-from browserq.store.models import Run, RunStatus, utcnow
+from browserq.store.models import Run, RunStatus
 from browserq.store.transitions import TransitionMethods
 
 #: The statuses that are announced, by the event name they get.
@@ -106,7 +107,7 @@ class WebhookMethods(TransitionMethods):
         pending, another attempt was made or is under way (a duplicate message: do nothing)."""
         def body(s: Session, _retried: bool) -> DeliveryView | None:
             row = s.get(WebhookDelivery, delivery_id, with_for_update=self._pg)
-            now = utcnow()
+            now = db_now(s)
             if row is None or row.status != "pending" or row.attempts != attempt - 1:
                 return None
             if row.claimed_until is not None and row.claimed_until > now:
@@ -126,7 +127,7 @@ class WebhookMethods(TransitionMethods):
             row = s.get(WebhookDelivery, delivery_id, with_for_update=self._pg)
             if row is None or row.attempts >= attempt:
                 return  # recorded by our earlier, unacknowledged try
-            now = utcnow()
+            now = db_now(s)
             s.add(WebhookAttempt(delivery_id=delivery_id, attempt=attempt, at=now, status_code=status_code,
                                  error=error, duration_ms=duration_ms))
             row.attempts, row.claimed_until, row.last_error = attempt, None, error
@@ -142,8 +143,9 @@ class WebhookMethods(TransitionMethods):
     def mark_webhooks_sent(self, delivery_ids: list[int]) -> None:
         """A delivery task was sent for each (the sweep leaves them alone until they are overdue)."""
         def body(s: Session, _retried: bool) -> None:
+            now = db_now(s)
             for row in s.scalars(select(WebhookDelivery).where(WebhookDelivery.id.in_(delivery_ids))):
-                row.dispatched_at = utcnow()
+                row.dispatched_at = now
 
         if delivery_ids:
             self._tx("marking webhook deliveries sent", body, write=True)
@@ -151,23 +153,25 @@ class WebhookMethods(TransitionMethods):
     def overdue_webhooks(self, limit: int = 500) -> list[tuple[int, int]]:
         """``(delivery id, next attempt)`` of pending deliveries whose message was never sent or
         was lost: the sweep sends them again (the claim makes a late original harmless)."""
-        now = utcnow()
-        query = (
-            select(WebhookDelivery.id, WebhookDelivery.attempts)
-            .where(
-                WebhookDelivery.status == "pending",
-                or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
-                or_(
-                    WebhookDelivery.next_attempt_at < now - timedelta(seconds=OVERDUE_S),
-                    (WebhookDelivery.dispatched_at.is_(None))
-                    & (WebhookDelivery.created_at < now - timedelta(seconds=UNSENT_S)),
-                ),
+        def body(s: Session) -> list[tuple[int, int]]:
+            now = db_now(s)  # next_attempt_at and claimed_until were written with it
+            query = (
+                select(WebhookDelivery.id, WebhookDelivery.attempts)
+                .where(
+                    WebhookDelivery.status == "pending",
+                    or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
+                    or_(
+                        WebhookDelivery.next_attempt_at < now - timedelta(seconds=OVERDUE_S),
+                        (WebhookDelivery.dispatched_at.is_(None))
+                        & (WebhookDelivery.created_at < now - timedelta(seconds=UNSENT_S)),
+                    ),
+                )
+                .order_by(WebhookDelivery.id)
+                .limit(limit)
             )
-            .order_by(WebhookDelivery.id)
-            .limit(limit)
-        )
-        return self._read("finding overdue webhook deliveries",
-                          lambda s: [(row.id, row.attempts + 1) for row in s.execute(query)])
+            return [(row.id, row.attempts + 1) for row in s.execute(query)]
+
+        return self._read("finding overdue webhook deliveries", body)
 
     def webhook_deliveries(self, run_id: str) -> list[DeliveryView]:
         """The run's events and how their delivery went, oldest first."""
@@ -183,6 +187,60 @@ class WebhookMethods(TransitionMethods):
             lambda s: [{"attempt": a.attempt, "at": a.at, "status_code": a.status_code, "error": a.error,
                         "duration_ms": a.duration_ms} for a in s.scalars(query)],
         )
+
+
+    def redeliver_webhooks(
+        self, *, run_id: str | None = None, failed_since: timedelta | None = None, dry_run: bool = False,
+        limit: int = 1000,
+    ) -> list[DeliveryView]:
+        """Send failed events again, as new deliveries (``<event key>:redelivery:<n>``, pending, the
+        event's payload and URL) handed to the relay like any new event; the failed rows stay as
+        they are. An event counts when its newest delivery failed: of ``run_id``, or whose last
+        POST was within ``failed_since``. ``dry_run``: the failed deliveries, nothing queued."""
+        if run_id is None and failed_since is None:
+            raise ValueError("give a run or failed_since")
+        action = f"redelivering failed webhooks of {run_id or 'every run'}"
+
+        def body(s: Session, _retried: bool) -> list[DeliveryView]:
+            now = db_now(s)  # the attempts were recorded with it
+            query = select(WebhookDelivery).where(WebhookDelivery.status == "failed")
+            if run_id is not None:
+                query = query.where(WebhookDelivery.run_id == run_id)
+            if failed_since is not None:
+                last = (select(func.max(WebhookAttempt.at)).where(WebhookAttempt.delivery_id == WebhookDelivery.id)
+                        .scalar_subquery())
+                query = query.where(last >= now - failed_since)
+            failed = s.scalars(self._locked(query.order_by(WebhookDelivery.id).limit(limit))).all()
+            out: list[DeliveryView] = []
+            for row in failed:
+                root = ":".join(row.event_key.split(":")[:3])
+                later = s.scalars(select(WebhookDelivery.event_key).where(
+                    WebhookDelivery.run_id == row.run_id, WebhookDelivery.id > row.id,
+                    or_(WebhookDelivery.event_key == root, WebhookDelivery.event_key.startswith(f"{root}:", autoescape=True)),
+                )).all()
+                if later:  # redelivered already: that newer row is the event's delivery now
+                    continue
+                if dry_run:
+                    out.append(_view(row))
+                    continue
+                again = WebhookDelivery(
+                    run_id=row.run_id, event=row.event, url=row.url, payload=dict(row.payload), status="pending",
+                    event_key=f"{root}:redelivery:{self._redeliveries(s, row.run_id, root) + 1}",
+                    created_at=now, next_attempt_at=now, attempts=0,
+                )
+                s.add(again)
+                s.flush()
+                s.info.setdefault("webhooks", []).append(again)
+                out.append(_view(again))
+            return out
+
+        return self._tx(action, body, write=not dry_run)
+
+    @staticmethod
+    def _redeliveries(s: Session, run_id: str, root: str) -> int:
+        return s.scalar(select(func.count()).select_from(WebhookDelivery).where(
+            WebhookDelivery.run_id == run_id, WebhookDelivery.event_key.startswith(f"{root}:redelivery:", autoescape=True),
+        )) or 0
 
 
 __all__ = ["NOTIFIED", "DeliveryView", "WebhookMethods", "event_payload"]

@@ -55,12 +55,12 @@ def test_help_lists_the_commands_in_their_order() -> None:
     assert group.list_commands(None) == [  # type: ignore[arg-type]
         "run", "enqueue", "demo", "locate", "worker", "beat", "runs", "show", "live", "report", "cancel", "resolve", "sweep", "prune",
         "export", "batch",
-        "proxies", "doctor", "settings", "keygen", "templates", "db", "identities", "schedules",
+        "proxies", "doctor", "settings", "keygen", "templates", "db", "identities", "schedules", "webhooks",
     ]
-    groups = ("templates", "db", "identities", "schedules")
+    groups = ("templates", "db", "identities", "schedules", "webhooks")
     sub = {name: group.commands[name].list_commands(None) for name in groups}  # type: ignore[attr-defined]
     assert sub == {"templates": ["list", "validate"], "db": ["upgrade"], "identities": ["list", "add", "disable"],
-                   "schedules": ["list", "validate"]}
+                   "schedules": ["list", "validate"], "webhooks": ["redeliver"]}
 
 
 def test_an_argument_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:

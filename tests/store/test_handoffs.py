@@ -139,3 +139,29 @@ def test_a_handover_is_fenced_counted_and_no_lost_worker(store: Store) -> None:
     assert (lease.attempt, lease.takeovers, lease.takeover) == (2, 0, False)
     [handoff] = store.handoffs(run_id)
     assert handoff.outcome == "handed_over"
+
+
+def test_a_follow_token_leads_the_dead_workers_page_to_the_next_wait_once(store: Store) -> None:
+    run_id, _, first = _waiting(store, base="http://127.0.0.1:9200")
+    follow = store.mint_follow_token(run_id, handoff_id=first, ttl_s=60)
+    assert store.redeem_live_token(follow, handoff_id=first) is False  # it opens no view itself
+    assert store.follow_handoff(follow, handoff_id=first).state == "waiting"  # the same wait: stay
+    expire_lease(store, run_id)
+    lease = store.acquire_lease(run_id, owner="w2", ttl_s=30)  # the run is taken over
+    assert store.follow_handoff(follow, handoff_id=first).state == "waiting"  # not waiting again yet
+    second = store.begin_handoff(
+        run_id, token=lease.token, run_attempt=2, step_path="2", kind="step", message="again", until=None,
+        timeout_s=60, live_base_url="http://127.0.0.1:9201",
+    )
+    assert store.follow_handoff("x" + follow, handoff_id=first).state == "refused"
+    assert store.follow_handoff(follow, handoff_id=second.id).state == "refused"  # another page's
+    moved = store.follow_handoff(follow, handoff_id=first)
+    assert moved.state == "moved" and moved.url is not None
+    assert moved.url.startswith(f"http://127.0.0.1:9201/live/{second.id}?token=")
+    assert store.redeem_live_token(moved.url.split("token=")[1], handoff_id=second.id) is True
+    assert store.follow_handoff(follow, handoff_id=first).state == "refused"  # used up
+    again = store.mint_follow_token(run_id, handoff_id=second.id)
+    store.finish_run(run_id, status="failed", outputs={}, error_code="HUMAN_GAVE_UP", error_message="no",
+                     token=lease.token)
+    ended = store.follow_handoff(again, handoff_id=second.id)
+    assert (ended.state, ended.status) == ("ended", "failed")

@@ -27,10 +27,10 @@ PUBLIC = {
     "acquire_lease", "renew_lease", "release_lease", "save_checkpoint", "stuck_runs", "database_now",
     # waits for a person and their live-view tokens
     "begin_handoff", "end_handoff", "handoffs", "open_handoff", "mint_live_token", "redeem_live_token",
-    "begin_watch", "end_watch", "handovers", "resolve_review",
+    "begin_watch", "end_watch", "handovers", "resolve_review", "mint_follow_token", "follow_handoff",
     # the webhook outbox
     "claim_webhook", "record_webhook_attempt", "mark_webhooks_sent", "overdue_webhooks", "webhook_deliveries",
-    "webhook_attempts",
+    "webhook_attempts", "redeliver_webhooks",
     # cancellation and batches
     "request_cancel", "create_batch", "batch_summary", "trip_breaker", "cancel_batch_remaining",
     "finish_batch_if_done", "batch_runs",
