@@ -137,8 +137,13 @@ def test_wait_gives_up_after_the_timeout_and_the_run_goes_on(worker, demo) -> No
     assert followed.returncode == 0 and "status\tcompleted" in followed.stdout, followed.stderr
 
 
+#: Slow pages for the follow tests: the run is still under way when ``show --follow`` (a new
+#: process, importing browserq on a busy machine) starts to poll it.
+SLOW = "slow_ms=4000"
+
+
 def test_show_follow_follows_a_run_to_its_end_then_shows_it(worker, demo) -> None:
-    sent = browserq(worker, "enqueue", "prog_steps", "-p", f"base_url={demo.url}")
+    sent = browserq(worker, "enqueue", "prog_steps", "-p", f"base_url={demo.url}", "-p", SLOW)
     assert sent.returncode == 0, sent.stderr
     run_id = sent.stdout.strip()
     done = browserq(worker, "show", run_id[:12], "--follow")
@@ -150,7 +155,7 @@ def test_show_follow_follows_a_run_to_its_end_then_shows_it(worker, demo) -> Non
 
 
 def test_show_follow_reads_the_store_when_the_result_backend_cannot_be_read(worker, demo) -> None:
-    sent = browserq(worker, "enqueue", "prog_steps", "-p", f"base_url={demo.url}")
+    sent = browserq(worker, "enqueue", "prog_steps", "-p", f"base_url={demo.url}", "-p", SLOW)
     run_id = sent.stdout.strip()
     done = browserq(worker, "show", run_id, "--follow", BROWSERQ_RESULT_BACKEND="redis://127.0.0.1:1/0")
     no_traceback(done)

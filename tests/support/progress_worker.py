@@ -25,15 +25,16 @@ from tests.support.workers import (
     worker_settings,
 )
 
-#: Six top-level steps, about four seconds in all.
+#: Six top-level steps, about four seconds in all (``slow_ms``: each of two pages' delay).
 STEPS_TEMPLATE = """
 params:
   base_url: {type: url, required: true}
+  slow_ms: {type: int, default: 400, min: 0, max: 60000}
 settings: {trace: off, run_retries: 0, step_timeout_s: 30}
 steps:
-  - {id: first, action: navigate, url: "${base_url}/slow?ms=400"}
+  - {id: first, action: navigate, url: "${base_url}/slow?ms=${slow_ms}"}
   - {action: wait, ms: 800}
-  - {id: second, action: navigate, url: "${base_url}/slow?ms=400"}
+  - {id: second, action: navigate, url: "${base_url}/slow?ms=${slow_ms}"}
   - {action: wait, ms: 800}
   - {id: third, action: navigate, url: "${base_url}/quotes/"}
   - {action: wait, ms: 800}
