@@ -155,3 +155,44 @@ def test_a_killed_browser_is_relaunched_on_the_next_acquire(loop, tmp_path) -> N
         assert find_browser_pid(pool.marker) == pool.pid
     finally:
         loop.run(pool.stop())
+
+
+def test_closed_contexts_are_not_kept_alive(loop, tmp_path, site) -> None:
+    """Every run's context (with its page, CDP sessions and the run state its listeners hold) is
+    garbage once closed. The domain guard looks each spare's id up through a page session; it kept
+    that session (a weak-keyed dict by page: the session holds its context, whose listeners hold
+    the page), so every context stayed alive until its browser was recycled. No recycling here."""
+    import gc
+    import weakref
+
+    from tests.support.polling import wait_until
+
+    pool = started_pool(loop, tmp_path, context_prewarm=1, browser_max_contexts=0)
+    closed: list[weakref.ref] = []
+
+    async def one_run(guarded: bool) -> None:
+        context = await pool.new_context()
+        page = context.pages[0]  # the spare's page
+        context.on("download", lambda download: page)  # as a run's listeners do: its context holds its page
+        if guarded:
+            await pool.domain_guard(context).protect(context, page, ["127.0.0.1"])
+        await page.goto(f"{site.url}/storage")
+        closed.append(weakref.ref(context._impl_obj))
+        await pool.close_context(context)
+
+    still_alive = [0]
+
+    def all_garbage() -> bool:
+        gc.collect()
+        still_alive[0] = sum(ref() is not None for ref in closed)
+        return still_alive[0] == 0
+
+    try:
+        for i in range(12):
+            loop.run(one_run(guarded=i % 3 == 0))
+        assert pool.spare_hits == 12
+        wait_until(all_garbage, 30, "the 12 closed contexts to be garbage")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {still_alive[0]} of 12 closed contexts still alive") from None
+    finally:
+        loop.run(pool.stop())
