@@ -286,15 +286,17 @@ def worker_settings(pairs: list[str]) -> dict[str, str]:
     return env
 
 
-def start_worker(name: str, env: dict[str, str], concurrency: int, pool: str, tmp: Path) -> Worker:
-    """``browserq worker --concurrency N [--pool threads]``, waiting for Celery's "ready."."""
+def start_worker(name: str, env: dict[str, str], concurrency: int, pool: str, tmp: Path,
+                 path: tuple[str, ...] = ()) -> Worker:
+    """``browserq worker --concurrency N [--pool threads]``, waiting for Celery's "ready."; ``path``:
+    directories put before the repository on the worker's ``PYTHONPATH``."""
     cli = Path(sys.executable).with_name("browserq")
     argv = [str(cli), "worker", "--concurrency", str(concurrency), "-n", f"{env['BROWSERQ_QUEUE']}@%h",
             "--without-gossip", "--without-mingle"]
     if pool != "prefork":
         argv += ["--pool", pool]  # after browserq's own --pool prefork: Celery takes the last one
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
-    full_env.update(env, PYTHONPATH=str(REPO))
+    full_env.update(env, PYTHONPATH=os.pathsep.join([*path, str(REPO)]))
     log = tmp / f"worker-{name}.log"
     with log.open("ab") as handle:
         proc = subprocess.Popen(argv, env=full_env, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO,

@@ -69,10 +69,7 @@ DOCUMENT_PATTERNS: list[dict[str, str]] = [
     _DOCUMENT_RESPONSES,
 ]
 #: While a strict context is open: every request.
-ALL_PATTERNS: list[dict[str, str]] = [
-    {"urlPattern": "*", "requestStage": "Request"},
-    _DOCUMENT_RESPONSES,
-]
+ALL_PATTERNS: list[dict[str, str]] = [{"urlPattern": "*", "requestStage": "Request"}, _DOCUMENT_RESPONSES]
 #: A response header naming speculation rules: its prefetches would bypass Fetch (egress.py).
 _SPECULATION_HEADER = "speculation-rules"
 #: Blocked subresource URLs kept as a sample per run (the count is complete).
@@ -160,7 +157,8 @@ class DomainGuard:
         self._context_ids: weakref.WeakKeyDictionary[BrowserContext, str] = weakref.WeakKeyDictionary()
         self._frame_owner: dict[str, str] = {}  # frameId -> browserContextId
         self._prepared: weakref.WeakKeyDictionary[BrowserContext, str] = weakref.WeakKeyDictionary()
-        self._page_sessions: weakref.WeakKeyDictionary[Page, CDPSession] = weakref.WeakKeyDictionary()
+        # Not weak: a session holds its context, which holds the page. Forgotten at context close.
+        self._page_sessions: dict[Page, CDPSession] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- registration ------------------------------------------------------------------------
@@ -180,9 +178,7 @@ class DomainGuard:
             self._context_ids[context] = context_id
             await self._update_patterns()
         # The page-side half: what Fetch never sees (speculation rules; WebRTC & co. when strict).
-        await confine_page_apis(
-            context, context_id, block_log.allowed_domains, strict=block_log.strict
-        )
+        await confine_page_apis(context, context_id, block_log.allowed_domains, strict=block_log.strict)
         if block_log.strict:
             await _install_websocket_guard(context, block_log)
         return block_log
@@ -193,6 +189,7 @@ class DomainGuard:
 
     async def release(self, context: BrowserContext) -> None:
         """Forget ``context`` (closed or closing); ``Fetch`` is disabled when none is guarded."""
+        self._forget(context)
         async with self._lock:
             context_id = self._context_ids.pop(context, None)
             if context_id is None:
@@ -202,10 +199,14 @@ class DomainGuard:
                 self._frame_owner = {f: o for f, o in self._frame_owner.items() if o != context_id}
             else:
                 self._frame_owner.clear()
-            for page in [p for p in self._page_sessions if p.context is context]:
-                self._page_sessions.pop(page, None)
         # Switching Fetch off (or back to documents only) is not the closing run's business.
         self._background(self._update_patterns_locked())
+
+    def _forget(self, context: BrowserContext) -> None:
+        """Drop the page sessions of ``context``: any context, a run's or a spare never handed out."""
+        self._prepared.pop(context, None)
+        for page in [p for p in self._page_sessions if p.context is context]:
+            del self._page_sessions[page]
 
     async def _update_patterns_locked(self) -> None:
         async with self._lock:
@@ -251,6 +252,7 @@ class DomainGuard:
         session = self._page_sessions.get(page)
         if session is None:
             session = await page.context.new_cdp_session(page)
+            page.context.once("close", self._forget)  # also a spare closed unused, never release()d
             self._page_sessions[page] = session
         return session
 

@@ -11,6 +11,7 @@ import pytest
 from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.browsers.launcher import find_browser_pid
 from tests.conftest import make_settings
+from tests.support.polling import wait_until
 from tests.support.processes import is_alive
 
 
@@ -75,8 +76,8 @@ def test_the_next_spare_is_made_after_a_run_and_the_next_run_waits_for_it(loop, 
             await pool.close_context(second)
 
         loop.run(back_to_back(), timeout=60)
-        loop.run(_settle())
-        assert pool.spare_contexts == 1 and pool.open_contexts == 0
+        wait_until(lambda: pool.spare_contexts == 1, 30, "the spare made after the second run")  # a loaded host
+        assert pool.open_contexts == 0
     finally:
         loop.run(pool.stop())
 
@@ -153,5 +154,44 @@ def test_a_killed_browser_is_relaunched_on_the_next_acquire(loop, tmp_path) -> N
         loop.run(acquire(), timeout=60)
         assert pool.launches == 2 and pool.pid not in (None, pid)
         assert find_browser_pid(pool.marker) == pool.pid
+    finally:
+        loop.run(pool.stop())
+
+
+def test_closed_contexts_are_not_kept_alive(loop, tmp_path, site) -> None:
+    """Every run's context (with its page, CDP sessions and the run state its listeners hold) is
+    garbage once closed. The domain guard looks each spare's id up through a page session; it kept
+    that session (a weak-keyed dict by page: the session holds its context, whose listeners hold
+    the page), so every context stayed alive until its browser was recycled. No recycling here."""
+    import gc
+    import weakref
+
+    pool = started_pool(loop, tmp_path, context_prewarm=1, browser_max_contexts=0)
+    closed: list[weakref.ref] = []
+
+    async def one_run(guarded: bool) -> None:
+        context = await pool.new_context()
+        page = context.pages[0]  # the spare's page
+        context.on("download", lambda download: page)  # as a run's listeners do: its context holds its page
+        if guarded:
+            await pool.domain_guard(context).protect(context, page, ["127.0.0.1"])
+        await page.goto(f"{site.url}/storage")
+        closed.append(weakref.ref(context._impl_obj))
+        await pool.close_context(context)
+
+    still_alive = [0]
+
+    def all_garbage() -> bool:
+        gc.collect()
+        still_alive[0] = sum(ref() is not None for ref in closed)
+        return still_alive[0] == 0
+
+    try:
+        for i in range(12):
+            loop.run(one_run(guarded=i % 3 == 0))
+        assert pool.spare_hits == 12
+        wait_until(all_garbage, 30, "the 12 closed contexts to be garbage")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {still_alive[0]} of 12 closed contexts still alive") from None
     finally:
         loop.run(pool.stop())
