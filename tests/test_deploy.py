@@ -317,7 +317,7 @@ def test_webhook_settings_reach_every_browserq_service_from_the_env_file() -> No
             loaded = Settings(database_url="sqlite:///x.db", **values)
             assert loaded.notify_url == (given or {}).get("BROWSERQ_NOTIFY_URL")
     assert not set(names) & set(environment(services()["flower"]))
-    section = (ROOT / "README.md").read_text().partition("### Docker Compose")[2].partition("\n## ")[0]
+    section = (ROOT / "docs" / "deploying.md").read_text().partition("## Docker Compose")[2].partition("\n## ")[0]
     for documented in (*names, "LIVE_VIEW_URL_PREFIX", "LIVE_VIEW_BIND", "browserq.human"):
         assert documented in section, f"README 'Docker Compose' must document {documented}"
 
@@ -369,8 +369,8 @@ def test_volumes_are_declared_and_bind_sources_exist() -> None:
 
 def test_required_variables_are_documented() -> None:
     required = set(re.findall(r"\$\{(\w+):\?", (ROOT / "docker-compose.yml").read_text()))
-    readme = (ROOT / "README.md").read_text()
-    section = readme.partition("### Docker Compose")[2].partition("\n## ")[0]
+    readme = (ROOT / "docs" / "deploying.md").read_text()
+    section = readme.partition("## Docker Compose")[2].partition("\n## ")[0]
     missing = sorted(v for v in required if f"{v}=" not in section)
     assert not missing, f"README 'Docker Compose' must show these .env lines: {missing}"
 
@@ -470,7 +470,7 @@ def test_constraints_match_the_tested_environment() -> None:
 # --- schedules.example.yml --------------------------------------------------------------------
 def readme_template_commands() -> str:
     """The README's shell lines that write templates/*.yaml (the example schedule's template)."""
-    section = (ROOT / "README.md").read_text().partition("### Docker Compose")[2].partition("\n## ")[0]
+    section = (ROOT / "docs" / "deploying.md").read_text().partition("## Docker Compose")[2].partition("\n## ")[0]
     for block in re.findall(r"```bash\n(.*?)```", section, re.S):
         lines = block.splitlines()
         for i, line in enumerate(lines):

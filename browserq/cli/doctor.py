@@ -188,7 +188,7 @@ def check_templates(settings: Settings, found: Findings) -> Check:
                      "`browserq templates validate` lists every problem with its line")
     if not valid:
         return Check("templates", "warn", f"no template in {directory}",
-                     "put template YAML files there (see README § Templates)")
+                     "put template YAML files there (see docs/templates.md)")
     return passed("templates", f"{len(valid)} valid in {directory}")
 
 

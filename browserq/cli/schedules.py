@@ -27,7 +27,7 @@ def _path(settings: Settings, path: Path | None) -> Path:
     chosen = path or settings.schedules_file
     if chosen is None:
         fail("no schedules file: set BROWSERQ_SCHEDULES_FILE (or give the file) to a YAML file "
-             "of schedules; see README § Schedules")
+             "of schedules; see docs/operating.md § Schedules")
     assert chosen is not None
     return chosen
 

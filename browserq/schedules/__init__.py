@@ -9,7 +9,7 @@
     lock.py       the fleet-wide Redis lock: only its holder fires
     scheduler.py  the celery beat scheduler that puts them together (the app's beat_scheduler)
 
-README.md § "Schedules" describes the file and how beat runs.
+docs/operating.md § "Schedules" describes the file and how beat runs.
 """
 
 from browserq.schedules.check import Checked, check_schedules

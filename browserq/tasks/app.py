@@ -1,7 +1,7 @@
 """The Celery app, its configuration, and the time limits every run message carries.
 
 The configuration is derived from browserq's settings when Celery first reads it (never at import
-time); README.md § "Workers" lists each setting and why.
+time); docs/workers.md lists each setting and why.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def time_limits(timeout_s: float, settings: Settings, *, human_wait_s: float = 0
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
-    """Celery settings derived from browserq's; see docs in README ("Celery settings we rely on")."""
+    """Celery settings derived from browserq's; see docs/workers.md."""
     return {
         "broker_url": settings.broker_url,
         "result_backend": settings.effective_result_backend,
@@ -92,7 +92,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             },
         },
         # Beat: the entries above plus BROWSERQ_SCHEDULES_FILE, fired only by the beat holding
-        # the fleet-wide lock (README § Schedules). Named by string: beat alone imports it.
+        # the fleet-wide lock (docs/operating.md § Schedules). Named by string: beat alone imports it.
         "beat_scheduler": "browserq.schedules.scheduler:BrowserqScheduler",
         **connection_health(settings),
         # The database result backend gets the run store's limits: a silent connection is dropped.
@@ -104,7 +104,7 @@ def connection_health(settings: Settings) -> dict[str, Any]:
     """Celery settings that bound how long a silent connection (no FIN, no RST: a NAT or load
     balancer that lost its state, a frozen host) can hold a worker or a producer: within about
     ``3 × BROWSERQ_BROKER_HEARTBEAT_S`` it is dropped and opened again. Without them a worker waits
-    on it forever and every run sent afterwards stays queued (README § "Workers")."""
+    on it forever and every run sent afterwards stays queued (docs/workers.md)."""
     beat = settings.broker_heartbeat_s
     return {
         # RabbitMQ: AMQP heartbeats, checked every beat / 3; two beats missed → reconnect.

@@ -173,7 +173,7 @@ def test_show_follow_of_a_finished_run_is_plain_show(worker, demo) -> None:
 
 
 def test_readme_states_the_exit_codes() -> None:
-    readme = Path(REPO / "README.md").read_text()
-    section = readme.split("### Sending runs from the command line", 1)[1].split("\n### ", 1)[0]
+    readme = Path(REPO / "docs" / "operating.md").read_text()
+    section = readme.split("## Sending runs from the command line", 1)[1].split("\n## ", 1)[0]
     for code in ("0", "1", "2", "3", "4"):
         assert f"`{code}`" in section, code

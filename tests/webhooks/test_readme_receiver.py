@@ -24,7 +24,7 @@ BODY = b'{"event":"waiting_for_human","run_id":"abc","handoff":{"message":"m"},"
 
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[str]:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "human-loop.md").read_text()
     code = re.search(r"A receiver that checks the signature.*?```python\n(.*?)```", readme, re.S)
     assert code, "the README lost its receiver example"
     port = free_port()
