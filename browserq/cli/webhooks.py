@@ -18,6 +18,7 @@ from rich.table import Table
 from browserq.cli.render import console, fail, friendly_errors, iso
 from browserq.cli.services import open_store, resolve_run_id
 from browserq.errors import BrowserqError
+from browserq.webhooks.targets import shown_url
 
 
 @friendly_errors
@@ -52,22 +53,14 @@ def redeliver(
         for column in ("delivery", "run", "event", "to", "created"):
             table.add_column(column)
         for r in rows:
-            table.add_row(str(r.id), r.run_id[:12], r.event, _host(r.url), iso(r.created_at))
+            table.add_row(str(r.id), r.run_id[:12], r.event, shown_url(r.url), iso(r.created_at))
         console.print(table)
     console.print(f"{verb} {len(rows)} event(s)" + ("" if rows else ": no failed event to send again"))
 
 
-def _host(url: str) -> str:
-    """A notify URL by host only (its path may be a credential)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}{':' + str(parts.port) if parts.port else ''}"
-
-
 def _row(view: Any) -> dict[str, Any]:
     return {"delivery": view.id, "run_id": view.run_id, "event": view.event, "event_key": view.event_key,
-            "to": _host(view.url), "status": view.status, "created_at": iso(view.created_at)}
+            "to": shown_url(view.url), "status": view.status, "created_at": iso(view.created_at)}
 
 
 __all__ = ["redeliver"]

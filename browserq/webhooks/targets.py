@@ -47,11 +47,16 @@ def notify_egress_problem(url: str, settings: Any) -> str | None:
 
 
 def shown_url(url: str) -> str:
-    """A notify URL as printed: scheme and host only (a path or query may itself be a secret,
-    as in chat-service webhook URLs)."""
+    """A notify URL as printed: scheme, host and port only (a path, a query or a user:password
+    may itself be a secret, as in chat-service webhook URLs)."""
     parts = urlsplit(url)
     rest = "/…" if (parts.path not in ("", "/") or parts.query) else ""
-    return f"{parts.scheme}://{parts.netloc}{rest}"
+    host = parts.hostname or "?"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}{rest}"
 
 
 def notify_target(explicit: str | None, template_notify: str | None, default: str | None) -> str | None:

@@ -10,7 +10,7 @@ from browserq.store import Store
 from tests.cli.helpers import browserq
 from tests.store.helpers import new_run
 
-SECRET_URL = "https://hooks.example.com:8443/services/T0/B0/secretpart?token=tok-123"
+SECRET_URL = "https://bot:pass-456@hooks.example.com:8443/services/T0/B0/secretpart?token=tok-123"
 
 
 def test_the_json_listings_show_a_notify_url_by_host_only(tmp_path: Path) -> None:
@@ -27,6 +27,7 @@ def test_the_json_listings_show_a_notify_url_by_host_only(tmp_path: Path) -> Non
     assert listed.returncode == 0 and shown.returncode == 0, listed.stderr + shown.stderr
     for out in (listed.stdout, shown.stdout):
         assert "secretpart" not in out and "tok-123" not in out and "/services" not in out
+        assert "pass-456" not in out and "bot:" not in out  # nor the URL's user:password
     [run] = json.loads(listed.stdout)
     data = json.loads(shown.stdout)
     assert run["notify_url"] == data["run"]["notify_url"] == "https://hooks.example.com:8443/…"
