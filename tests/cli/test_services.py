@@ -12,8 +12,8 @@ from tests.support.http import free_port
 
 
 @pytest.mark.parametrize("what", ["database", "role"])
-def test_a_permanent_database_error_is_not_retried(what: str) -> None:
-    from sqlalchemy import event
+def test_a_permanent_database_error_is_not_retried(what: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
 
     from browserq.errors import StoreError
     from browserq.store import Store
@@ -26,7 +26,15 @@ def test_a_permanent_database_error_is_not_retried(what: str) -> None:
     )
     store = Store(url, retry_window_s=60)
     connects: list[object] = []
-    event.listen(store.engine, "do_connect", lambda *args: connects.append(args))
+    real_connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, *args: object, **kwargs: object) -> object:
+        connects.append(args)  # every attempt, the ones that fail included
+        return real_connect(cls, *args, **kwargs)
+
+    # The store's own do_connect hook makes the connection (with its limits), so the attempts
+    # are counted where every psycopg connection is made.
+    monkeypatch.setattr(psycopg.Connection, "connect", classmethod(counting))
     try:
         with pytest.raises(StoreError) as caught:
             store.upgrade()
