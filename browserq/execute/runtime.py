@@ -152,6 +152,10 @@ class Runtime:
         ``options``: ``identity``, ``identity_pool``, ``tenant``."""
         return self._admit_local(template_ref, params, options)
 
+    def submit_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> PreparedRun:
+        """Like :meth:`submit_local` for a template loaded from text rather than the registry."""
+        return self._admit_local(loaded, params, options)
+
     def _admit_local(self, template: str | LoadedTemplate, params: dict[str, Any] | None,
                      options: dict[str, Any]) -> PreparedRun:
         """Admit (every limit of the settings) and record a run executed here.
@@ -170,7 +174,7 @@ class Runtime:
 
     def run_loaded(self, loaded: LoadedTemplate, params: dict[str, Any] | None = None, **options: Any) -> RunOutcome:
         """Like :meth:`run_local` for a template loaded from text rather than the registry."""
-        prepared = self._admit_local(loaded, params, options)
+        prepared = self.submit_loaded(loaded, params, **options)
         return self.run_to_end(prepared.run_id, secrets=prepared.secret_values)
 
     def run_to_end(self, run_id: str, *, secrets: dict[str, Any] | None = None) -> RunOutcome:

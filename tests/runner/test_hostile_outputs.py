@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from browserq.execute.accept import prepare_loaded
 from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
 from tests.support.http import html_pages
@@ -402,9 +401,7 @@ def test_a_refused_step_record_ends_the_run_with_the_step_recorded(
 
 
 def _recorded(runtime: Runtime, body: str) -> str:
-    prepared = prepare_loaded(template(body), {})
-    runtime._record_local(prepared, {})
-    return prepared.run_id
+    return runtime.submit_loaded(template(body), {}).run_id
 
 
 def test_an_execution_that_crashes_twice_fails_instead_of_looping(any_runtime: Runtime) -> None:
