@@ -58,8 +58,12 @@ def prune(
     store = open_store(settings)
     artifacts = artifact_store(settings)
     planned = prune_runs(store, artifacts, older_than=age, statuses=statuses, dry_run=True)
+    if not planned.runs:
+        shown = ", ".join(sorted(str(getattr(s, "value", s)) for s in statuses))
+        console.print(f"nothing to prune: no run ({shown}) finished more than {older_than.strip()} ago")
+        return
     _print_plan(planned, dry=dry_run)
-    if dry_run or not planned.runs:
+    if dry_run:
         return
     if not yes:
         if not sys.stdin.isatty():
