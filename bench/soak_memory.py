@@ -39,7 +39,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pool import descendants, pss_mb
+from pool import TEMPLATE, descendants, pss_mb  # the same small listing run as pool.py's
 from scrape_and_form import database
 from throughput import (
     DEFAULT_BROKER,
@@ -53,16 +53,6 @@ from throughput import (
 from browserq.demo.site import DemoSite
 
 HERE = Path(__file__).resolve().parent
-TEMPLATE = """\
-name: soak_small
-version: 1.0.0
-params:
-  url: {type: url, required: true}
-settings: {trace: off}
-steps:
-  - {action: navigate, url: "${url}"}
-  - {action: extract, selector: ".quote", fields: {text: ".text", author: ".author"}, into: quotes}
-"""
 GROUPS = ("main", "children", "drivers", "chromium")
 RESULT_TIMEOUT_S = 1800.0
 
@@ -107,7 +97,7 @@ def send_batch(url: str, runs: int, queue: str) -> None:
     """``runs`` runs sent at once, every result awaited and checked."""
     from browserq import run_template
 
-    results = [run_template.apply_async(args=["soak_small"], kwargs={"params": {"url": url}}, queue=queue)
+    results = [run_template.apply_async(args=["bench_small"], kwargs={"params": {"url": url}}, queue=queue)
                for _ in range(runs)]
     deadline = time.monotonic() + RESULT_TIMEOUT_S
     for result in results:
@@ -139,7 +129,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="bq-soak-"))
     templates = tmp / "templates"
     templates.mkdir()
-    (templates / "soak_small.yaml").write_text(TEMPLATE)
+    (templates / "bench_small.yaml").write_text(TEMPLATE)
     samples: list[dict[str, Any]] = []
     with DemoSite() as site, database(args.db, tmp) as db_url:
         env = browserq_env(db_url, args.broker, f"bq_soak_{uuid.uuid4().hex[:8]}", tmp / "artifacts")

@@ -142,7 +142,7 @@ class DownloadWatch:
         """A document stopped past a limit before Chromium made it a download (under a driver that
         reads documents whole, :mod:`browserq.browsers.document_bodies`): the step waiting for the
         next download fails ``DOWNLOAD_TOO_LARGE``; with none waiting it is a run warning."""
-        refusal = too_large(self.files, size) or too_large(self.files, self.files.max_download_bytes + 1)
+        refusal = too_large(self.files, max(size, self.files.max_download_bytes + 1))  # past it, by definition
         assert refusal is not None
         claim = next((c for _, c in self._claims if not c.done()), None)
         if claim is not None:
