@@ -86,6 +86,7 @@ class Settings(BaseSettings):
     browser_max_rss_mb: float = Field(
         1536.0, ge=0, description="Recycle the browser when its process tree's RSS passes this (0 = never)."
     )
+    driver_max_browsers: int = Field(1, ge=0, description="Replace the Playwright driver (a node process that grows over its life) after it has launched this many browsers; the old one stops when its last browser closes (0 = never).")
 
     # --- limits and policies -----------------------------------------------------------------
     step_retries: int = Field(2, ge=0, le=10, description="Retries in place of a retryable step failure.")

@@ -4,6 +4,11 @@ The driver can die on its own (out of memory, killed); then ``Browser.is_connect
 True while every call fails, so the pool asks :func:`driver_closed` and restarts driver and browser
 together. A driver that will not start is a :class:`BrowserLaunchFailed`, like a browser that will
 not start: the worker cannot get a browser either way.
+
+A driver also grows over its life (its node heap keeps what it learnt of every context it served,
+~15 KB a run in bench/soak_memory.py) and gives it back only when it exits, so :class:`Drivers`
+replaces it as the pool replaces browsers: a new driver for the next launch, the old one stopped
+when the last browser it launched closes.
 """
 
 from __future__ import annotations
@@ -56,6 +61,89 @@ async def stop_driver(playwright: Playwright, *, quiet: bool = False) -> None:
             log.debug("old driver stop failed", error=str(exc)[:200])
         else:
             log.warning("playwright stop failed", error=str(exc))
+
+
+class Drivers:
+    """The pool's Playwright drivers: the current one launches new browsers; a replaced one lives
+    on until the last browser it launched is closed (its draining runs never notice).
+
+    ``max_browsers`` (``BROWSERQ_DRIVER_MAX_BROWSERS``): browsers one driver launches before the
+    next launch gets a new driver; 0 keeps one driver for the pool's life.
+    """
+
+    def __init__(self, max_browsers: int) -> None:
+        self._max_browsers = max_browsers
+        self.current: Playwright | None = None
+        self._launched = 0  # browsers the current driver launched
+        self._open: dict[int, tuple[Playwright, int]] = {}  # id(driver) -> (driver, browsers open)
+        #: Drivers replaced because they had launched their share (not because they died).
+        self.replacements = 0
+
+    async def start(self) -> None:
+        if self.current is None:
+            self.current = await start_driver()
+            self._launched = 0
+
+    @property
+    def lost(self) -> bool:
+        """The current driver's process is gone: every browser it launched is unreachable."""
+        return self.current is not None and driver_closed(self.current)
+
+    async def for_launch(self) -> Playwright:
+        """The driver the next browser is launched on: a fresh one once the current one has
+        launched its share."""
+        if self.current is None:
+            raise RuntimeError("BrowserPool.start() was not called")
+        if self._max_browsers and self._launched >= self._max_browsers:
+            old, self.current = self.current, await start_driver(again=True)
+            self._launched = 0
+            self.replacements += 1
+            log.info("playwright driver replaced", browsers_of_old=self._browsers_open(old))
+            await self._stop_if_unused(old)
+        return self.current
+
+    def launched(self, driver: Playwright) -> None:
+        """A browser was launched on ``driver``."""
+        if driver is self.current:
+            self._launched += 1
+        _, count = self._open.get(id(driver), (driver, 0))
+        self._open[id(driver)] = (driver, count + 1)
+
+    async def closed(self, driver: Playwright | None) -> None:
+        """A browser launched on ``driver`` was closed; a replaced driver with none left stops."""
+        if driver is None or id(driver) not in self._open:
+            return
+        _, count = self._open[id(driver)]
+        self._open[id(driver)] = (driver, max(count - 1, 0))
+        await self._stop_if_unused(driver)
+
+    async def restart(self) -> None:
+        """A new current driver (the old one died or could not launch): its browsers are gone."""
+        old, self.current = self.current, None
+        if old is not None:
+            self._open.pop(id(old), None)
+            await stop_driver(old, quiet=True)
+        self.current = await start_driver(again=True)  # BrowserLaunchFailed (a ConfigError)
+        self._launched = 0
+
+    async def stop(self) -> None:
+        """Stop every driver, the current one and those still serving a draining browser."""
+        drivers = [driver for driver, _ in self._open.values() if driver is not self.current]
+        if self.current is not None:
+            drivers.append(self.current)
+        self._open.clear()
+        self.current = None
+        for driver in drivers:
+            await stop_driver(driver)
+
+    def _browsers_open(self, driver: Playwright) -> int:
+        return self._open.get(id(driver), (driver, 0))[1]
+
+    async def _stop_if_unused(self, driver: Playwright) -> None:
+        if driver is not self.current and self._browsers_open(driver) == 0:
+            self._open.pop(id(driver), None)
+            await stop_driver(driver, quiet=True)
+            log.info("replaced playwright driver stopped")
 
 
 def kill_tree(marker: str) -> None:

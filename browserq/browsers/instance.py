@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from playwright.async_api import Browser, BrowserContext
+from playwright.async_api import Browser, BrowserContext, Playwright
 
 from browserq.browsers.domains import DomainGuard
 from browserq.browsers.driver import CLOSE_TIMEOUT_S
@@ -40,6 +40,7 @@ class Instance:
     retiring: bool = False
     retire_reason: str = ""
     guard: DomainGuard | None = None  # allowed_domains, enforced in this browser (made on first use)
+    driver: Playwright | None = None  # the Playwright driver that launched it (browsers.driver.Drivers)
 
     def guard_of(self) -> DomainGuard:
         """This browser's document guard, made on first use."""

@@ -13,16 +13,14 @@ critical path and keep memory flat:
   ``BROWSERQ_BROWSER_MAX_RSS_MB``, a new browser takes the new runs while the old one *drains*:
   it is closed only when its last run's context is. No run fails or waits because of it.
 
-The browser is relaunched at once when it is gone (crashed, killed, disconnected) — never because a
-page misbehaved. The Playwright driver (a node process between us and Chromium) can die too, e.g.
-out of memory; then ``Browser.is_connected()`` still says True while every call fails, so the pool
-watches the driver's connection itself and restarts driver and browser together. When even that
-fails the pool is *unusable*: the worker process must make way for a fresh one
-(:class:`BrowserUnusable`).
-
-The pieces: :mod:`~browserq.browsers.launcher` starts Chromium, :mod:`~browserq.browsers.driver`
-the Playwright driver, :mod:`~browserq.browsers.instance` says when a browser retires, and
-:mod:`~browserq.browsers.errors` translates what they raise.
+A gone browser (crashed, killed, disconnected) is relaunched at once, never because a page
+misbehaved. A dead Playwright driver (the node process between us and Chromium, e.g. out of
+memory) leaves ``Browser.is_connected()`` True while every call fails, so the pool watches the
+driver itself and restarts driver and browser together; a driver is also replaced, like a browser,
+after ``BROWSERQ_DRIVER_MAX_BROWSERS`` launches (:class:`~browserq.browsers.driver.Drivers`).
+When even a restart fails the pool is *unusable* (:class:`BrowserUnusable`): the worker process
+must make way. Chromium is started by :mod:`~browserq.browsers.launcher`, retired by
+:mod:`~browserq.browsers.instance`; :mod:`~browserq.browsers.errors` translates what they raise.
 """
 
 from __future__ import annotations
@@ -32,16 +30,10 @@ import uuid
 from typing import Any
 
 import structlog
-from playwright.async_api import BrowserContext, Playwright
+from playwright.async_api import Browser, BrowserContext, Playwright
 
 from browserq.browsers.domains import DomainGuard
-from browserq.browsers.driver import (
-    CLOSE_TIMEOUT_S,
-    driver_closed,
-    kill_tree,
-    start_driver,
-    stop_driver,
-)
+from browserq.browsers.driver import CLOSE_TIMEOUT_S, Drivers, driver_closed, kill_tree
 from browserq.browsers.errors import BrowserUnusable
 from browserq.browsers.instance import (
     RSS_CHECK_EVERY,
@@ -90,7 +82,7 @@ class BrowserPool:
     def __init__(self, settings: Settings, *, spares: SparePlan | None = None) -> None:
         self._settings = settings
         self._plan: SparePlan = spares or PlainSpares()
-        self._playwright: Playwright | None = None
+        self._drivers = Drivers(settings.driver_max_browsers)
         self._current: Instance | None = None
         self._draining: list[Instance] = []
         self._owner: dict[BrowserContext, Instance] = {}
@@ -108,8 +100,7 @@ class BrowserPool:
     async def start(self) -> None:
         """Start the driver, launch Chromium, warm it with one page and fill the spares."""
         self._stopping = False
-        if self._playwright is None:
-            self._playwright = await start_driver()
+        await self._drivers.start()
         await self._ensure_browser()
         context = await self._create(self._current_instance(), {})
         try:
@@ -136,9 +127,7 @@ class BrowserPool:
             await close_browser(instance)
         self._draining.clear()
         self._current = None
-        if self._playwright is not None:
-            await stop_driver(self._playwright)
-            self._playwright = None
+        await self._drivers.stop()
 
     async def _ensure_browser(self) -> Instance:
         async with self._lock:
@@ -147,16 +136,16 @@ class BrowserPool:
             current = self._current
             if current is not None and self._alive(current) and not current.retiring:
                 return current
-            if self._playwright is None:
+            if self._drivers.current is None:
                 raise RuntimeError("BrowserPool.start() was not called")
             if self.driver_lost:
                 await self._restart_driver()
             elif current is not None and not current.browser.is_connected():
                 log.warning("browser disconnected; relaunching", previous_pid=current.pid)
                 self._forget(current)
-                await close_browser(current)
-            browser, marker = await self._launch()
-            self._current = Instance(browser, marker, find_browser_pid(marker))
+                await self._close(current)
+            browser, marker, driver = await self._launch()
+            self._current = Instance(browser, marker, find_browser_pid(marker), driver=driver)
             if self._settings.stealth:
                 from browserq import stealth
 
@@ -166,47 +155,58 @@ class BrowserPool:
             log.info("browser launched", pid=self._current.pid, launches=self.launches)
             return self._current
 
-    async def _launch(self) -> tuple[Any, str]:
+    async def _launch(self) -> tuple[Browser, str, Playwright]:
         """Launch Chromium; after a failure, once more with a fresh driver; then give up
         (``launch_chromium`` already raises a :class:`BrowserLaunchFailed` that says what to fix)."""
-        assert self._playwright is not None
         first_start = self.launches == 0
         try:
-            return await launch_chromium(self._playwright, self._settings)
+            return await self._launch_on(await self._drivers.for_launch())
         except Exception as exc:
             if first_start:
                 raise  # a bad installation or setting: Runtime.start reports it
             log.warning("browser relaunch failed; restarting the driver", error=str(exc)[:300])
         try:
             await self._restart_driver()
-            return await launch_chromium(self._playwright, self._settings)
+            return await self._launch_on(await self._drivers.for_launch())
         except Exception as exc:
             self.unusable = f"could not relaunch Chromium, even with a fresh Playwright driver: {exc}"
             log.error("browser pool unusable", reason=self.unusable[:300])
             raise BrowserUnusable(self.unusable) from exc
 
+    async def _launch_on(self, driver: Playwright) -> tuple[Browser, str, Playwright]:
+        browser, marker = await launch_chromium(driver, self._settings)
+        self._drivers.launched(driver)
+        return browser, marker, driver
+
     async def _restart_driver(self) -> None:
-        """A new Playwright driver; every browser of the old one is forgotten and killed."""
+        """A new Playwright driver; the old one's browsers (not a replaced driver's) are killed."""
         log.warning("playwright driver lost; restarting it", previous_browser_pid=self.pid)
-        for instance in self._instances():
+        lost = [i for i in self._instances() if i.driver is self._drivers.current or driver_closed(i.driver)]
+        for instance in lost:
             self._forget(instance)
             kill_tree(instance.marker)
-        self._draining.clear()
+        self._draining = [instance for instance in self._draining if instance not in lost]
         self._current = None
         self._spares.clear()  # their browsers are killed above
-        old, self._playwright = self._playwright, None
-        if old is not None:
-            await stop_driver(old, quiet=True)
-        self._playwright = await start_driver(again=True)  # BrowserLaunchFailed (a ConfigError)
+        await self._drivers.restart()
         self.driver_restarts += 1
 
+    async def _close(self, instance: Instance) -> None:
+        """Close a browser; a replaced driver whose last browser this was stops with it."""
+        await close_browser(instance)
+        await self._drivers.closed(instance.driver)
+
     def _alive(self, instance: Instance) -> bool:
-        return instance.browser.is_connected() and not self.driver_lost
+        return instance.browser.is_connected() and not driver_closed(instance.driver)
 
     @property
     def driver_lost(self) -> bool:
-        """The driver process is gone: every browser it held is unreachable."""
-        return self._playwright is not None and driver_closed(self._playwright)
+        """The current driver's process is gone: every browser it launched is unreachable."""
+        return self._drivers.lost
+
+    @property
+    def driver_replacements(self) -> int:  # after BROWSERQ_DRIVER_MAX_BROWSERS launches, not deaths
+        return self._drivers.replacements
 
     def _current_instance(self) -> Instance:
         assert self._current is not None
@@ -305,7 +305,7 @@ class BrowserPool:
         self._schedule_refill()  # now, not at hand-out: see spares.wait_for_spare
         if instance.retiring and not instance.in_use and instance in self._draining:
             self._draining.remove(instance)
-            await close_browser(instance)
+            await self._close(instance)
             log.info("retired browser closed", pid=instance.pid, reason=instance.retire_reason)
 
     # --- spares ------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ class BrowserPool:
         if instance.in_use:
             self._draining.append(instance)
         else:
-            await close_browser(instance)
+            await self._close(instance)
 
     # --- health ------------------------------------------------------------------------------
     @property

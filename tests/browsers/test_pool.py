@@ -12,7 +12,7 @@ from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.browsers.launcher import find_browser_pid
 from tests.conftest import make_settings
 from tests.support.polling import wait_until
-from tests.support.processes import is_alive
+from tests.support.processes import driver_pids, is_alive
 
 
 @pytest.fixture
@@ -114,6 +114,62 @@ def test_recycling_drains_the_old_browser_without_failing_its_run(loop, tmp_path
         assert not is_alive(first_pid)  # closed after its last run
     finally:
         loop.run(pool.stop())
+
+
+def test_a_driver_is_replaced_with_its_browser_and_stops_after_its_last_run(loop, tmp_path, site) -> None:
+    """The node driver grows over its life (bench/README.md, soak_memory.py): a recycled browser's
+    successor gets a new driver; the old driver serves its draining run, then exits."""
+    before = driver_pids(os.getpid())
+    pool = started_pool(loop, tmp_path, context_prewarm=0, browser_max_contexts=3)
+    try:
+        (first,) = driver_pids(os.getpid()) - before
+
+        async def scenario() -> tuple[set[int], str]:
+            long_run = await pool.new_context()  # on the first driver's browser, open across the recycle
+            page = await long_run.new_page()
+            await page.goto(f"{site.url}/quotes/")
+            for _ in range(3):
+                context = await pool.new_context()
+                await pool.close_context(context)
+            during = driver_pids(os.getpid()) - before
+            await page.goto(f"{site.url}/quotes/page/2/")  # the old driver still serves its run
+            title = await page.title()
+            await pool.close_context(long_run)
+            return during, title
+
+        during, title = loop.run(scenario(), timeout=60)
+        assert title and pool.recycles == 1 and pool.driver_replacements == 1 and pool.driver_restarts == 0
+        assert first in during and len(during) == 2, during  # the old one and its successor
+        wait_until(lambda: not is_alive(first), 15, "the replaced driver to exit after its last browser")
+        (second,) = driver_pids(os.getpid()) - before
+        assert second != first
+        loop.run(_use_once(pool, site.url), timeout=30)  # the new driver serves runs
+    finally:
+        loop.run(pool.stop())
+    wait_until(lambda: not (driver_pids(os.getpid()) - before), 15, "every driver to stop with the pool")
+
+
+def test_a_driver_kept_for_life_when_asked(loop, tmp_path, site) -> None:
+    before = driver_pids(os.getpid())
+    pool = started_pool(loop, tmp_path, context_prewarm=0, browser_max_contexts=2, driver_max_browsers=0)
+    try:
+        (only,) = driver_pids(os.getpid()) - before
+        for _ in range(3):
+            loop.run(_use_once(pool, site.url), timeout=30)
+        assert pool.recycles >= 1 and pool.driver_replacements == 0
+        assert driver_pids(os.getpid()) - before == {only}
+    finally:
+        loop.run(pool.stop())
+
+
+async def _use_once(pool: BrowserPool, url: str) -> None:
+    context = await pool.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(f"{url}/quotes/")
+        assert await page.title()
+    finally:
+        await pool.close_context(context)
 
 
 @pytest.mark.parametrize("setting", [{"browser_max_rss_mb": 1}, {"browser_max_age_s": 0.001}])
