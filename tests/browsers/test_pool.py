@@ -46,8 +46,7 @@ def test_runs_take_prewarmed_spares_that_are_fresh(loop, tmp_path, site) -> None
         assert loop.run(use_one(True)) == "seen=1"
         assert loop.run(use_one(False)) == ""  # a spare is never handed to a second run
         assert pool.spare_hits == 2
-        loop.run(_settle())
-        assert pool.spare_contexts == 2  # refilled in the background
+        wait_until(lambda: pool.spare_contexts == 2, 30, "the spares refilled in the background")
         assert pool.open_contexts == 0
         # A run with options of its own gets a context made for it.
         context = loop.run(pool.new_context(locale="de-DE"))
@@ -67,7 +66,7 @@ def test_the_next_spare_is_made_after_a_run_and_the_next_run_waits_for_it(loop, 
 
         async def back_to_back() -> None:
             first = await pool.new_context()
-            await _settle()
+            await _refill_done(pool)  # a refill started at hand-out would be waited for here
             assert pool.spare_contexts == 0  # nothing made beside the running run
             await pool.close_context(first)  # the refill starts here…
             second = await pool.new_context()  # …and this run waits for it
@@ -82,10 +81,13 @@ def test_the_next_spare_is_made_after_a_run_and_the_next_run_waits_for_it(loop, 
         loop.run(pool.stop())
 
 
-async def _settle() -> None:
+async def _refill_done(pool: BrowserPool) -> None:
+    """Wait for the pool's background refill, if one is under way (none: nothing to wait for)."""
     import asyncio
 
-    await asyncio.sleep(0.5)
+    task = pool._refill_task
+    if task is not None:
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def test_recycling_drains_the_old_browser_without_failing_its_run(loop, tmp_path, site) -> None:

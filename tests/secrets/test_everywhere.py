@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,12 +133,15 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
 
     # What Flower shows of a task comes from its task-received event: capture those too.
     received: list[dict[str, Any]] = []
+    probes: list[dict[str, Any]] = []  # the events this test sends itself, to know the receiver listens
     receivers: list[Any] = []
 
     def listen() -> None:
         with celery_app.app.connection_for_read() as conn:
             receiver = celery_app.app.events.Receiver(
-                conn, handlers={"task-received": received.append}, routing_key="task.#"
+                conn, handlers={"task-received": lambda e: (probes if str(e.get("uuid")).startswith("probe-")
+                                                            else received).append(e)},
+                routing_key="task.#",
             )
             receivers.append(receiver)
             receiver.capture(limit=None, timeout=None, wakeup=False)
@@ -147,7 +149,13 @@ def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
     wait_until(lambda: receivers, timeout_s=30)
-    time.sleep(1)  # capture() binds its queue after the receiver exists
+
+    def probe_seen() -> bool:  # capture() binds its queue after the receiver exists: a probe event says when
+        with celery_app.app.events.default_dispatcher() as dispatcher:
+            dispatcher.send("task-received", uuid=f"probe-{uuid.uuid4().hex}")
+        return bool(probes)
+
+    wait_until(probe_seen, timeout_s=30)
 
     # 1. The producer's way in, and a bare send_task (validated by the worker), on Redis.
     produced = run_template.apply_async(args=["secret_plain"], kwargs={"params": params(secret_site)})
