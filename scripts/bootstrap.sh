@@ -49,7 +49,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "==> installing browserq and its dependencies into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[dev]'
+# Against constraints.txt: the tested environment is the pinned one (a new release on PyPI
+# changes nothing until constraints.txt is regenerated and tested).
+.venv/bin/python -m pip install -q -e '.[dev]' -c constraints.txt
 
 if [ "${NEED_PLAYWRIGHT_BROWSER:-0}" = 1 ]; then
   .venv/bin/python -m playwright install chromium
