@@ -29,9 +29,13 @@ import browserq
 from browserq.errors import BrowserqError, ErrorClass
 
 #: Violations the rules tolerate, one per line as ``"<rule>: <subject>"`` (the key a failing check
-#: prints). Empty since the issue 8 restructuring; it can only shrink (a listed violation that no
-#: longer occurs fails the test too), so a new exception needs a reason written beside it.
-KNOWN_VIOLATIONS: frozenset[str] = frozenset()
+#: prints). It can only shrink (a listed violation that no longer occurs fails the test too), so a
+#: new exception needs a reason written beside it.
+KNOWN_VIOLATIONS: frozenset[str] = frozenset({
+    # http.client takes no socket factory in its constructor; this instance attribute is its only
+    # seam for connecting to the addresses the egress policy checked (not a hook into browserq).
+    "hook-patch: browserq.webhooks.sender.conn._create_connection",
+})
 
 PACKAGE_DIR = Path(browserq.__file__).resolve().parent
 MAX_MODULE_LINES = 400
@@ -577,3 +581,63 @@ def test_every_run_comes_in_by_the_one_door() -> None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ADMISSION_RULES
     ]
     assert not found, "admit a run through browserq.execute.admission.admit:\n" + "\n".join(found)
+
+
+# --- hooks, not patches ----------------------------------------------------------------------------
+#: An attribute named like one of these is a way in: whoever wants to be told gets it through the
+#: constructor (or the one registration method) of the object that tells, never by assignment.
+HOOK_NAME = re.compile(r"(?i)(listener|observer|hook|relay|callback|handler)s?$")
+#: The interpreter's own registration points: assignment IS their API.
+HOOK_PATCH_ALLOWED = frozenset({"sys.excepthook", "threading.excepthook"})
+
+
+def _hook_patches(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """``(line, target)`` of each assignment that hooks into another object: ``obj.<hook name> = …``
+    or ``obj.anything = lambda …`` where ``obj`` is not ``self``/``cls``, and
+    ``setattr(obj, "<hook name>", …)``. Run state mutated on a helper object is not a hook."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets, value = [node.target], node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+              and len(node.args) == 3 and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str) and HOOK_NAME.search(node.args[1].value)):
+            yield node.lineno, f"setattr({ast.unparse(node.args[0])}, {node.args[1].value!r}, …)"
+            continue
+        else:
+            continue
+        for target in targets:
+            for attribute in ast.walk(target):
+                if not isinstance(attribute, ast.Attribute) or not isinstance(attribute.ctx, ast.Store):
+                    continue
+                owner = attribute.value
+                if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                    continue
+                text = ast.unparse(attribute)
+                if text in HOOK_PATCH_ALLOWED:
+                    continue
+                if HOOK_NAME.search(attribute.attr) or isinstance(value, ast.Lambda):
+                    yield node.lineno, text
+
+
+def test_the_hook_patch_reader_finds_patches() -> None:
+    def found(source: str) -> list[str]:
+        return [target for _, target in _hook_patches(ast.parse(source))]
+
+    assert found("store.webhook_listener = relay\n") == ["store.webhook_listener"]
+    assert found("runtime.store.on_done = lambda ids: None\n") == ["runtime.store.on_done"]
+    assert found("setattr(pool, 'observer', watcher)\n") == ["setattr(pool, 'observer', …)"]
+    assert found("self.listener = listener\ncls.hooks = []\nstate.outputs = {}\nsys.excepthook = f\n") == []
+
+
+def test_no_object_is_hooked_into_by_assignment() -> None:
+    """Listeners, observers and relays come in through a constructor (the store's webhook relay,
+    the runtime's observers, the components' metric listeners, all chosen in
+    ``browserq/tasks/observers.py``), never by setting an attribute on someone else's instance."""
+    found = {
+        f"hook-patch: {name}.{target}": f"{module.path.relative_to(PACKAGE_DIR.parent)}:{line}"
+        for name, module in _modules().items()
+        for line, target in _hook_patches(module.tree)
+    }
+    _check("hook-patch", found)

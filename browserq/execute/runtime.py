@@ -61,6 +61,7 @@ from browserq.store import (
     artifact_store,
 )
 from browserq.store.handoffs import HANDOVER_REASON
+from browserq.store.relay import NO_RELAY, WebhookRelay
 from browserq.templates import LoadedTemplate, TemplateRegistry
 
 log = structlog.get_logger(__name__)
@@ -79,12 +80,13 @@ class Runtime:
 
     def __init__(
         self, settings: Settings | None = None, *, listener: StepListener | None = None,
-        observers: Iterable[RunObserver] = (),
+        observers: Iterable[RunObserver] = (), webhook_relay: WebhookRelay = NO_RELAY,
     ) -> None:
         self.settings = settings or get_settings()
         #: Who watches this process's runs (progress, metrics, step logs); ``listener`` joins them.
         self.observers = Observers([RunLog(self.settings.step_log_level), *observers])
-        self.store = Store.from_settings(self.settings)
+        #: ``webhook_relay``: who sends the events its runs record (a worker's: at once).
+        self.store = Store.from_settings(self.settings, webhook_relay=webhook_relay)
         self.artifacts = artifact_store(self.settings)
         self.registry = TemplateRegistry.from_settings(self.settings)
         self.secret_box = SecretBox(self.settings.secret_key)

@@ -26,7 +26,7 @@ from browserq.tasks.run_task import RunTemplateTask, install_admission, run_temp
 from browserq.tasks.signals import redacted_call  # importing it connects the worker signals
 from browserq.tasks.states import RunTemplateRequest, record_revoke, run_id_of, settle
 from browserq.tasks.sweep import sweep, sweep_stuck_runs
-from browserq.tasks.webhooks import attach_relay, deliver_webhook
+from browserq.tasks.webhooks import deliver_webhook, queued_relay, threaded_relay
 from browserq.tasks.worker import worker_runtime
 
 __all__ = [
@@ -37,10 +37,10 @@ __all__ = [
     "RunTemplateRequest",
     "RunTemplateTask",
     "app",
-    "attach_relay",
     "celery_config",
     "deliver_webhook",
     "install_admission",
+    "queued_relay",
     "record_revoke",
     "redacted_call",
     "run_id_of",
@@ -49,6 +49,7 @@ __all__ = [
     "sweep",
     "sweep_queue",
     "sweep_stuck_runs",
+    "threaded_relay",
     "time_limits",
     "webhook_queue",
     "worker_runtime",

@@ -1,12 +1,16 @@
-"""Who watches a worker process's runs: one place that lists them, so each concern
-(Flower progress, Prometheus metrics, step log lines) plugs in with one line."""
+"""Who hooks into what, in one place: the observers of a worker process's runs and the relay
+each kind of process builds its store with. Each concern (Flower progress, Prometheus metrics,
+step log lines, webhook delivery) plugs in here with one line, through a constructor, never by
+setting an attribute on another object."""
 
 from __future__ import annotations
 
 from browserq.metrics.observer import metrics_observers
 from browserq.runner.events import RunObserver
 from browserq.settings import Settings
+from browserq.store.relay import WebhookRelay
 from browserq.tasks.progress import progress_observer
+from browserq.tasks.webhooks import queued_relay, threaded_relay
 
 
 def worker_observers(settings: Settings) -> list[RunObserver]:
@@ -17,4 +21,15 @@ def worker_observers(settings: Settings) -> list[RunObserver]:
     return observers
 
 
-__all__ = ["worker_observers"]
+def worker_relay(settings: Settings) -> WebhookRelay:
+    """A worker's store: a run's events are POSTed from threads of the worker as soon as recorded."""
+    return threaded_relay(settings)
+
+
+def client_relay(settings: Settings | None = None) -> WebhookRelay:
+    """A producer's, the sweep's or a CLI command's store (the process may exit at once): new
+    events leave as delivery tasks on the webhook queue."""
+    return queued_relay(settings)
+
+
+__all__ = ["client_relay", "worker_observers", "worker_relay"]
