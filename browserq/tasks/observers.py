@@ -1,10 +1,12 @@
-"""Who hooks into what, in one place: the observers of a worker process's runs and the relay
-each kind of process builds its store with. Each concern (Flower progress, Prometheus metrics,
-step log lines, webhook delivery) plugs in here with one line, through a constructor, never by
-setting an attribute on another object."""
+"""Who hooks into what, in one place: the observers of a worker process's runs, the meters its
+runtime's parts report to, and the relay each kind of process builds its store with. Each concern
+(Flower progress, Prometheus metrics, step log lines, webhook delivery) plugs in here with one
+line, through a constructor, never by setting an attribute on another object."""
 
 from __future__ import annotations
 
+from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
+from browserq.metrics import definitions as metrics
 from browserq.metrics.observer import metrics_observers
 from browserq.runner.events import RunObserver
 from browserq.settings import Settings
@@ -21,6 +23,19 @@ def worker_observers(settings: Settings) -> list[RunObserver]:
     return observers
 
 
+def worker_meters(settings: Settings) -> RuntimeMeters:
+    """What a worker's pool, rate limiter, proxies and identity slots report to: Prometheus when
+    metrics are on (``BROWSERQ_METRICS_PORT``), else nobody."""
+    if settings.metrics_port is None:
+        return UNMETERED_RUNTIME
+    return RuntimeMeters(
+        pool=metrics.PoolMetrics(),
+        rate_limit_waited=metrics.rate_limit_waited,
+        proxy_failed=metrics.proxy_failed,
+        identity_leased=metrics.identity_lease,
+    )
+
+
 def worker_relay(settings: Settings) -> WebhookRelay:
     """A worker's store: a run's events are POSTed from threads of the worker as soon as recorded."""
     return threaded_relay(settings)
@@ -32,4 +47,4 @@ def client_relay(settings: Settings | None = None) -> WebhookRelay:
     return queued_relay(settings)
 
 
-__all__ = ["client_relay", "worker_observers", "worker_relay"]
+__all__ = ["client_relay", "worker_meters", "worker_observers", "worker_relay"]
