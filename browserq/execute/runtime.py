@@ -36,7 +36,6 @@ from browserq.execute.accept import (
     record_run,
 )
 from browserq.execute.admission import admit
-from browserq.execute.attempt import StoredTemplates, build_request, materialize, outcome_of
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
 from browserq.execute.finish import RunEnds
@@ -44,6 +43,7 @@ from browserq.execute.identity import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
 from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
 from browserq.execute.run_log import RunLog
+from browserq.execute.run_request import StoredTemplates, build_request, materialize, outcome_of
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
