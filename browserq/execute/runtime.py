@@ -39,7 +39,7 @@ from browserq.execute.admission import admit
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
 from browserq.execute.finish import RunEnds
-from browserq.execute.identity import IdentitySlots
+from browserq.execute.identity_slots import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
 from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
 from browserq.execute.run_log import RunLog

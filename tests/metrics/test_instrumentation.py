@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.browsers.instance import Instance, retire_reason
 from browserq.execute import prepare_loaded, record_run
-from browserq.execute.identity import IdentitySlots
+from browserq.execute.identity_slots import IdentitySlots
 from browserq.limits import RateLimiter
 from browserq.metrics import definitions as metrics
 from browserq.metrics.definitions import code_label, recycle_reason
