@@ -32,9 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from browserq.guards import normalize_host
-from browserq.limits._redis import RedisHandle, Script, limits_redis_url
-from browserq.limits.errors import InvalidRate, RateLimitTimeout
-from browserq.limits.specs import (
+from browserq.limit_specs import (
     DEFAULT_KEY,
     Rate,
     RateSpec,
@@ -42,6 +40,8 @@ from browserq.limits.specs import (
     parse_rate_map,
     parse_rate_or_unlimited,
 )
+from browserq.limits._redis import RedisHandle, Script, limits_redis_url
+from browserq.limits.errors import InvalidRate, RateLimitTimeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
