@@ -700,3 +700,13 @@ def test_no_object_is_hooked_into_by_assignment() -> None:
         for line, target in _hook_patches(module.tree)
     }
     _check("hook-patch", found)
+
+
+def test_measured_parts_are_handed_their_meters() -> None:
+    """Only the worker's wiring (``browserq/tasks/``: observers.py chooses the meters, signals.py
+    and worker.py run the metrics server's lifecycle) imports ``browserq.metrics``; the pool, the
+    limiters, proxies, identities and retention are handed what they report to."""
+    everything_else = tuple(sorted({f"browserq.{_top(name)}" for name in _modules() if name != "browserq"}
+                                   - {"browserq.metrics", "browserq.tasks"}))
+    found = _imported_by(everything_else, ("browserq.metrics",))
+    assert not found, "hand the part a meter (browserq/tasks/observers.py) instead:\n" + "\n".join(found.values())

@@ -6,6 +6,7 @@ line, through a constructor, never by setting an attribute on another object."""
 from __future__ import annotations
 
 from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
+from browserq.execute.retention import PruneListener
 from browserq.metrics import definitions as metrics
 from browserq.metrics.observer import metrics_observers
 from browserq.runner.events import RunObserver
@@ -36,6 +37,12 @@ def worker_meters(settings: Settings) -> RuntimeMeters:
     )
 
 
+def retention_meter(settings: Settings) -> PruneListener | None:
+    """What the fleet's scheduled prune reports to (it runs in a worker): Prometheus when metrics
+    are on, else nobody (``browserq prune`` at a prompt reports to nobody either)."""
+    return metrics.pruned if settings.metrics_port is not None else None
+
+
 def worker_relay(settings: Settings) -> WebhookRelay:
     """A worker's store: a run's events are POSTed from threads of the worker as soon as recorded."""
     return threaded_relay(settings)
@@ -47,4 +54,4 @@ def client_relay(settings: Settings | None = None) -> WebhookRelay:
     return queued_relay(settings)
 
 
-__all__ = ["client_relay", "worker_meters", "worker_observers", "worker_relay"]
+__all__ = ["client_relay", "retention_meter", "worker_meters", "worker_observers", "worker_relay"]
