@@ -3,8 +3,9 @@ are measured never import this: they are handed these calls, see :mod:`browserq.
 
 The metric objects are module-level and labelled, so their values are created at the first
 ``labels(...)`` call — in a prefork child, after :func:`browserq.metrics.multiproc.use_directory`
-put the parent in multiprocess mode before the fork; a process that is not a worker (``browserq
-run``, tests) records into prometheus_client's in-memory values, which nobody serves.
+put the parent in multiprocess mode before the fork. Only a worker with ``BROWSERQ_METRICS_PORT``
+hands them to its parts; a test that hands them itself records into prometheus_client's
+in-memory values, which nobody serves.
 
 Label values are bounded: template names and actions come from the templates, error codes and
 statuses from fixed sets (anything else becomes ``other``); never a URL, a host of an unlimited
