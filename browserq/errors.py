@@ -2,9 +2,9 @@
 
     BrowserqError                                                   [policy] (code)  where
     ├── ConfigError              settings are wrong (missing key, bad path, unknown setting)
-    │   ├── InvalidRate          a rate or rate map cannot be parsed               limits/errors.py
-    │   ├── InvalidBlockKind     a resource kind that cannot be blocked            limits/errors.py
-    │   ├── InvalidTenantCaps    tenant caps are malformed                         limits/errors.py
+    │   ├── InvalidRate          a rate or rate map cannot be parsed (limit_specs.py raises these)
+    │   ├── InvalidBlockKind     a resource kind that cannot be blocked
+    │   ├── InvalidTenantCaps    tenant caps are malformed
     │   ├── TemplatesDirMissing  no templates directory (also a TemplateNotFound) templates/errors.py
     │   └── BrowserLaunchFailed  Chromium or its driver would not start; says what to fix
     │                            (also a BrowserUnusable, below)                 browsers/errors.py
@@ -192,6 +192,27 @@ class BrowserqError(Exception):
 
 class ConfigError(BrowserqError):
     """A setting is missing or wrong; the message names the variable to fix."""
+
+
+class InvalidRate(ConfigError, ValueError):
+    """A rate string (or a map of them) could not be parsed; the message shows the valid form.
+
+    Also a ``ValueError``, so pydantic validators can raise it unchanged.
+    """
+
+    policy = ErrorClass.PERMANENT
+
+
+class InvalidBlockKind(ConfigError, ValueError):
+    """A resource kind that cannot be blocked (also a ``ValueError`` for pydantic validators)."""
+
+    policy = ErrorClass.PERMANENT
+
+
+class InvalidTenantCaps(ConfigError, ValueError):
+    """``BROWSERQ_TENANT_CAPS`` (or a caps mapping) is malformed."""
+
+    policy = ErrorClass.PERMANENT
 
 
 class TemplateError(BrowserqError):

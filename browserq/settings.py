@@ -26,7 +26,7 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 
 from browserq.drivers import usable_driver
 from browserq.errors import ConfigError
-from browserq.limits.specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
+from browserq.limit_specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
 from browserq.settings_file import SettingsFileSource
 from browserq.webhooks.egress import AllowedHosts, AllowedNetworks
 from browserq.webhooks.targets import notify_egress_problem, notify_url_problem

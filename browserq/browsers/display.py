@@ -25,7 +25,7 @@ import time
 
 from browserq.browsers.errors import BrowserLaunchFailed
 
-#: The virtual screen: as large as the largest identity's screen (stealth.identity).
+#: The virtual screen: as large as the largest identity's screen (stealth.fingerprint).
 SCREEN = "2560x1440x24"
 START_TIMEOUT_S = 10.0
 

@@ -19,8 +19,8 @@ memory) leaves ``Browser.is_connected()`` True while every call fails, so the po
 driver itself and restarts driver and browser together; a driver is also replaced, like a browser,
 after ``BROWSERQ_DRIVER_MAX_BROWSERS`` launches (:class:`~browserq.browsers.driver.Drivers`).
 When even a restart fails the pool is *unusable* (:class:`BrowserUnusable`): the worker process
-must make way. Chromium is started by :mod:`~browserq.browsers.launcher`, retired by
-:mod:`~browserq.browsers.instance`; :mod:`~browserq.browsers.errors` translates what they raise.
+must make way. Chromium is started by :mod:`~.launcher`, retired by :mod:`~.instance`, its errors
+translated by :mod:`~.errors`; launches, recycles and contexts are told to a :mod:`~.meter`.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from browserq.browsers.launcher import (
     launch_chromium,
     rss_bytes,
 )
+from browserq.browsers.meter import UNMETERED, PoolMeter
 from browserq.browsers.spares import (
     PlainSpares,
     Spare,
@@ -61,7 +62,6 @@ from browserq.browsers.spares import (
     wait_for_spare,
 )
 from browserq.errors import InfrastructureError
-from browserq.metrics import definitions as metrics
 from browserq.settings import Settings
 
 __all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_CONTEXT_OPTIONS", "RSS_CHECK_EVERY", "BrowserPool", "BrowserUnusable",
@@ -79,14 +79,14 @@ DEFAULT_CONTEXT_OPTIONS: dict[str, Any] = {
 class BrowserPool:
     """Owns Playwright and the worker's Chromium; use it only on the loop that started it."""
 
-    def __init__(self, settings: Settings, *, spares: SparePlan | None = None) -> None:
-        self._settings = settings
+    def __init__(self, settings: Settings, *, spares: SparePlan | None = None, meter: PoolMeter = UNMETERED) -> None:
+        self._settings, self._meter = settings, meter  # the meter: told launches, recycles, contexts
         self._plan: SparePlan = spares or PlainSpares()
         self._drivers = Drivers(settings.driver_max_browsers)
         self._current: Instance | None = None
         self._draining: list[Instance] = []
         self._owner: dict[BrowserContext, Instance] = {}
-        self._spares = Spares()
+        self._spares = Spares(self._meter)
         self._refill_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._acquisitions = 0
@@ -151,7 +151,7 @@ class BrowserPool:
 
                 self._current.host = await stealth.probe_host(browser)
             self.launches += 1
-            metrics.browser_launched(first=self.launches == 1, replaced_live=current is not None)
+            self._meter.browser_launched(first=self.launches == 1, replaced_live=current is not None)
             log.info("browser launched", pid=self._current.pid, launches=self.launches)
             return self._current
 
@@ -280,7 +280,7 @@ class BrowserPool:
     def _hand_out(self, context: BrowserContext, instance: Instance) -> None:
         instance.in_use.add(context)
         self._owner[context] = instance
-        metrics.contexts_in_use(len(self._owner))
+        self._meter.contexts_in_use(len(self._owner))
 
     def domain_guard(self, context: BrowserContext) -> DomainGuard:
         """The document guard of the browser that owns ``context`` (a context from new_context)."""
@@ -298,7 +298,7 @@ class BrowserPool:
             except Exception as exc:
                 log.warning("domain guard release failed", error=str(exc))
         await close_quietly(context)
-        metrics.contexts_in_use(len(self._owner))
+        self._meter.contexts_in_use(len(self._owner))
         if instance is None:
             return
         instance.in_use.discard(context)
@@ -359,7 +359,7 @@ class BrowserPool:
             spares = [spare.context for spare in self._spares.of(instance)]
             self._current = None
             self.recycles += 1
-            metrics.browser_recycled(reason)
+            self._meter.browser_recycled(reason)
         log.info("recycling browser", pid=instance.pid, reason=reason, in_use=len(instance.in_use))
         for context in spares:
             await close_quietly(context)

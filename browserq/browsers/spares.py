@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from playwright.async_api import BrowserContext
 
 from browserq.browsers.instance import Instance
-from browserq.metrics import definitions as metrics
+from browserq.browsers.meter import PoolMeter
 
 __all__ = ["PlainSpares", "Spare", "SparePlan", "Spares", "asked_for", "normalized_options", "open_page", "pending_keys",
            "spare_key", "wait_for_spare"]
@@ -125,8 +125,9 @@ class Spare:
 class Spares:
     """The pool's spares, oldest first (their number is the ``spare`` contexts gauge)."""
 
-    def __init__(self) -> None:
+    def __init__(self, meter: PoolMeter) -> None:
         self._items: deque[Spare] = deque()
+        self._meter = meter
 
     def __len__(self) -> int:
         return len(self._items)
@@ -136,7 +137,7 @@ class Spares:
 
     def add(self, spare: Spare) -> None:
         self._items.append(spare)
-        metrics.spare_contexts(len(self._items))
+        self._meter.spare_contexts(len(self._items))
 
     def take(self, key: str, instance: Instance) -> tuple[Spare | None, list[Spare]]:
         """The oldest spare of ``instance`` filed under ``key`` (removed), and the spares of browsers
@@ -144,7 +145,7 @@ class Spares:
         dead = [s for s in self._items if s.instance is not instance or not s.instance.browser.is_connected()]
         found = next((s for s in self._items if s.key == key and s not in dead), None)
         self._items = deque(s for s in self._items if s not in dead and s is not found)
-        metrics.spare_contexts(len(self._items))
+        self._meter.spare_contexts(len(self._items))
         return found, dead
 
     def unwanted(self, pending: list[str] | None) -> list[Spare]:
@@ -162,17 +163,17 @@ class Spares:
             else:
                 dropped.append(spare)
         self._items = kept
-        metrics.spare_contexts(len(self._items))
+        self._meter.spare_contexts(len(self._items))
         return dropped
 
     def of(self, instance: Instance) -> list[Spare]:
         """Remove and return every spare of ``instance``."""
         found = [s for s in self._items if s.instance is instance]
         self._items = deque(s for s in self._items if s.instance is not instance)
-        metrics.spare_contexts(len(self._items))
+        self._meter.spare_contexts(len(self._items))
         return found
 
     def clear(self) -> list[Spare]:
         found, self._items = list(self._items), deque()
-        metrics.spare_contexts(0)
+        self._meter.spare_contexts(0)
         return found

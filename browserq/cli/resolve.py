@@ -54,7 +54,6 @@ def resolve(
 ) -> None:
     """Resolve a needs_review run: --completed, --failed or --retry-from STEP (recorded with who and why)."""
     from browserq.execute.resolve import Review, operator_name, resolve_review
-    from browserq.tasks.webhooks import attach_relay
 
     chosen = [
         flag
@@ -72,7 +71,7 @@ def resolve(
         )
     outcome = "completed" if completed else "failed" if failed else "retry"
     settings = get_settings()
-    store = attach_relay(open_store())  # the run's completed/failed webhook leaves at once
+    store = open_store(relay_webhooks=True)  # the run's completed/failed webhook leaves at once
     full_id = resolve_run_id(store, run_id)
     review = Review(
         outcome=outcome,

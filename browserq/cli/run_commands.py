@@ -232,9 +232,8 @@ def cancel(
     renewal; one whose process is gone (or whose lease expired) is cancelled at once."""
     from browserq.cli.stopping import cancel_if_orphaned
     from browserq.store.states import FINISHED
-    from browserq.tasks.webhooks import attach_relay
 
-    store = attach_relay(open_store())  # the run's cancelled webhook leaves at once
+    store = open_store(relay_webhooks=True)  # the run's cancelled webhook leaves at once
     full_id = resolve_run_id(store, run_id)
     before = store.get_run(full_id)
     if before is not None and before.status in FINISHED:

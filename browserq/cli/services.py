@@ -18,18 +18,26 @@ from browserq.settings import Settings, get_settings
 CLI_RETRY_WINDOW_S = 0.0
 
 
-def cli_store(settings: Settings | None = None) -> Any:
+def cli_store(settings: Settings | None = None, *, relay_webhooks: bool = False) -> Any:
     """The run store as a command uses it: a database that cannot be reached fails the command
-    at once (:data:`CLI_RETRY_WINDOW_S`)."""
+    at once (:data:`CLI_RETRY_WINDOW_S`). ``relay_webhooks``: the events it records leave at once
+    as delivery tasks (:func:`browserq.tasks.observers.client_relay`), not at the next sweep."""
     from browserq.store import Store
+    from browserq.store.relay import NO_RELAY
 
-    return Store((settings or get_settings()).database_url, retry_window_s=CLI_RETRY_WINDOW_S)
+    settings = settings or get_settings()
+    relay = NO_RELAY
+    if relay_webhooks:
+        from browserq.tasks.observers import client_relay
+
+        relay = client_relay(settings)
+    return Store(settings.database_url, retry_window_s=CLI_RETRY_WINDOW_S, webhook_relay=relay)
 
 
-def open_store(settings: Settings | None = None) -> Any:
+def open_store(settings: Settings | None = None, *, relay_webhooks: bool = False) -> Any:
     """The run store of ``settings`` (default: the current ones), upgraded first when auto_migrate is on."""
     settings = settings or get_settings()
-    store = cli_store(settings)
+    store = cli_store(settings, relay_webhooks=relay_webhooks)
     if settings.auto_migrate:
         store.upgrade()
     return store

@@ -33,7 +33,6 @@ def redeliver(
 ) -> None:
     """Queue failed webhook events again as new deliveries (the failed ones stay as history)."""
     from browserq.execute.retention import parse_duration
-    from browserq.tasks.webhooks import attach_relay
 
     if (run_id is None) == (failed_since is None):
         fail("give a RUN or --failed-since DURATION (one of the two)")
@@ -41,7 +40,7 @@ def redeliver(
         since = parse_duration(failed_since) if failed_since is not None else None
     except BrowserqError as exc:
         fail(str(exc))
-    store = attach_relay(open_store())  # each new delivery leaves as a task on the webhook queue
+    store = open_store(relay_webhooks=True)  # each new delivery leaves as a task on the webhook queue
     full = resolve_run_id(store, run_id) if run_id is not None else None
     rows = store.redeliver_webhooks(run_id=full, failed_since=since, dry_run=dry_run)
     if as_json:

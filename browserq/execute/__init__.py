@@ -3,8 +3,9 @@ policy, the run's end; process liveness; the batch breaker; the fleet sweeper.
 
     runtime.py   Runtime: one process's browser pool and store; ``execute(run_id)`` one attempt at a time
     accept.py    what a run must pass to be accepted, and its record (producer, worker, in-process)
-    attempt.py   what one attempt needs: the stored template and params, the RunRequest
-    identity.py  the run's identity for an attempt (excluding the one a rotation moved away from)
+    run_request.py  a recorded run rebuilt as the RunRequest of one attempt (stored template, params)
+    meters.py    what the runtime's parts report to (the worker's metrics), handed to them
+    identity_slots.py  the run's identity leased for an attempt (not the one a rotation left)
     decide.py    the one place an attempt's end becomes a decision, by the error's policy
     finish.py    the run's end: bounded record, lease released; interrupted and crashed executions
     breaker.py   the batch circuit breaker

@@ -16,7 +16,7 @@ from typing import Any
 
 from browserq.errors import ConfigError, ParamError, TemplateChanged, TemplateNotFound
 from browserq.execute.input_files import discard_input_files, record_input_files, write_input_files
-from browserq.limits.specs import TENANT_NAME
+from browserq.limit_specs import TENANT_NAME
 from browserq.redact import mask
 from browserq.secrets import SecretBox
 from browserq.store import Store

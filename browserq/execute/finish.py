@@ -14,9 +14,9 @@ import structlog
 
 from browserq.browsers.errors import first_line
 from browserq.errors import Codes, StoreError
-from browserq.execute.attempt import outcome_of
 from browserq.execute.breaker import check_batch
 from browserq.execute.decide import RetryLater, backoff_s
+from browserq.execute.run_request import outcome_of
 from browserq.journal.batch import store_records, write_batch
 from browserq.recordable import clean_text, sized
 from browserq.runner import RunOutcome

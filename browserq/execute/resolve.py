@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from browserq.errors import StoreError
-from browserq.execute.attempt import StoredTemplates
 from browserq.execute.errors import ResolveRefused
+from browserq.execute.run_request import StoredTemplates
 from browserq.redact import mask
 from browserq.runner.checkpoint import Resolution, parse_path, path_key
 from browserq.settings import Settings

@@ -15,11 +15,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import structlog
 
 from browserq.errors import ConfigError
-from browserq.metrics import definitions as metrics
 from browserq.store import Store
 from browserq.store.artifacts import ArtifactStore
 from browserq.store.models import RunStatus, utcnow
@@ -65,6 +65,12 @@ def prunable_statuses(names: Iterable[str] | None) -> frozenset[RunStatus]:
     return frozenset(chosen)
 
 
+class PruneListener(Protocol):
+    """Told what each batch deleted (the worker's metrics: :mod:`browserq.tasks.observers`)."""
+
+    def __call__(self, *, runs: int, rows: int, artifact_bytes: int) -> None: ...
+
+
 @dataclass
 class PruneReport:
     """What a prune deleted (or, dry, would delete)."""
@@ -88,9 +94,11 @@ def prune_runs(
     max_batches: int | None = None,
     forget: Callable[[str], None] | None = None,
     progress: Callable[[PruneReport], None] | None = None,
+    pruned: PruneListener | None = None,
     now: datetime | None = None,
 ) -> PruneReport:
-    """Delete (``dry_run``: count) the runs in ``statuses`` that finished over ``older_than`` ago."""
+    """Delete (``dry_run``: count) the runs in ``statuses`` that finished over ``older_than`` ago
+    (``pruned``: told what each batch deleted)."""
     cutoff = (now or utcnow()) - older_than
     report = PruneReport(dry_run=dry_run)
     after: tuple[datetime, str] | None = None  # a dry run pages past what it counted
@@ -105,7 +113,7 @@ def prune_runs(
         if dry_run:
             after = (found[-1].finished_at, found[-1].id)
             _count(report, found, rows=0)
-        elif not _prune_batch(store, artifacts, found, report, forget):
+        elif not _prune_batch(store, artifacts, found, report, forget, pruned):
             break  # none of them could go (they changed status meanwhile): do not spin
         if progress is not None:
             progress(report)
@@ -118,6 +126,7 @@ def _prune_batch(
     found: list[PrunableRun],
     report: PruneReport,
     forget: Callable[[str], None] | None,
+    pruned: PruneListener | None,
 ) -> int:
     for run in found:
         for path in run.artifact_paths:
@@ -134,7 +143,8 @@ def _prune_batch(
                     "prune: could not forget the task result", run_id=run.id, error=str(exc)
                 )
     _count(report, gone, rows=rows)
-    metrics.pruned(runs=len(gone), rows=rows, artifact_bytes=sum(r.artifact_bytes for r in gone))
+    if pruned is not None:
+        pruned(runs=len(gone), rows=rows, artifact_bytes=sum(r.artifact_bytes for r in gone))
     return len(gone)
 
 
@@ -146,4 +156,4 @@ def _count(report: PruneReport, runs: list[PrunableRun], *, rows: int) -> None:
     report.by_status.update(r.status for r in runs)
 
 
-__all__ = ["PRUNE_BATCH", "PruneReport", "parse_duration", "prunable_statuses", "prune_runs"]
+__all__ = ["PRUNE_BATCH", "PruneListener", "PruneReport", "parse_duration", "prunable_statuses", "prune_runs"]

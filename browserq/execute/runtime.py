@@ -36,13 +36,14 @@ from browserq.execute.accept import (
     record_run,
 )
 from browserq.execute.admission import admit
-from browserq.execute.attempt import StoredTemplates, build_request, materialize, outcome_of
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
 from browserq.execute.finish import RunEnds
-from browserq.execute.identity import IdentitySlots
+from browserq.execute.identity_slots import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
+from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
 from browserq.execute.run_log import RunLog
+from browserq.execute.run_request import StoredTemplates, build_request, materialize, outcome_of
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
@@ -61,6 +62,7 @@ from browserq.store import (
     artifact_store,
 )
 from browserq.store.handoffs import HANDOVER_REASON
+from browserq.store.relay import NO_RELAY, WebhookRelay
 from browserq.templates import LoadedTemplate, TemplateRegistry
 
 log = structlog.get_logger(__name__)
@@ -79,22 +81,26 @@ class Runtime:
 
     def __init__(
         self, settings: Settings | None = None, *, listener: StepListener | None = None,
-        observers: Iterable[RunObserver] = (),
+        observers: Iterable[RunObserver] = (), webhook_relay: WebhookRelay = NO_RELAY,
+        meters: RuntimeMeters = UNMETERED_RUNTIME,
     ) -> None:
         self.settings = settings or get_settings()
         #: Who watches this process's runs (progress, metrics, step logs); ``listener`` joins them.
         self.observers = Observers([RunLog(self.settings.step_log_level), *observers])
-        self.store = Store.from_settings(self.settings)
+        #: ``webhook_relay``: who sends the events its runs record (a worker's: at once);
+        #: ``meters``: what its parts report to (the pool, limiter, proxies, identities).
+        self.store = Store.from_settings(self.settings, webhook_relay=webhook_relay)
         self.artifacts = artifact_store(self.settings)
         self.registry = TemplateRegistry.from_settings(self.settings)
         self.secret_box = SecretBox(self.settings.secret_key)
         #: Encrypts checkpoints of runs with secrets: the real key, else one only this process has.
         self.checkpoint_box = self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
         self.loop = EventLoopThread()
-        self.proxies = ProxyManager.from_settings(self.settings)
+        self.proxies = ProxyManager.from_settings(self.settings, failed=meters.proxy_failed)
         # With proxies, a spare is made for the proxy its run will use (chosen when it is made).
-        self.pool = BrowserPool(self.settings, spares=ProxySpares(self.proxies) if self.proxies.enabled else None)
-        self.rate_limiter = RateLimiter.from_settings(self.settings)
+        self.pool = BrowserPool(self.settings, spares=ProxySpares(self.proxies) if self.proxies.enabled else None,
+                                meter=meters.pool)
+        self.rate_limiter = RateLimiter.from_settings(self.settings, waited=meters.rate_limit_waited)
         self.tenants = TenantLimiter.from_settings(self.settings)
         self.runner = TemplateRunner(
             self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box,
@@ -104,7 +110,8 @@ class Runtime:
             observers=self.observers,
         )
         self.owner = worker_name()
-        self.identities = IdentitySlots(self.store, self.secret_box, self.settings, self.owner)
+        self.identities = IdentitySlots(self.store, self.secret_box, self.settings, self.owner,
+                                        leased=meters.identity_leased)
         self.ends = RunEnds(self.store, self.settings, self.owner)
         self.templates = StoredTemplates(self.store, self.settings)
         self._started = False

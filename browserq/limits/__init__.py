@@ -5,7 +5,7 @@
 * :func:`install_blocking` — abort images/fonts/media/stylesheets in a run's context;
 * :func:`install_navigation_gate` — apply the rate limits to every navigation of a context.
 
-How a limit is written (rates, caps, blockable kinds) is parsed in :mod:`browserq.limits.specs`,
+How a limit is written (rates, caps, blockable kinds) is parsed in :mod:`browserq.limit_specs`,
 a leaf the settings and the template schema import; the errors are in :mod:`browserq.limits.errors`.
 Modules inside this package import from those defining modules, never from this ``__init__``.
 
@@ -15,6 +15,7 @@ is Redis, else ``redis://127.0.0.1:6379/0``.
 
 from __future__ import annotations
 
+from browserq.limit_specs import BLOCKABLE, Rate, parse_caps, parse_rate_map, validate_block_kinds
 from browserq.limits._redis import DEFAULT_LIMITS_REDIS_URL, limits_redis_url
 from browserq.limits.blocking import BlockStats, install_blocking
 from browserq.limits.errors import (
@@ -26,7 +27,6 @@ from browserq.limits.errors import (
 )
 from browserq.limits.gate import NavigationGate, install_navigation_gate
 from browserq.limits.rate import RateLimiter, host_of
-from browserq.limits.specs import BLOCKABLE, Rate, parse_caps, parse_rate_map, validate_block_kinds
 from browserq.limits.tenants import Slot, TenantBusy, TenantLimiter
 
 __all__ = [

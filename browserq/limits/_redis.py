@@ -20,8 +20,8 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from browserq.limit_specs import DEFAULT_REDIS_URL
 from browserq.limits.errors import LimitsUnavailable
-from browserq.limits.specs import DEFAULT_REDIS_URL
 from browserq.redact import redact_url
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from browserq.limit_specs import BLOCKABLE, validate_block_kinds
 from browserq.limits.errors import InvalidBlockKind
-from browserq.limits.specs import BLOCKABLE, validate_block_kinds
 
 if TYPE_CHECKING:  # pragma: no cover
     from playwright.async_api import BrowserContext, Route
@@ -83,5 +83,5 @@ async def install_blocking(context: BrowserContext, kinds: Iterable[str]) -> Blo
 
 
 #: ``BLOCKABLE``, ``InvalidBlockKind`` and ``validate_block_kinds`` are re-exported for their old
-#: import path (they are defined in :mod:`browserq.limits.specs` and :mod:`browserq.limits.errors`).
+#: import path (they are defined in :mod:`browserq.limit_specs` and :mod:`browserq.limits.errors`).
 __all__ = ["BLOCKABLE", "BlockStats", "InvalidBlockKind", "install_blocking", "validate_block_kinds"]

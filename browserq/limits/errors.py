@@ -1,13 +1,10 @@
-"""The errors of the fleet-wide limits, each with the policy the execution layer acts on.
+"""The errors of the fleet-wide limiters, each with the policy the execution layer acts on.
 
-A leaf module (it imports only :mod:`browserq.errors`), so the settings, the template schema and
-the limiters can all raise these without importing each other. The tree at the top of
-:mod:`browserq.errors` draws them::
+How a limit is *written* is checked by :mod:`browserq.limit_specs`, whose errors (``InvalidRate``,
+``InvalidBlockKind``, ``InvalidTenantCaps``: ``ConfigError``) live in :mod:`browserq.errors`, below
+the settings and the template schema that raise them; they are re-exported here. The tree at the
+top of :mod:`browserq.errors` draws these::
 
-    ConfigError
-    ├── InvalidRate          a rate (or a map of them) cannot be parsed     PERMANENT
-    ├── InvalidBlockKind     a resource kind that cannot be blocked         PERMANENT
-    └── InvalidTenantCaps    tenant caps are malformed                      PERMANENT
     BrowserqError
     ├── LimitsUnavailable    the limits Redis is unreachable                WAIT
     └── TenantBusy           every slot of the tenant stayed taken          WAIT (retry_in_s)
@@ -19,31 +16,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from browserq.errors import BrowserqError, Codes, ConfigError, ErrorClass, StepFailed
+# Re-exported: their home is browserq.errors now, below browserq.limit_specs that raises them.
+from browserq.errors import (
+    BrowserqError,
+    Codes,
+    ErrorClass,
+    InvalidBlockKind,
+    InvalidRate,
+    InvalidTenantCaps,
+    StepFailed,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from browserq.limits.specs import Rate
-
-
-class InvalidRate(ConfigError, ValueError):
-    """A rate string (or a map of them) could not be parsed; the message shows the valid form.
-
-    Also a ``ValueError``, so pydantic validators can raise it unchanged.
-    """
-
-    policy = ErrorClass.PERMANENT
-
-
-class InvalidBlockKind(ConfigError, ValueError):
-    """A resource kind that cannot be blocked (also a ``ValueError`` for pydantic validators)."""
-
-    policy = ErrorClass.PERMANENT
-
-
-class InvalidTenantCaps(ConfigError, ValueError):
-    """``BROWSERQ_TENANT_CAPS`` (or a caps mapping) is malformed."""
-
-    policy = ErrorClass.PERMANENT
+    from browserq.limit_specs import Rate
 
 
 class LimitsUnavailable(BrowserqError):

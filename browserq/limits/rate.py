@@ -26,15 +26,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from browserq.guards import normalize_host
-from browserq.limits._redis import RedisHandle, Script, limits_redis_url
-from browserq.limits.errors import InvalidRate, RateLimitTimeout
-from browserq.limits.specs import (
+from browserq.limit_specs import (
     DEFAULT_KEY,
     Rate,
     RateSpec,
@@ -42,10 +40,15 @@ from browserq.limits.specs import (
     parse_rate_map,
     parse_rate_or_unlimited,
 )
-from browserq.metrics import definitions as metrics
+from browserq.limits._redis import RedisHandle, Script, limits_redis_url
+from browserq.limits.errors import InvalidRate, RateLimitTimeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings
+
+#: Told the limited domain a page load fell under (``*``: the default limit, never the host) and
+#: how long it waited for its token.
+WaitListener = Callable[[str, float], None]
 
 
 _SCHEME_ONLY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?!\d+(?:/|$))")
@@ -127,10 +130,13 @@ class RateLimiter:
         per_domain: Mapping[str, RateSpec] | None = None,
         prefix: str = "browserq:rate:",
         retries: int = 1,
+        waited: WaitListener | None = None,
         _handle: RedisHandle | None = None,
     ) -> None:
         self.redis_url = redis_url
         self.prefix = prefix
+        #: Told ``(limited domain or "*", seconds)`` for every token taken (the worker's metrics).
+        self.waited = waited
         self._handle = _handle or RedisHandle(redis_url, retries=retries)
         rules: dict[str, Rate | None] = {}
         default_rate = parse_rate_or_unlimited(default)
@@ -157,7 +163,7 @@ class RateLimiter:
         for host, spec in overrides.items():
             merged[domain_key(host)] = spec
         return RateLimiter(
-            self.redis_url, per_domain=merged, prefix=self.prefix, _handle=self._handle
+            self.redis_url, per_domain=merged, prefix=self.prefix, waited=self.waited, _handle=self._handle
         )
 
     # --- lookups -------------------------------------------------------------------------------
@@ -214,7 +220,8 @@ class RateLimiter:
         wait = float(wait)
         if not int(taken):
             raise RateLimitTimeout(match.host, match.domain, match.rate, wait, budget)
-        metrics.rate_limit_waited(match.domain if match.domain in self.per_domain else DEFAULT_KEY, wait)
+        if self.waited is not None:
+            self.waited(match.domain if match.domain in self.per_domain else DEFAULT_KEY, wait)
         if wait > 0:
             # the slot is ours already (reserved): sleep until it comes
             await asyncio.sleep(wait)

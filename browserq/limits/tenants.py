@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from browserq.errors import ConfigError
+from browserq.limit_specs import DEFAULT_KEY, parse_caps
 from browserq.limits._redis import RedisHandle, Script, limits_redis_url
 from browserq.limits.errors import InvalidTenantCaps, LimitsUnavailable, TenantBusy
-from browserq.limits.specs import DEFAULT_KEY, parse_caps
 
 if TYPE_CHECKING:  # pragma: no cover
     from browserq.settings import Settings

@@ -1,7 +1,8 @@
 """Operating a worker host: Prometheus metrics and readiness.
 
 * :mod:`~browserq.metrics.definitions` — every ``browserq_*`` metric, with the bounded labels
-  they take, and the one-line calls the browser pool, proxies, limits and identities make;
+  they take, and the one-line calls that record them, handed to the browser pool, proxies,
+  limits and identities as their meters by :mod:`browserq.tasks.observers`;
 * :mod:`~browserq.metrics.observer` — the run observer that counts runs and steps;
 * :mod:`~browserq.metrics.multiproc` — prometheus_client's multiprocess directory, shared by a
   prefork worker's children;
@@ -11,6 +12,6 @@
 * :mod:`~browserq.metrics.server` — the HTTP server (``/metrics``, ``/ready``);
 * :mod:`~browserq.metrics.lifecycle` — the worker's lifecycle hooks that put them together.
 
-This package imports nothing at load: the browser pool imports ``definitions`` (which needs
-only prometheus_client), and must not pull the runner in with it.
+This package imports nothing at load. The parts it measures never import it: they are handed
+their meters, so the layers below (browsers, limits, proxies) do not depend on it.
 """

@@ -1,9 +1,11 @@
-"""Every metric a worker process records, and the one-line calls that record them.
+"""Every metric a worker process records, and the one-line calls that record them (the parts that
+are measured never import this: they are handed these calls, see :mod:`browserq.tasks.observers`).
 
 The metric objects are module-level and labelled, so their values are created at the first
 ``labels(...)`` call — in a prefork child, after :func:`browserq.metrics.multiproc.use_directory`
-put the parent in multiprocess mode before the fork; a process that is not a worker (``browserq
-run``, tests) records into prometheus_client's in-memory values, which nobody serves.
+put the parent in multiprocess mode before the fork. Only a worker with ``BROWSERQ_METRICS_PORT``
+hands them to its parts; a test that hands them itself records into prometheus_client's
+in-memory values, which nobody serves.
 
 Label values are bounded: template names and actions come from the templates, error codes and
 statuses from fixed sets (anything else becomes ``other``); never a URL, a host of an unlimited
@@ -113,7 +115,7 @@ def one_of(value: str, allowed: frozenset[str]) -> str:
     return value if value in allowed else OTHER
 
 
-# --- the calls the instrumented modules make ----------------------------------------------------
+# --- the calls the meters handed to the instrumented parts make (browserq.tasks.observers) ------
 def browser_launched(*, first: bool, replaced_live: bool) -> None:
     """A Chromium was launched: the process's first, the successor of a retired browser, or a
     relaunch (``replaced_live``: the pool still had a current browser, gone or disconnected)."""
@@ -164,10 +166,47 @@ def identity_lease(result: str) -> None:
     IDENTITY_LEASES.labels(result).inc()
 
 
+class PoolMetrics:
+    """The browser pool's meter (:class:`browserq.browsers.meter.PoolMeter`) in a worker."""
+
+    def browser_launched(self, *, first: bool, replaced_live: bool) -> None:
+        browser_launched(first=first, replaced_live=replaced_live)
+
+    def browser_recycled(self, reason: str) -> None:
+        browser_recycled(reason)
+
+    def contexts_in_use(self, count: int) -> None:
+        contexts_in_use(count)
+
+    def spare_contexts(self, count: int) -> None:
+        spare_contexts(count)
+
+
 __all__ = [
-    "BROWSER_LAUNCHES", "BROWSER_RECYCLES", "CONTEXTS", "IDENTITY_LEASES", "PROXY_FAILURES",
-    "RATE_LIMIT_WAIT", "RATE_LIMIT_WAITS", "RUNS_FINISHED", "RUNS_IN_PROGRESS", "RUN_DURATION",
-    "STEPS_RETRIED", "STEP_DURATION", "BoundedLabel", "action_label", "browser_launched",
-    "browser_recycled", "code_label", "contexts_in_use", "identity_lease", "one_of", "proxy_failed",
-    "rate_limit_waited", "recycle_reason", "spare_contexts", "template_label",
+    "BROWSER_LAUNCHES",
+    "BROWSER_RECYCLES",
+    "CONTEXTS",
+    "IDENTITY_LEASES",
+    "PROXY_FAILURES",
+    "RATE_LIMIT_WAIT",
+    "RATE_LIMIT_WAITS",
+    "RUNS_FINISHED",
+    "RUNS_IN_PROGRESS",
+    "RUN_DURATION",
+    "STEPS_RETRIED",
+    "STEP_DURATION",
+    "BoundedLabel",
+    "PoolMetrics",
+    "action_label",
+    "browser_launched",
+    "browser_recycled",
+    "code_label",
+    "contexts_in_use",
+    "identity_lease",
+    "one_of",
+    "proxy_failed",
+    "rate_limit_waited",
+    "recycle_reason",
+    "spare_contexts",
+    "template_label",
 ]

@@ -33,7 +33,6 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from browserq.errors import ConfigError
-from browserq.metrics import definitions as metrics
 from browserq.proxies.classify import FAILURE_KINDS
 from browserq.proxies.config import Proxy
 
@@ -121,6 +120,7 @@ class ProxyHealth:
         jitter: float = 0.1,
         namespace: str = DEFAULT_NAMESPACE,
         clock: Callable[[], float] = time.time,
+        failed: Callable[[str], None] | None = None,
     ) -> None:
         if cooldown_s <= 0 or cooldown_max_s < cooldown_s:
             raise ConfigError("proxy cooldown: need 0 < cooldown_s <= cooldown_max_s")
@@ -132,6 +132,8 @@ class ProxyHealth:
         self.jitter = jitter
         self.namespace = namespace
         self.clock = clock
+        #: Told the kind of every failure reported here (the worker's metrics), Redis or not.
+        self.failed = failed
         self._failure_script = client.register_script(_FAILURE_LUA)
 
     @classmethod
@@ -182,7 +184,8 @@ class ProxyHealth:
             raise ValueError(
                 f"unknown proxy failure kind {kind!r}; expected one of {', '.join(FAILURE_KINDS)}"
             )
-        metrics.proxy_failed(kind)  # counted here whether or not Redis takes the report
+        if self.failed is not None:
+            self.failed(kind)  # counted here whether or not Redis takes the report
         now = self.clock()
         factor = 1.0 - random.random() * self.jitter
         try:

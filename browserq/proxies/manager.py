@@ -55,6 +55,7 @@ class ProxyManager:
         jitter: float = 0.1,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
+        failed: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.proxies: tuple[Proxy, ...] = config.proxies
@@ -65,6 +66,7 @@ class ProxyManager:
             jitter=jitter,
             namespace=namespace,
             clock=clock,
+            failed=failed,  # told every failure's kind (the worker's metrics)
         )
         self.rotator = ProxyRotator(
             config.proxies, self.health, config.strategy, sticky_ttl_s=config.sticky_ttl_s, rng=rng

@@ -25,10 +25,10 @@ from browserq.stealth.apply import (
     ready,
     user_agent_override,
 )
+from browserq.stealth.fingerprint import Fingerprint
 from browserq.stealth.hints import accept_language_header, brand_list
 from browserq.stealth.host import HostInfo, chrome_version_of
 from browserq.stealth.human import move_and_click, pause, type_like_human
-from browserq.stealth.identity import Fingerprint
 from browserq.stealth.regions import resolve_region
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Making a browser context match a :class:`~browserq.stealth.identity.Fingerprint`.
+"""Making a browser context match a :class:`~browserq.stealth.fingerprint.Fingerprint`.
 
 Three layers, each doing only what the one before cannot (measured on Chromium 156 + Playwright
 1.65; README.md in this package has the table):
@@ -34,8 +34,8 @@ from typing import Any
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Page
 
+from browserq.stealth.fingerprint import Fingerprint
 from browserq.stealth.host import CH_PLATFORM, HostInfo, host_platform, user_agent_for
-from browserq.stealth.identity import Fingerprint
 from browserq.stealth.workers import WorkerScripts, prime_page_targets, worker_scripts
 
 #: Always-safe launch flags (version-independent).

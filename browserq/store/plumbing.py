@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import structlog
 from sqlalchemy import Engine, Select, exc, select
@@ -38,12 +38,14 @@ from browserq.store.engine import (
 )
 from browserq.store.errors import LeaseLost, StoreUnavailable
 from browserq.store.models import Run, RunStatus
+from browserq.store.relay import NO_RELAY, WebhookRelay
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from browserq.settings import Settings
     from browserq.store.steps import ArtifactRow, StepEnd, StepRow
+    from browserq.store.store import Store
 
 log = structlog.get_logger(__name__)
 
@@ -79,6 +81,8 @@ class StoreBase:
     unreachable (or, on SQLite, locked) before :class:`StoreUnavailable` is raised.
     ``timeouts``: PostgreSQL's statement, lock and idle-in-transaction limits (default
     :class:`~browserq.store.engine.DbTimeouts`).
+    ``webhook_relay``: where run events go and who sends them once committed
+    (:class:`~browserq.store.relay.WebhookRelay`; default: nobody, the sweep sends them).
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class StoreBase:
         echo: bool = False,
         retry_window_s: float = DEFAULT_RETRY_WINDOW_S,
         timeouts: DbTimeouts | None = None,
+        webhook_relay: WebhookRelay = NO_RELAY,
     ) -> None:
         if retry_window_s < 0:
             raise ValueError(f"retry_window_s must be >= 0, got {retry_window_s}")
@@ -100,20 +105,23 @@ class StoreBase:
         self._reading = sessionmaker(self.engine, expire_on_commit=False)
         self._writing = sessionmaker(self._write_engine, expire_on_commit=False)
         self._pg = self.engine.dialect.name == "postgresql"
-        #: Told the ids of webhook deliveries a transaction queued, once it committed (the Celery
-        #: relay sends them; None: the next sweep does). See :mod:`browserq.store.webhooks`.
-        self.webhook_listener: Callable[[list[int]], None] | None = None
-        #: Where the events of a run without a notify URL of its own go when this process records
-        #: them (``BROWSERQ_NOTIFY_URL`` here; set by the relay), pinned on the run at its first event.
-        self.fleet_notify_url: str | None = None
+        #: Told the ids of webhook deliveries a transaction queued, once it committed, and where
+        #: the events of a run without a notify URL go. See :mod:`browserq.store.relay`.
+        self.webhook_relay = webhook_relay
+
+    @property
+    def fleet_notify_url(self) -> str | None:
+        """Where the events of a run without a notify URL of its own go (the relay's)."""
+        return self.webhook_relay.fleet_notify_url
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Self:
+    def from_settings(cls, settings: Settings, *, webhook_relay: WebhookRelay = NO_RELAY) -> Self:
         window = getattr(settings, "database_retry_window_s", None)
         return cls(
             settings.database_url,
             retry_window_s=DEFAULT_RETRY_WINDOW_S if window is None else float(window),
             timeouts=DbTimeouts.from_settings(settings),
+            webhook_relay=webhook_relay,
         )
 
     def __repr__(self) -> str:
@@ -211,12 +219,12 @@ class StoreBase:
         return self._retry(action, attempt, passthrough=passthrough)
 
     def _announce_webhooks(self, ids: list[int]) -> None:
-        """After the commit: hand the new deliveries to the listener (a failure leaves them to the sweep)."""
-        listener = self.webhook_listener
-        if listener is None:
+        """After the commit: hand the new deliveries to the relay (a failure leaves them to the sweep)."""
+        send = self.webhook_relay.send
+        if send is None:
             return
         try:
-            listener(ids)
+            send(cast("Store", self), ids)  # every StoreBase built is the Store that composes it
         except Exception as exc:
             log.warning("webhook deliveries not sent now; the next sweep sends them", ids=ids,
                         error=first_line(exc))

@@ -4,8 +4,8 @@ When a run whose ``notify_url`` is set enters ``waiting_for_human``, ``completed
 ``needs_review`` or ``cancelled``, :meth:`WebhookMethods._record_outbox` adds a
 ``webhook_deliveries`` row in the same transaction (so an event is never lost, nor invented by a
 transaction that rolled back). Its ``event_key`` (``<run>:<event>:<n>``) is unique. After the
-commit the store hands the new ids to its :attr:`~browserq.store.plumbing.StoreBase.webhook_listener`
-(the Celery relay, :mod:`browserq.tasks.webhooks`); rows nobody sent are found by
+commit the store hands the new ids to the relay it was built with (:mod:`browserq.store.relay`;
+the Celery relay, :mod:`browserq.tasks.webhooks`); rows nobody sent are found by
 :meth:`~WebhookMethods.overdue_webhooks` at the next sweep.
 
 A delivery task claims attempt *n* (:meth:`~WebhookMethods.claim_webhook`) only while the row has

@@ -13,9 +13,9 @@ from functools import lru_cache
 from browserq.secrets import SecretBox
 from browserq.settings import get_settings
 from browserq.store import Store
+from browserq.tasks.observers import client_relay
 from browserq.tasks.signals import template_registry
 from browserq.tasks.sweep import sweep_store
-from browserq.tasks.webhooks import attach_relay
 from browserq.templates import TemplateRegistry
 
 
@@ -32,7 +32,7 @@ class ProducerServices:
 def producer_services() -> ProducerServices:
     """This process's producer services, built on first use (migrating the store if enabled)."""
     settings = get_settings()
-    store = attach_relay(Store.from_settings(settings))  # a cancel's webhook leaves at once
+    store = Store.from_settings(settings, webhook_relay=client_relay(settings))  # a cancel's webhook leaves at once
     if settings.auto_migrate:
         store.upgrade()
     return ProducerServices(TemplateRegistry.from_settings(settings), store, SecretBox(settings.secret_key))

@@ -4,7 +4,8 @@
     run_task.py  ``browserq.run_template``: RunTemplateTask and the worker's side of a run
     sweep.py     ``browserq.sweep``: re-send runs nobody is executing (and overdue webhooks)
     webhooks.py  ``browserq.deliver_webhook``: POST a run event, signed, with retries
-    states.py    the task's Celery state follows the run (and a revoke cancels the run)
+    celery_states.py  the task's Celery state follows the run (and a revoke cancels the run)
+    observers.py who hooks into what: run observers, meters, the store's webhook relay
     worker.py    this worker process's runtime and sweeper thread
     signals.py   migrate before the fork, a browser per child, secrets kept out of Celery
 
@@ -22,11 +23,11 @@ from browserq.tasks.app import (
     time_limits,
     webhook_queue,
 )
+from browserq.tasks.celery_states import RunTemplateRequest, record_revoke, run_id_of, settle
 from browserq.tasks.run_task import RunTemplateTask, install_admission, run_template
 from browserq.tasks.signals import redacted_call  # importing it connects the worker signals
-from browserq.tasks.states import RunTemplateRequest, record_revoke, run_id_of, settle
 from browserq.tasks.sweep import sweep, sweep_stuck_runs
-from browserq.tasks.webhooks import attach_relay, deliver_webhook
+from browserq.tasks.webhooks import deliver_webhook, queued_relay, threaded_relay
 from browserq.tasks.worker import worker_runtime
 
 __all__ = [
@@ -37,10 +38,10 @@ __all__ = [
     "RunTemplateRequest",
     "RunTemplateTask",
     "app",
-    "attach_relay",
     "celery_config",
     "deliver_webhook",
     "install_admission",
+    "queued_relay",
     "record_revoke",
     "redacted_call",
     "run_id_of",
@@ -49,6 +50,7 @@ __all__ = [
     "sweep",
     "sweep_queue",
     "sweep_stuck_runs",
+    "threaded_relay",
     "time_limits",
     "webhook_queue",
     "worker_runtime",

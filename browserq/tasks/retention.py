@@ -15,6 +15,7 @@ from browserq.store import Store
 from browserq.store.artifacts import artifact_store
 from browserq.store.models import utcnow
 from browserq.store.retention import PRUNABLE_STATUSES
+from browserq.tasks.observers import retention_meter
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +57,7 @@ def prune_expired(store: Store, settings: Settings) -> int:
         older_than=age,
         max_batches=BATCHES_PER_SWEEP,
         forget=result_forgetter(settings),
+        pruned=retention_meter(settings),
     )
     if report.runs:
         log.info(

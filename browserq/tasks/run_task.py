@@ -5,7 +5,7 @@ params is sent, the producer accepts it (resolves, validates once, records); tha
 :mod:`browserq.submit`'s job, which installs itself here (:func:`install_admission`) because this
 layer must not import the one above it. In the worker the task executes the run through this
 process's :class:`~browserq.execute.Runtime` and turns what it returns into the task's state
-(:mod:`browserq.tasks.states`).
+(:mod:`browserq.tasks.celery_states`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from browserq.execute import (
 from browserq.execute.admission import admit
 from browserq.store import LeaseLost, StoreUnavailable
 from browserq.tasks.app import TASK_NAME, app
+from browserq.tasks.celery_states import run_id_for, settle
 from browserq.tasks.progress import track_progress
-from browserq.tasks.states import run_id_for, settle
 from browserq.tasks.worker import exit_without_browser, worker_runtime
 
 log = structlog.get_logger(__name__)
@@ -47,9 +47,9 @@ def install_admission(door: ProducerDoor) -> None:
 
 class RunTemplateTask(Task):
     """``apply_async`` accepts the run (validated and recorded) before sending anything; the
-    task's Celery state follows the run's outcome (see :mod:`browserq.tasks.states`)."""
+    task's Celery state follows the run's outcome (see :mod:`browserq.tasks.celery_states`)."""
 
-    Request = "browserq.tasks.states:RunTemplateRequest"
+    Request = "browserq.tasks.celery_states:RunTemplateRequest"
     #: A failed run is an expected outcome: logged in one line at INFO, never with a traceback.
     throws = (RunFailed,)
 

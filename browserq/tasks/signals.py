@@ -48,7 +48,7 @@ from browserq.runner import drain
 from browserq.settings import get_settings
 from browserq.store import Store
 from browserq.tasks.app import TASK_NAME
-from browserq.tasks.states import run_id_for
+from browserq.tasks.celery_states import run_id_for
 from browserq.tasks.sweep import sweep_stuck_runs
 from browserq.tasks.worker import (
     runs_in_this_process,

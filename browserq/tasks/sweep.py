@@ -15,9 +15,10 @@ from browserq.settings import Settings, get_settings
 from browserq.store import RunView, Store
 from browserq.store.states import HELD_VALUES
 from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
+from browserq.tasks.observers import client_relay
 from browserq.tasks.retention import prune_expired
 from browserq.tasks.run_task import run_template
-from browserq.tasks.webhooks import attach_relay, relay_overdue
+from browserq.tasks.webhooks import relay_overdue
 
 log = structlog.get_logger(__name__)
 
@@ -25,7 +26,8 @@ log = structlog.get_logger(__name__)
 @lru_cache(maxsize=1)
 def sweep_store() -> Store:
     """The store the sweep task reads (one per process, created on first use)."""
-    return attach_relay(Store.from_settings(get_settings()))
+    settings = get_settings()
+    return Store.from_settings(settings, webhook_relay=client_relay(settings))
 
 
 @app.task(name=SWEEP_TASK_NAME)

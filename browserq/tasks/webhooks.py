@@ -1,6 +1,7 @@
 """Delivering webhooks: the ``browserq.deliver_webhook`` task, and the relay that sends it.
 
-Every store a worker, producer or CLI opens gets :func:`attach_relay`: once a transaction that
+Every store a worker, producer or CLI opens is built with a relay (:func:`threaded_relay` or
+:func:`queued_relay`, chosen in :mod:`browserq.tasks.observers`): once a transaction that
 queued webhook events commits, a worker makes the first POST at once from a thread of its own
 (:func:`post_now`, at most ``BROWSERQ_WEBHOOK_THREADS`` at once; the rest become tasks); a
 producer or CLI sends one task per event to ``<queue>.webhooks`` (which every ``browserq worker``
@@ -35,6 +36,7 @@ from celery import Task
 from browserq import __version__
 from browserq.settings import Settings, get_settings
 from browserq.store import Store
+from browserq.store.relay import WebhookRelay
 from browserq.store.webhooks import DeliveryView
 from browserq.tasks.app import WEBHOOK_TASK_NAME, app
 from browserq.webhooks.egress import EgressPolicy
@@ -165,20 +167,24 @@ def post_now(store: Store, settings: Settings, delivery_ids: list[int]) -> list[
     return threads
 
 
-def attach_relay(store: Store, settings: Settings | None = None) -> Store:
-    """Send ``store``'s new webhook events as soon as their transaction commits: POSTed from a
-    thread of this process when ``settings`` are given (a long-lived worker), else as delivery
-    tasks (a producer or a CLI command, which may exit at once)."""
-    store.fleet_notify_url = (settings or get_settings()).notify_url
+def threaded_relay(settings: Settings) -> WebhookRelay:
+    """A long-lived worker's relay: a store's new webhook events are POSTed from threads of this
+    process as soon as their transaction commits (:func:`post_now`)."""
 
-    def relay(ids: list[int]) -> None:
-        if settings is not None:
-            post_now(store, settings, ids)
-        else:
-            send(store, [(delivery_id, 1) for delivery_id in ids])
+    def post_from_threads(store: Store, ids: list[int]) -> None:
+        post_now(store, settings, ids)
 
-    store.webhook_listener = relay
-    return store
+    return WebhookRelay(settings.notify_url, post_from_threads)
+
+
+def queued_relay(settings: Settings | None = None) -> WebhookRelay:
+    """A producer's or a CLI command's relay (it may exit at once): a store's new webhook events
+    leave as delivery tasks as soon as their transaction commits."""
+
+    def send_tasks(store: Store, ids: list[int]) -> None:
+        send(store, [(delivery_id, 1) for delivery_id in ids])
+
+    return WebhookRelay((settings or get_settings()).notify_url, send_tasks)
 
 
 def relay_overdue(store: Store) -> int:
@@ -190,4 +196,6 @@ def relay_overdue(store: Store) -> int:
     return len(items)
 
 
-__all__ = ["attach_relay", "backoff_s", "deliver", "deliver_webhook", "relay_overdue", "request_body"]
+__all__ = [
+    "backoff_s", "deliver", "deliver_webhook", "queued_relay", "relay_overdue", "request_body", "threaded_relay",
+]

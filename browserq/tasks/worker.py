@@ -29,8 +29,7 @@ from browserq.logs import configure_logging
 from browserq.metrics.lifecycle import process_cold, process_warm
 from browserq.settings import Settings, get_settings
 from browserq.store import Store
-from browserq.tasks.observers import worker_observers
-from browserq.tasks.webhooks import attach_relay
+from browserq.tasks.observers import worker_meters, worker_observers, worker_relay
 
 log = structlog.get_logger(__name__)
 
@@ -54,8 +53,8 @@ def worker_runtime() -> Runtime:
     with _runtime_lock:
         if _runtime is None:
             settings = get_settings()
-            _runtime = Runtime(settings, observers=worker_observers(settings)).start()
-            attach_relay(_runtime.store, settings)
+            _runtime = Runtime(settings, observers=worker_observers(settings), meters=worker_meters(settings),
+                               webhook_relay=worker_relay(settings)).start()
             process_warm()
         return _runtime
 
@@ -69,8 +68,8 @@ def start_process(sweep: Callable[[Store, Settings], int]) -> None:
         if _runtime is None:
             try:
                 _runtime = Runtime(settings.model_copy(update={"auto_migrate": False}),
-                                   observers=worker_observers(settings)).start()
-                attach_relay(_runtime.store, settings)  # a run's events leave as soon as they are recorded
+                                   observers=worker_observers(settings), meters=worker_meters(settings),
+                                   webhook_relay=worker_relay(settings)).start()  # events leave when recorded
                 process_warm()  # this process can take runs: readiness (browserq.metrics)
             except ConfigError as exc:  # the first task tries again, and makes way if it still fails
                 log.error("browser did not start in this worker process", error=str(exc)[:300])

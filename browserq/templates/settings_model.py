@@ -1,7 +1,7 @@
 """A template's ``settings:`` block: its time budget, retries, domains and network policy.
 
 Per-template limits and policies, checked when the template loads. Rates and blockable resource
-kinds are parsed by :mod:`browserq.limits.specs`, the same parsers the service settings use.
+kinds are parsed by :mod:`browserq.limit_specs`, the same parsers the service settings use.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
-from browserq.limits.specs import parse_rate_map, validate_block_kinds
+from browserq.limit_specs import parse_rate_map, validate_block_kinds
 from browserq.templates.fields import QueueName, Retries, RunSeconds, StepSeconds, StrictModel
 
 

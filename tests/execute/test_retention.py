@@ -165,6 +165,7 @@ def test_prune_deletes_finished_runs_with_every_row_file_and_result(
         now=utcnow() + LATER,
         batch_size=1,
         forget=result_forgetter(runtime.settings),
+        pruned=metrics.pruned,  # the worker's meter (browserq.tasks.observers.retention_meter)
     )
     assert report.runs >= 2 and report.rows >= sum(before.values())
     assert metrics.PRUNED.labels("runs")._value.get() - counted == report.runs

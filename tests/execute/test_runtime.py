@@ -13,7 +13,7 @@ from sqlalchemy import event
 from browserq.errors import ErrorClass
 from browserq.execute import RetryLater, Runtime, prepare_loaded, record_run
 from browserq.execute.decide import ROTATION_MARK
-from browserq.execute.identity import IdentitySlots
+from browserq.execute.identity_slots import IdentitySlots
 from browserq.limits import TenantLimiter
 from browserq.store import IdentityBusy, IdentityLease, Store
 from tests.conftest import template

@@ -6,6 +6,7 @@ import pytest
 
 from browserq import limits
 from browserq.errors import BrowserqError, ConfigError, ErrorClass, StepFailed
+from browserq.limit_specs import Rate
 from browserq.limits.errors import (
     InvalidBlockKind,
     InvalidRate,
@@ -13,7 +14,6 @@ from browserq.limits.errors import (
     LimitsUnavailable,
     RateLimitTimeout,
 )
-from browserq.limits.specs import Rate
 
 
 @pytest.mark.parametrize("cls", [InvalidRate, InvalidBlockKind, InvalidTenantCaps])

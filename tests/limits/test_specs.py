@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from browserq.errors import ConfigError
+from browserq.limit_specs import BLOCKABLE, Rate, parse_caps, parse_rate_map, validate_block_kinds
 from browserq.limits.errors import InvalidBlockKind, InvalidRate, InvalidTenantCaps
-from browserq.limits.specs import BLOCKABLE, Rate, parse_caps, parse_rate_map, validate_block_kinds
 
 # --- rates ---------------------------------------------------------------------------------------
 

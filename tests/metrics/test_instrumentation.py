@@ -1,6 +1,7 @@
 """The instrumented modules record what they did, read back from prometheus_client's registry of
 this process (real Chromium, Redis and SQLite; counts are compared before and after, since other
-tests in this process record too)."""
+tests in this process record too). Each is handed the worker's meter, as
+:func:`browserq.tasks.observers.worker_meters` hands it."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from prometheus_client import REGISTRY
 from browserq.browsers import BrowserPool, EventLoopThread
 from browserq.browsers.instance import Instance, retire_reason
 from browserq.execute import prepare_loaded, record_run
-from browserq.execute.identity import IdentitySlots
+from browserq.execute.identity_slots import IdentitySlots
 from browserq.limits import RateLimiter
+from browserq.metrics import definitions as metrics
 from browserq.metrics.definitions import code_label, recycle_reason
 from browserq.proxies import ProxyHealth, make_redis, parse_proxy
 from browserq.runner import RunRequest
@@ -34,7 +36,8 @@ def test_rate_limit_waits_are_counted_by_the_limited_domain_never_by_host() -> N
     url = redis_url(LIMITS_DB)
     wait_for_redis(url)
     prefix = f"browserq:test-metrics:{uuid.uuid4().hex[:8]}:"
-    limiter = RateLimiter(url, per_domain={"metrics.test": "2/s burst 1", "*": "100/s burst 50"}, prefix=prefix)
+    limiter = RateLimiter(url, per_domain={"metrics.test": "2/s burst 1", "*": "100/s burst 50"}, prefix=prefix,
+                          waited=metrics.rate_limit_waited)
     before = (value("browserq_rate_limit_waits_total", domain="metrics.test"),
               value("browserq_rate_limit_wait_seconds_count", domain="metrics.test"),
               value("browserq_rate_limit_wait_seconds_count", domain="*"))
@@ -58,7 +61,8 @@ def test_rate_limit_waits_are_counted_by_the_limited_domain_never_by_host() -> N
 def test_proxy_failures_are_counted_by_kind() -> None:
     url = redis_url(PROXIES_DB)
     wait_for_redis(url)
-    health = ProxyHealth(make_redis(url), namespace=f"browserq:test-metrics:{uuid.uuid4().hex[:8]}")
+    health = ProxyHealth(make_redis(url), namespace=f"browserq:test-metrics:{uuid.uuid4().hex[:8]}",
+                         failed=metrics.proxy_failed)
     proxy = parse_proxy("http://user:pw@10.9.8.7:3128")
     before = value("browserq_proxy_failures_total", kind="refused")
     try:
@@ -73,7 +77,8 @@ def test_identity_leases_are_counted_by_result(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     store = Store(settings.database_url)
     store.upgrade()
-    slots = IdentitySlots(store, SecretBox(TEST_SECRET_KEY), settings, owner="here:1:1")
+    slots = IdentitySlots(store, SecretBox(TEST_SECRET_KEY), settings, owner="here:1:1",
+                          leased=metrics.identity_lease)
     before = {r: value("browserq_identity_leases_total", result=r) for r in ("leased", "busy")}
     try:
         store.upsert_identity(name="metrics-alice")
@@ -95,7 +100,8 @@ def test_identity_leases_are_counted_by_result(tmp_path: Path) -> None:
 def test_the_pool_counts_launches_recycles_and_its_contexts(tmp_path: Path) -> None:
     loop = EventLoopThread().start()
     # A browser retires once it has served one context: the warm-up one.
-    pool = BrowserPool(make_settings(tmp_path, browser_max_contexts=1, context_prewarm=1))
+    pool = BrowserPool(make_settings(tmp_path, browser_max_contexts=1, context_prewarm=1),
+                       meter=metrics.PoolMetrics())
     launches = {k: value("browserq_browser_launches_total", kind=k) for k in ("start", "recycle")}
     recycles = value("browserq_browser_recycles_total", reason="contexts")
     try:

@@ -32,8 +32,8 @@ WORKER = f"""
 import json, sys
 from browserq.store import Store
 from tests.store.helpers import new_run
-store = Store(sys.argv[1])
-store.fleet_notify_url = "https://hooks.example.com/h"
+from browserq.store.relay import WebhookRelay
+store = Store(sys.argv[1], webhook_relay=WebhookRelay(fleet_notify_url="https://hooks.example.com/h"))
 run_id = new_run(store)
 lease = store.acquire_lease(run_id, owner="skewed", ttl_s=30)
 handoff = store.begin_handoff(run_id, token=lease.token, run_attempt=1, step_path="0", kind="step",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from browserq.store import LeaseLost, Store
+from browserq.store.relay import WebhookRelay
 from browserq.tasks.webhooks import backoff_s, deliver
 from tests.conftest import make_settings
 from tests.store.helpers import new_run
@@ -26,19 +27,22 @@ def _finished(store: Store, notify_url: str | None, status: str = "completed") -
     return run_id
 
 
-def test_an_event_is_queued_with_the_status_change_and_handed_to_the_listener(store: Store) -> None:
+def test_an_event_is_queued_with_the_status_change_and_handed_to_the_listener(store_url: str) -> None:
     told: list[list[int]] = []
-    store.webhook_listener = told.append
-    quiet = _finished(store, None)
-    assert store.webhook_deliveries(quiet) == [] and told == []  # no URL, no event
-    run_id = _finished(store, "http://127.0.0.1:9/hook")
-    [delivery] = store.webhook_deliveries(run_id)
-    assert told == [[delivery.id]]  # after the commit, once
-    assert (delivery.event, delivery.status, delivery.attempts) == ("completed", "pending", 0)
-    assert delivery.event_key == f"{run_id}:completed:1"
-    assert delivery.payload["result"] == {"run_id": run_id, "status": "completed", "outputs": {"title": "ok"},
-                                          "error": None, "warnings": []}
-    assert "params" not in delivery.payload and "ann" not in repr(delivery.payload)  # params never sent
+    store = Store(store_url, webhook_relay=WebhookRelay(send=lambda _store, ids: told.append(ids)))
+    try:
+        quiet = _finished(store, None)
+        assert store.webhook_deliveries(quiet) == [] and told == []  # no URL, no event
+        run_id = _finished(store, "http://127.0.0.1:9/hook")
+        [delivery] = store.webhook_deliveries(run_id)
+        assert told == [[delivery.id]]  # after the commit, once
+        assert (delivery.event, delivery.status, delivery.attempts) == ("completed", "pending", 0)
+        assert delivery.event_key == f"{run_id}:completed:1"
+        assert delivery.payload["result"] == {"run_id": run_id, "status": "completed", "outputs": {"title": "ok"},
+                                              "error": None, "warnings": []}
+        assert "params" not in delivery.payload and "ann" not in repr(delivery.payload)  # params never sent
+    finally:
+        store.dispose()
 
 
 def test_a_refused_transition_queues_nothing(store: Store) -> None:

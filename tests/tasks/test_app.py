@@ -16,7 +16,7 @@ from browserq.tasks.app import (
     sweep_queue,
     time_limits,
 )
-from browserq.tasks.states import RunTemplateRequest
+from browserq.tasks.celery_states import RunTemplateRequest
 
 
 def test_durability_settings_are_what_the_readme_promises() -> None:

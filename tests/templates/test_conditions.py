@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from browserq.execute.attempt import is_side_effect
+from browserq.execute.run_request import is_side_effect
 from browserq.templates import BlockStep, ClickStep, RepeatStep, WhenSpec, render_step
 from browserq.templates.expression import (
     MAX_DEPTH,

@@ -109,7 +109,7 @@ def test_first_posts_past_the_thread_cap_go_to_the_delivery_task(tmp_path: Path)
     import redis
 
     from browserq.settings import get_settings
-    from browserq.tasks.webhooks import attach_relay
+    from browserq.tasks.webhooks import threaded_relay
     from tests.conftest import producer_env
     from tests.submit.conftest import REDIS_URL, producer_settings
     from tests.support.receiver import ALLOW_LOOPBACK_ENV
@@ -132,12 +132,10 @@ def test_first_posts_past_the_thread_cap_go_to_the_delivery_task(tmp_path: Path)
         ]
 
     with producer_env(env), raw_server("dribble", interval_s=0.3) as server:
-        store = Store(env["BROWSERQ_DATABASE_URL"])
+        # as a worker does: first POSTs from threads of its own
+        store = Store(env["BROWSERQ_DATABASE_URL"], webhook_relay=threaded_relay(get_settings()))
         store.upgrade()
         try:
-            attach_relay(
-                store, get_settings()
-            )  # as a worker does: first POSTs from threads of its own
             first = completed_event(store, server.url())
             wait_until(
                 lambda: server.seen()[0] == 1, 10, "the first POST to reach the slow receiver"

@@ -8,13 +8,13 @@ next attempt excludes it whichever worker runs it.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import structlog
 
 from browserq.execute.decide import excluded_identities
-from browserq.metrics import definitions as metrics
 from browserq.runner import RunRequest
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
@@ -29,8 +29,13 @@ IDENTITY_LEASE_EXTRA_S = 60
 class IdentitySlots:
     """Leases and releases the identities runs asked for, for one process (``owner``)."""
 
-    def __init__(self, store: Store, secret_box: SecretBox, settings: Settings, owner: str) -> None:
+    def __init__(
+        self, store: Store, secret_box: SecretBox, settings: Settings, owner: str, *,
+        leased: Callable[[str], None] | None = None,
+    ) -> None:
         self.store, self.secret_box, self.settings, self.owner = store, secret_box, settings, owner
+        #: Told each lease request's result: leased, busy or unavailable (the worker's metrics).
+        self.leased = leased
         #: Stores before ``acquire_identity(exclude=…)`` existed pick the least recently used
         #: identity of the pool, which is another one whenever another is free.
         self.can_exclude = "exclude" in inspect.signature(store.acquire_identity).parameters
@@ -62,9 +67,9 @@ class IdentitySlots:
                 name=run.identity, pool=None if run.identity else run.identity_pool, **extra,
             )
         except IdentityError as exc:
-            metrics.identity_lease("busy" if isinstance(exc, IdentityBusy) else "unavailable")
+            self._tell("busy" if isinstance(exc, IdentityBusy) else "unavailable")
             raise
-        metrics.identity_lease("leased")
+        self._tell("leased")
         storage = None
         if identity.storage_encrypted:
             storage = self.secret_box.decrypt_json(
@@ -77,6 +82,10 @@ class IdentitySlots:
     def release(self, request: RunRequest) -> None:
         if request.identity is not None:
             self.store.release_identity(request.identity.name, token=request.identity.token)
+
+    def _tell(self, result: str) -> None:
+        if self.leased is not None:
+            self.leased(result)
 
 
 __all__ = ["IdentitySlots"]

@@ -1,4 +1,4 @@
-"""Identity profiles: one realistic desktop visitor, described consistently on every surface.
+"""Fingerprints: one realistic desktop visitor, described consistently on every surface.
 
 A :class:`Fingerprint` is a frozen description — user agent, client hints, platform, languages,
 timezone, screen and window geometry, hardware, WebGL — generated deterministically from a seed

@@ -2,8 +2,9 @@
 
 The settings (``BROWSERQ_RATE_LIMITS``, ``BROWSERQ_TENANT_CAPS``) and the template schema
 (``settings.rate_limits``, ``settings.block_resources``) validate with these, and the limiters
-read what they return. A leaf: it imports neither the settings nor the templates nor Redis, so
-the direction is settings → limits.specs ← templates.
+(:mod:`browserq.limits`) read what they return. A leaf below all three: it imports neither the
+settings nor the templates nor the limiters (nor Redis), so the direction is
+settings → limit_specs ← templates, and limits → limit_specs; its errors are in :mod:`browserq.errors`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from browserq.errors import InvalidBlockKind, InvalidRate, InvalidTenantCaps
 from browserq.guards import normalize_host
-from browserq.limits.errors import InvalidBlockKind, InvalidRate, InvalidTenantCaps
 
 #: The Redis that fleet-wide state (limits, proxy health) falls back to when neither its own
 #: setting nor the broker names one (see ``Settings.shared_redis_url``).

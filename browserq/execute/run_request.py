@@ -1,4 +1,4 @@
-"""What one attempt of a recorded run needs: its stored template and params, and a RunRequest.
+"""A recorded run rebuilt as the RunRequest of one attempt: its stored template and params.
 
 The template is the body stored with the run (never the file as it is now), the params are the
 stored ones with secrets decrypted into memory, and the request carries where to resume (the last

@@ -8,7 +8,7 @@ import pytest
 
 from browserq.errors import ConfigError
 from browserq.execute import prepare_loaded, record_run
-from browserq.execute.attempt import StoredTemplates, is_side_effect, materialize, outcome_of
+from browserq.execute.run_request import StoredTemplates, is_side_effect, materialize, outcome_of
 from browserq.secrets import SecretBox
 from browserq.store import Store
 from tests.conftest import TEST_SECRET_KEY, make_settings, template

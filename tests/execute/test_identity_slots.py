@@ -6,7 +6,7 @@ from pathlib import Path
 
 from browserq.execute import prepare_loaded, record_run
 from browserq.execute.decide import ROTATION_MARK
-from browserq.execute.identity import IdentitySlots
+from browserq.execute.identity_slots import IdentitySlots
 from browserq.runner import RunRequest
 from browserq.secrets import SecretBox
 from browserq.store import Store
