@@ -1,6 +1,7 @@
 """What a run is given, what it gives back, and what it knows while it runs.
 
 :class:`RunRequest` and :class:`RunOutcome` are the runner's contract with the execution layer;
+:class:`StepResult` is what one step gives back (:class:`browserq.runner.attempt.StepAttempt`);
 :class:`StepEvent` is what a live listener sees. :class:`RunState` is the one attempt's memory,
 in named parts: the browser side (:class:`BrowserParts`), where it failed
 (:class:`FailurePoint`), how it was interrupted (:class:`Interrupt`) and the progress a checkpoint
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from playwright.async_api import BrowserContext, Page
@@ -19,7 +21,7 @@ from playwright.async_api import BrowserContext, Page
 from browserq.actions.files import RunFiles
 from browserq.actions.outputs import OutputBudget
 from browserq.browsers.domains import BlockLog
-from browserq.errors import Codes, ErrorClass
+from browserq.errors import Codes, ErrorClass, StepFailed
 from browserq.journal import IdentityLease, RunJournal, StepRecord
 from browserq.journal.batch import Entry
 from browserq.limits import BlockStats, NavigationGate
@@ -92,6 +94,26 @@ class RunOutcome:
             "error": error,
             "warnings": self.warnings,
         }
+
+
+class StepOutcome(Enum):
+    """How one step ended, all its attempts and retries included."""
+
+    SUCCEEDED = "succeeded"  # the action ran
+    SKIPPED = "skipped"  # an ``optional`` step whose element is missing
+    RECOVERED = "recovered"  # a side effect of unknown outcome: its probe shows it happened
+    CONTINUED = "continued"  # it failed; ``continue_on_error`` lets the run go on
+    FAILED = "failed"  # it failed: a run fails here (``failure`` says why)
+    NEEDS_REVIEW = "needs_review"  # a side effect may or may not have happened: a person decides
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What :meth:`StepAttempt.run` gives back: the outcome, its failure, the step's output."""
+
+    outcome: StepOutcome
+    failure: StepFailed | None = None
+    output: Any = None
 
 
 @dataclass(frozen=True)
