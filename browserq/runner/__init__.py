@@ -6,14 +6,8 @@ step on an open context and returns a :class:`StepResult`. The actions themselve
 (:mod:`browserq.journal`).
 """
 
+from browserq.run_events import StepEvent, StepListener
 from browserq.runner.runner import TemplateRunner
-from browserq.runner.state import (
-    RunOutcome,
-    RunRequest,
-    StepEvent,
-    StepListener,
-    StepOutcome,
-    StepResult,
-)
+from browserq.runner.state import RunOutcome, RunRequest, StepOutcome, StepResult
 
 __all__ = ["RunOutcome", "RunRequest", "StepEvent", "StepListener", "StepOutcome", "StepResult", "TemplateRunner"]

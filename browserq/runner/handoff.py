@@ -24,9 +24,9 @@ import structlog
 from browserq.actions import url_matcher
 from browserq.errors import Codes, StepFailed
 from browserq.journal import StepRecord
+from browserq.run_events import HandoffEnded, RunWaiting
 from browserq.runner.checkpointer import Checkpointer
 from browserq.runner.conditions import Conditions
-from browserq.runner.events import HandoffEnded, RunWaiting
 from browserq.runner.live_view import LiveViews
 from browserq.runner.page import current_page
 from browserq.runner.parts import RunParts

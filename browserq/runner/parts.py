@@ -16,7 +16,7 @@ from browserq.browsers.pool import BrowserPool
 from browserq.errors import StepFailed
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
-from browserq.runner.events import Observers
+from browserq.run_events import Observers
 from browserq.runner.state import RunState
 from browserq.runner.watchdog import PageState
 from browserq.secrets import SecretBox

@@ -13,10 +13,10 @@ from typing import Any
 
 from browserq.errors import StepFailed
 from browserq.journal import StepRecord
-from browserq.runner.events import StepStarted
+from browserq.run_events import StepEvent, StepStarted
 from browserq.runner.page import top_level_index
 from browserq.runner.parts import RunParts
-from browserq.runner.state import RunState, StepEvent
+from browserq.runner.state import RunState
 
 
 @dataclass(frozen=True)

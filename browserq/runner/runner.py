@@ -32,12 +32,12 @@ from browserq.proxies import ProxyManager
 from browserq.recordable import clean_text
 from browserq.redact import Redactor
 from browserq.redact import active as active_redactor
+from browserq.run_events import ListenerObserver, Observers, StepListener
 from browserq.runner.attempt import StepAttempt
 from browserq.runner.checkpoint import ResumeCursor
 from browserq.runner.checkpointer import Checkpointer
 from browserq.runner.conditions import Conditions
 from browserq.runner.context import ContextLease
-from browserq.runner.events import ListenerObserver, Observers
 from browserq.runner.evidence import Evidence
 from browserq.runner.handoff import Handoff
 from browserq.runner.heartbeat import heartbeat
@@ -46,7 +46,7 @@ from browserq.runner.page import raise_if_blocked
 from browserq.runner.parts import RunParts
 from browserq.runner.record import StepRecorder
 from browserq.runner.recovery import Recovery
-from browserq.runner.state import RunOutcome, RunRequest, RunState, StepListener
+from browserq.runner.state import RunOutcome, RunRequest, RunState
 from browserq.runner.storage import digest
 from browserq.runner.walker import StepWalker
 from browserq.secrets import SecretBox

@@ -2,7 +2,7 @@
 
 :class:`RunRequest` and :class:`RunOutcome` are the runner's contract with the execution layer;
 :class:`StepResult` is what one step gives back (:class:`browserq.runner.attempt.StepAttempt`);
-:class:`StepEvent` is what a live listener sees. :class:`RunState` is the one attempt's memory,
+what a live listener sees is in :mod:`browserq.run_events`. :class:`RunState` is the one attempt's memory,
 in named parts: the browser side (:class:`BrowserParts`), where it failed
 (:class:`FailurePoint`), how it was interrupted (:class:`Interrupt`) and the progress a checkpoint
 keeps (outputs, warnings, loops).
@@ -11,7 +11,6 @@ keeps (outputs, warnings, loops).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -114,25 +113,6 @@ class StepResult:
     outcome: StepOutcome
     failure: StepFailed | None = None
     output: Any = None
-
-
-@dataclass(frozen=True)
-class StepEvent:
-    """One finished step attempt, as shown to a live listener (the CLI's progress lines)."""
-
-    step_path: str
-    step_id: str | None
-    action: str
-    attempt: int
-    status: str
-    duration_ms: float
-    error_code: str | None
-    error_message: str | None
-    url: str | None
-    run_id: str | None = None
-
-
-StepListener = Callable[[StepEvent], None]
 
 
 @dataclass

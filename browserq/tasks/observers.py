@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from browserq.metrics.observer import metrics_observers
-from browserq.runner.events import RunObserver
+from browserq.run_events import RunObserver
 from browserq.settings import Settings
 from browserq.tasks.progress import progress_observer
 

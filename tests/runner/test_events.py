@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from browserq.execute import Runtime
-from browserq.runner.events import Observers, RunEnded, RunObserver, RunStarted, StepStarted
-from browserq.runner.state import StepEvent
+from browserq.run_events import Observers, RunEnded, RunObserver, RunStarted, StepEvent, StepStarted
 from tests.conftest import template
 
 THREE_STEPS = """
