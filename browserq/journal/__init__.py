@@ -7,7 +7,8 @@ from __future__ import annotations
 from browserq.journal.batch import StepRecord
 from browserq.journal.handoffs import HandoffRecords
 from browserq.journal.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal
-from browserq.journal.journals import Journals, RecordStore
+from browserq.journal.journals import Journals
+from browserq.journal.records import RunRecords
 from browserq.store import ArtifactDir, IdentityLease, LeaseLost, StoreUnavailable
 from browserq.store.artifacts import ArtifactStore, StoredFile
 
@@ -19,8 +20,8 @@ __all__ = [
     "IdentityLease",
     "Journals",
     "LeaseLost",
-    "RecordStore",
     "RunJournal",
+    "RunRecords",
     "StepRecord",
     "StoreUnavailable",
     "StoredFile",

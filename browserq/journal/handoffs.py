@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from browserq.store import Store
+from browserq.journal.records import RunRecords
 from browserq.store.views import HandoffView
 
 T = TypeVar("T")
@@ -21,7 +21,7 @@ T = TypeVar("T")
 class HandoffRecords:
     """The handoff and live-view rows of one run attempt (fenced by its lease token)."""
 
-    def __init__(self, store: Store, *, run_id: str, run_attempt: int, token: int | None) -> None:
+    def __init__(self, store: RunRecords, *, run_id: str, run_attempt: int, token: int | None) -> None:
         self.store = store
         self.run_id = run_id
         self.run_attempt = run_attempt

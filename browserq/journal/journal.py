@@ -65,9 +65,10 @@ import structlog
 from browserq.errors import StepFailed
 from browserq.journal.batch import Entry, LeaseWatch, StepRecord, write_batch
 from browserq.journal.handoffs import HandoffRecords
+from browserq.journal.records import RunRecords
 from browserq.recordable import dumps
 from browserq.redact import Redactor
-from browserq.store import IdentityLease, LeaseLost, Store, StoreUnavailable
+from browserq.store import IdentityLease, LeaseLost, StoreUnavailable
 from browserq.store.artifacts import ArtifactStore, StoredFile
 from browserq.store.models import utcnow
 
@@ -89,7 +90,7 @@ class RunJournal:
 
     def __init__(
         self,
-        store: Store,
+        store: RunRecords,
         artifacts: ArtifactStore,
         *,
         run_id: str,
@@ -102,10 +103,8 @@ class RunJournal:
     ) -> None:
         if flush_ms < 0:
             raise ValueError(f"flush_ms must be >= 0, got {flush_ms}")
-        self.store = store
-        self.artifacts = artifacts
-        self.run_id = run_id
-        self.run_attempt = run_attempt
+        self.store, self.artifacts = store, artifacts
+        self.run_id, self.run_attempt = run_id, run_attempt
         self.token = token  # the run lease's fencing token: every write carries it
         self.redactor = redactor
         self.identity = identity

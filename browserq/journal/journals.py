@@ -1,34 +1,31 @@
 """Where the runner's journals come from: the one object that holds the store for the runner.
 
-:class:`TemplateRunner <browserq.runner.TemplateRunner>` is handed the store only to hand it
-here: every record a run makes goes through the :class:`RunJournal` that :meth:`Journals.open`
-gives it, and the live view's follow links (per process, not per run) come from
-:meth:`Journals.live_follow`. The runner itself never names the store
+:class:`TemplateRunner <browserq.runner.TemplateRunner>` is handed the store (as the
+:class:`RunRecords` its runs' records need) only to hand it here: every record a run makes goes
+through the :class:`RunJournal` that :meth:`Journals.open` gives it, and the live view's follow
+links (per process, not per run) come from :meth:`Journals.live_follow`. The runner itself never names the store
 (``tests/test_architecture.py`` keeps it so).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 from browserq.journal.budget import budgeted
 from browserq.journal.journal import RunJournal
+from browserq.journal.records import RunRecords
 from browserq.redact import Redactor
 from browserq.settings import Settings
-from browserq.store import IdentityLease, Store
+from browserq.store import IdentityLease
 from browserq.store.artifacts import ArtifactStore
 
 if TYPE_CHECKING:
     from browserq.live.session import Follow
 
-#: What the runner is handed and passes on here unopened: the journals are what write to it.
-RecordStore: TypeAlias = Store
-
-
 class Journals:
     """Opens one :class:`RunJournal` per run attempt over the store and the artifact store."""
 
-    def __init__(self, store: RecordStore, artifacts: ArtifactStore, settings: Settings) -> None:
+    def __init__(self, store: RunRecords, artifacts: ArtifactStore, settings: Settings) -> None:
         self._store = store
         self.artifacts = artifacts
         self.settings = settings  # read at each open: BROWSERQ_JOURNAL_FLUSH_MS, the artifact budget
@@ -57,4 +54,4 @@ class Journals:
         return store_follow(self._store, ttl_s)
 
 
-__all__ = ["Journals", "RecordStore"]
+__all__ = ["Journals"]

@@ -4,9 +4,9 @@ It runs ONE step on an open context and says how it went (:class:`StepOutcome`):
 walk (:class:`browserq.runner.walker.StepWalker`) calls it for each action step, and it can be
 called on its own, one step at a time, on a context opened by
 :class:`browserq.runner.context.ContextLease` — every attempt is recorded through the run's
-journal either way. This is where the main rule lives: a step that fails because of the page or the template is
-recorded with its error code and retried in place when the code allows; it never touches the
-browser. A side effect whose outcome is unknown is probed, never re-run blindly. An action's
+journal either way. This is where the main rule lives: a step that fails because of the page or
+the template is recorded with its error code and retried in place when the code allows; it never
+touches the browser. A side effect whose outcome is unknown is probed, never re-run blindly. An action's
 exception enters the runner here, and is translated once (:meth:`RunParts.failure`).
 """
 
@@ -80,7 +80,6 @@ class Attempt:
     skipped: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
     deadline: float = 0.0  # when the attempt is cut (its timeout + grace): what is left bounds its checks
-
 
     @property
     def number(self) -> int:

@@ -25,7 +25,7 @@ from browserq.actions.outputs import OutputBudget
 from browserq.browsers.errors import first_line
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
-from browserq.journal import ArtifactStore, Journals, LeaseLost, RecordStore, StoreUnavailable
+from browserq.journal import ArtifactStore, Journals, LeaseLost, RunRecords, StoreUnavailable
 from browserq.journal.batch import Entry
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
@@ -58,12 +58,13 @@ log = structlog.get_logger(__name__)
 class TemplateRunner:
     """Runs template runs on a browser pool; records them through one journal per attempt.
 
-    ``store`` is handed on to :class:`Journals` unopened: only the journals write to it."""
+    ``store`` (the :class:`RunRecords` a run's records need) is handed on to :class:`Journals`
+    unopened: only the journals write to it."""
 
     def __init__(
         self,
         pool: BrowserPool,
-        store: RecordStore,
+        store: RunRecords,
         artifacts: ArtifactStore,
         settings: Settings,
         listener: StepListener | None = None,
