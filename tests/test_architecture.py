@@ -600,6 +600,40 @@ def test_runner_reaches_the_store_only_through_the_journal() -> None:
     assert not found, "the runner records through the journal only:\n" + "\n".join(found.values())
 
 
+def _names_store(tree: ast.AST) -> Iterator[int]:
+    """Lines where ``tree`` imports or names ``Store`` (a name, an attribute, an import alias)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            named = any("Store" in (alias.name.rpartition(".")[2], alias.asname) for alias in node.names)
+        elif isinstance(node, ast.Name | ast.Attribute):
+            named = (node.id if isinstance(node, ast.Name) else node.attr) == "Store"
+        else:  # a string annotation
+            named = isinstance(node, ast.Constant) and node.value == "Store"
+        if named:
+            yield node.lineno
+
+
+def test_the_runner_never_names_the_store() -> None:
+    """Everything the runner keeps goes through the run's journal: no module of browserq/runner/
+    imports ``Store`` or names it (not even in an annotation, not through a re-export)."""
+    found = {
+        f"names-store: {name}:{line}": f"{module.path.relative_to(PACKAGE_DIR.parent)}:{line} names Store"
+        for name, module in _modules().items()
+        if name == "browserq.runner" or name.startswith("browserq.runner.")
+        for line in sorted(set(_names_store(module.tree)))
+    }
+    assert not found, "the runner records through the journal only:\n" + "\n".join(found.values())
+
+
+def test_the_store_rule_sees_every_way_to_name_it() -> None:
+    """The rule above catches an import, an alias, a name, an attribute and a string annotation."""
+    for source in ("from browserq.store import Store", "import browserq.store.Store as S",
+                   "from x import Y as Store", "x: Store", "x = store_module.Store", "def f(s: 'Store'): ..."):
+        assert list(_names_store(ast.parse(source))), source
+    for source in ("from browserq.journal import RunJournal", "x: ArtifactStore", "store = 1"):
+        assert not list(_names_store(ast.parse(source))), source
+
+
 def test_actions_reach_the_store_only_through_the_journal() -> None:
     if not _exists("browserq.actions"):
         pytest.skip("no browserq/actions package yet (the runner helper's branch adds it)")

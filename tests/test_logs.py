@@ -15,7 +15,7 @@ import redis
 
 from browserq.execute.run_log import RunLog
 from browserq.logs import configure_logging
-from browserq.runner.state import StepEvent
+from browserq.run_events import StepEvent
 from browserq.settings import load_settings
 from tests.conftest import REPO, TEST_SECRET_KEY
 from tests.support.http import html_pages, serve_http

@@ -13,8 +13,14 @@ import logging
 
 import structlog
 
-from browserq.runner.events import HandoffEnded, RunEnded, RunObserver, RunStarted, RunWaiting
-from browserq.runner.state import StepEvent
+from browserq.run_events import (
+    HandoffEnded,
+    RunEnded,
+    RunObserver,
+    RunStarted,
+    RunWaiting,
+    StepEvent,
+)
 
 log = structlog.get_logger("browserq.runs")
 

@@ -46,8 +46,8 @@ from browserq.execute.run_log import RunLog
 from browserq.execute.run_request import StoredTemplates, build_request, materialize, outcome_of
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
+from browserq.run_events import Observers, RunEnded, RunObserver, RunStarted
 from browserq.runner import RunOutcome, RunRequest, StepListener, TemplateRunner
-from browserq.runner.events import Observers, RunEnded, RunObserver, RunStarted
 from browserq.secrets import SecretBox
 from browserq.settings import Settings, get_settings
 from browserq.store import (

@@ -17,7 +17,8 @@ from typing import Any
 import structlog
 
 from browserq.errors import Codes, StepFailed, StoreError
-from browserq.store import LeaseLost, Store, StoreUnavailable
+from browserq.journal.records import RunRecords
+from browserq.store import LeaseLost, StoreUnavailable
 from browserq.store.leases import LeaseSeen
 from browserq.store.models import utcnow
 from browserq.store.plumbing import first_line
@@ -79,7 +80,7 @@ class LeaseWatch:
 
 
 def write_batch(
-    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None,
+    store: RunRecords, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None,
     watch: LeaseWatch | None = None,
 ) -> StepFailed | None:
     """Write ``entries`` in one transaction; return the ``STORE_WRITE_FAILED`` failure when the
@@ -133,7 +134,7 @@ def store_records(entries: Sequence[Entry]) -> tuple[list[StepRow | StepEnd | Ar
 
 
 def _store(
-    store: Store, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
+    store: RunRecords, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
 ) -> None:
     """The entries as store records, written together; the ids of new step rows resolved."""
     records, refs = store_records(entries)
@@ -148,7 +149,7 @@ def _store(
         record.attempt_id = written.ids[index]
 
 
-def _replace(store: Store, run_id: str, token: int | None, entry: Entry, exc: StoreError) -> StepFailed:
+def _replace(store: RunRecords, run_id: str, token: int | None, entry: Entry, exc: StoreError) -> StepFailed:
     """Replace a refused record by a minimal one that says so; return the failure to raise."""
     record = entry.record
     if entry.artifact is not None or record is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import structlog
 
 from browserq.errors import Codes, StepFailed, StoreError
-from browserq.store import Store
+from browserq.journal.records import RunRecords
 from browserq.store.artifacts import ArtifactStore, StoredFile
 
 log = structlog.get_logger(__name__)
@@ -75,7 +75,7 @@ class ArtifactBudget:
         self.store.delete(relative)
 
 
-def budgeted(store: Store, artifacts: ArtifactStore, run_id: str, limit: int) -> ArtifactBudget:
+def budgeted(store: RunRecords, artifacts: ArtifactStore, run_id: str, limit: int) -> ArtifactBudget:
     """``artifacts`` within ``limit`` bytes for the run, counting what its earlier attempts stored."""
 
     def earlier() -> int:

@@ -64,9 +64,11 @@ import structlog
 
 from browserq.errors import StepFailed
 from browserq.journal.batch import Entry, LeaseWatch, StepRecord, write_batch
+from browserq.journal.handoffs import HandoffRecords
+from browserq.journal.records import RunRecords
 from browserq.recordable import dumps
 from browserq.redact import Redactor
-from browserq.store import IdentityLease, LeaseLost, Store, StoreUnavailable
+from browserq.store import IdentityLease, LeaseLost, StoreUnavailable
 from browserq.store.artifacts import ArtifactStore, StoredFile
 from browserq.store.models import utcnow
 
@@ -88,7 +90,7 @@ class RunJournal:
 
     def __init__(
         self,
-        store: Store,
+        store: RunRecords,
         artifacts: ArtifactStore,
         *,
         run_id: str,
@@ -101,14 +103,13 @@ class RunJournal:
     ) -> None:
         if flush_ms < 0:
             raise ValueError(f"flush_ms must be >= 0, got {flush_ms}")
-        self.store = store
-        self.artifacts = artifacts
-        self.run_id = run_id
-        self.run_attempt = run_attempt
+        self.store, self.artifacts = store, artifacts
+        self.run_id, self.run_attempt = run_id, run_attempt
         self.token = token  # the run lease's fencing token: every write carries it
         self.redactor = redactor
         self.identity = identity
         self.flush_ms = flush_ms
+        self.handoffs = HandoffRecords(store, run_id=run_id, run_attempt=run_attempt, token=token)  # people's waits
         self._pending: list[Entry] = []
         self._open: dict[StepRecord, Entry] = {}  # held-back starts a step end joins
         self._lock = asyncio.Lock()  # one batch at a time, in order
@@ -125,8 +126,7 @@ class RunJournal:
         return self.artifacts.scratch_dir(self.run_id)
 
     async def _write(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Store calls are synchronous; keep them off the event loop."""
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)  # the store is synchronous: off the loop
 
     # --- steps ---------------------------------------------------------------------------------
     async def step_started(
@@ -159,8 +159,7 @@ class RunJournal:
         *,
         status: str,
         url_after: str | None,
-        failure: StepFailed | None = None,
-        output: Any = None,
+        failure: StepFailed | None = None, output: Any = None,
         checkpoint: dict[str, Any] | None = None,
         warnings: list[dict[str, Any]] | None = None,
         durable: bool = False, events: list[dict[str, Any]] | None = None,

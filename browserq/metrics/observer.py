@@ -7,8 +7,14 @@ the event-loop thread, where the step events arrive.
 from __future__ import annotations
 
 from browserq.metrics import definitions as m
-from browserq.runner.events import HandoffEnded, RunEnded, RunObserver, RunStarted, RunWaiting
-from browserq.runner.state import StepEvent
+from browserq.run_events import (
+    HandoffEnded,
+    RunEnded,
+    RunObserver,
+    RunStarted,
+    RunWaiting,
+    StepEvent,
+)
 from browserq.settings import Settings
 
 HANDOFF_OUTCOMES = frozenset({"condition", "continued", "gave_up", "timeout", "interrupted", "handed_over"})
@@ -36,7 +42,7 @@ class MetricsObserver(RunObserver):
         m.HANDOFF_WAIT.labels(outcome).observe(max(0.0, event.waited_s))
 
     def run_ended(self, event: RunEnded) -> None:
-        """Told only for an execution whose start was told (:class:`~browserq.runner.events.Observers`
+        """Told only for an execution whose start was told (:class:`~browserq.run_events.Observers`
         pairs them), so the in-progress gauge never drifts."""
         template, status = m.template_label(event.template), m.one_of(event.status, m.RUN_STATUSES)
         m.RUNS_IN_PROGRESS.labels(template).dec()

@@ -1,10 +1,13 @@
-"""Running one attempt of a template: the step loop, retries in place, recovery and evidence.
+"""Running one attempt of a template: open → walk → finish, from named parts.
 
-The actions themselves are in :mod:`browserq.actions`; everything the runner records goes
-through the run's journal (:mod:`browserq.journal`).
+:class:`TemplateRunner` runs whole templates; :class:`StepAttempt` (``runner.attempt``) runs one
+step on an open context and returns a :class:`StepResult`. The actions themselves are in
+:mod:`browserq.actions`; everything the runner records goes through the run's journal
+(:mod:`browserq.journal`).
 """
 
+from browserq.run_events import StepEvent, StepListener
 from browserq.runner.runner import TemplateRunner
-from browserq.runner.state import RunOutcome, RunRequest, StepEvent, StepListener
+from browserq.runner.state import RunOutcome, RunRequest, StepOutcome, StepResult
 
-__all__ = ["RunOutcome", "RunRequest", "StepEvent", "StepListener", "TemplateRunner"]
+__all__ = ["RunOutcome", "RunRequest", "StepEvent", "StepListener", "StepOutcome", "StepResult", "TemplateRunner"]

@@ -1,9 +1,13 @@
-"""One action step, with its retries in place.
+"""One action step, with its retries in place: :class:`StepAttempt`.
 
-This is where the main rule lives: a step that fails because of the page or the template is
-recorded with its error code and retried in place when the code allows; it never touches the
-browser. A side effect whose outcome is unknown is probed, never re-run blindly. An action's
-exception enters the runner here, and is translated once (:meth:`RunnerBase._failure`).
+It runs ONE step on an open context and says how it went (:class:`StepOutcome`): the template's
+walk (:class:`browserq.runner.walker.StepWalker`) calls it for each action step, and it can be
+called on its own, one step at a time, on a context opened by
+:class:`browserq.runner.context.ContextLease` — every attempt is recorded through the run's
+journal either way. This is where the main rule lives: a step that fails because of the page or
+the template is recorded with its error code and retried in place when the code allows; it never
+touches the browser. A side effect whose outcome is unknown is probed, never re-run blindly. An action's
+exception enters the runner here, and is translated once (:meth:`RunParts.failure`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from playwright.async_api import Page
@@ -22,23 +26,30 @@ from browserq.actions.files import RunFiles
 from browserq.actions.outputs import check_step_output
 from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.browsers.errors import first_line
-from browserq.errors import Codes, ErrorClass, InfrastructureError, StepFailed
+from browserq.errors import Codes, ErrorClass, InfrastructureError, NeedsReview, StepFailed
 from browserq.guards import check_selector_length
 from browserq.journal import StepRecord, StoredFile, StoreUnavailable
 from browserq.proxies import AUTH, REFUSED, TUNNEL, classify_error
 from browserq.redact import Redactor
-from browserq.runner.base import (
+from browserq.runner.checkpointer import Checkpointer
+from browserq.runner.page import (
     DROPPED,
-    RunnerBase,
     check_landing,
+    current_page,
     domain_failure,
     missing,
     raise_if_blocked,
     run_handler,
     step_inputs,
+    warn,
 )
-from browserq.runner.state import RunState
-from browserq.templates import ActionStep, render_step, selector_text
+from browserq.runner.parts import RunParts
+from browserq.runner.record import Attempted, StepRecorder
+from browserq.runner.state import RunState, StepOutcome, StepResult
+from browserq.templates import ActionStep, NavigateStep, render_step, selector_text
+
+if TYPE_CHECKING:
+    from browserq.runner.recovery import Recovery
 
 log = structlog.get_logger(__name__)
 
@@ -59,21 +70,47 @@ _BEFORE_DISPATCH = frozenset({
 class Attempt:
     """One try of a step: what it ran with, and how it went."""
 
-    number: int
+    attempted: Attempted  # which step, which try, when it began
     rendered: ActionStep
     record: StepRecord
     page: Page
     url_before: str
-    started: float
     failure: StepFailed | None = None
     output: Any = None
     skipped: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
     deadline: float = 0.0  # when the attempt is cut (its timeout + grace): what is left bounds its checks
 
+    @property
+    def number(self) -> int:
+        return self.attempted.number
 
-class AttemptMixin(RunnerBase):
-    """Run one action step: try, record, decide (retry in place, probe, fail the run)."""
+
+class StepAttempt:
+    """Run one action step: try, record, decide (retry in place, probe, fail the run).
+
+    ``recovery`` settles side effects of unknown outcome and logs in again when the session
+    expired (it may walk the template's login steps, which come back here)."""
+
+    def __init__(self, parts: RunParts, recorder: StepRecorder, checkpointer: Checkpointer,
+                 recovery: Recovery) -> None:
+        self.parts = parts
+        self.settings = parts.settings
+        self.recorder = recorder
+        self.checkpointer = checkpointer
+        self.recovery = recovery
+
+    async def run(self, step: ActionStep, path: str, state: RunState) -> StepResult:
+        """Run ``step`` (at ``path``) on the run's open page, with its retries in place; every
+        attempt is recorded. A failure that ends the run here is returned, not raised (the run's
+        record points at it: ``state.failed``); a lost lease, an unavailable database or a
+        cancel still raise."""
+        try:
+            return await self._run_action(step, path, state)
+        except NeedsReview as exc:
+            return StepResult(StepOutcome.NEEDS_REVIEW, exc)
+        except StepFailed as exc:
+            return StepResult(StepOutcome.FAILED, exc)
 
     def _max_retries(self, step: ActionStep, state: RunState) -> int:
         """Retries in place for the step: its own, else the template's, else BROWSERQ_STEP_RETRIES."""
@@ -82,15 +119,15 @@ class AttemptMixin(RunnerBase):
                 return value
         return self.settings.step_retries
 
-    async def _run_action(self, step: ActionStep, path: str, state: RunState) -> None:
+    async def _run_action(self, step: ActionStep, path: str, state: RunState) -> StepResult:
         """Try the step until it succeeds, its failure may not be retried in place, or its
-        retries are spent (then the run fails, unless the step may fail)."""
+        retries are spent (then it raises the failure, unless the step may fail)."""
         if (
             step.side_effect
             and path in state.request.unknown_side_effects
-            and await self._settle_unknown_side_effect(step, path, state)
+            and await self.recovery.settle_unknown_side_effect(step, path, state)
         ):
-            return  # it happened: recorded as recovered, not executed again
+            return StepResult(StepOutcome.RECOVERED)  # it happened: recorded, not executed again
         max_retries = self._max_retries(step, state)
         attempt = 0
         while True:
@@ -98,18 +135,18 @@ class AttemptMixin(RunnerBase):
             tried = await self._try_step(step, path, state, attempt)
             if tried.failure is None:
                 await self._succeeded(step, path, state, tried)
-                return
+                return StepResult(StepOutcome.SKIPPED if tried.skipped else StepOutcome.SUCCEEDED, None, tried.output)
             failure = tried.failure
             if time.monotonic() >= state.deadline and failure.code in (Codes.TIMEOUT, Codes.NAVIGATION_FAILED):
                 tried.failure = StepFailed(Codes.RUN_TIMEOUT, f"cut short by the run's timeout_s: {failure.message}")
             if step.side_effect and _may_have_happened(tried.failure):
                 attempt += 1  # the probe is an attempt of its own
                 if await self._unknown_outcome(step, path, state, tried, attempt, max_retries):
-                    return
+                    return StepResult(StepOutcome.RECOVERED)
                 continue
             then = await self._failed(step, path, state, tried, max_retries)
             if then == "done":
-                return
+                return StepResult(StepOutcome.CONTINUED, tried.failure)
             if then == "retry":
                 delay = self.settings.step_retry_delay_s * (2 ** (attempt - 1))
                 await asyncio.sleep(min(delay, max(0.0, state.deadline - time.monotonic())))
@@ -126,7 +163,7 @@ class AttemptMixin(RunnerBase):
             failure = exc
         if number > 1 and state.browser.trace is not None:
             await state.browser.trace.retrying()  # trace: on_failure starts at the first retry
-        page = self._page(state)
+        page = current_page(state)
         url_before = page.url
         record = await state.journal.step_started(
             path=path,
@@ -137,8 +174,9 @@ class AttemptMixin(RunnerBase):
             url_before=url_before,
             durable=bool(step.side_effect),  # a redelivered run must find it before it probes
         )
-        tried = Attempt(number, rendered, record, page, url_before, time.monotonic(), failure=failure)
-        self._notify_start(state, path, step, number, url_before)
+        attempted = Attempted(path, step.id, step.action, number, time.monotonic())
+        tried = Attempt(attempted, rendered, record, page, url_before, failure=failure)
+        self.recorder.started(state, attempted, url_before)
         if failure is None:
             await self._dispatch(step, path, state, tried)
         if tried.failure is not None:
@@ -162,14 +200,14 @@ class AttemptMixin(RunnerBase):
             except StepFailed as exc:
                 tried.failure = exc
                 if exc.code is Codes.TIMEOUT:
-                    await self._unblock(state)
+                    await self.parts.unblock(state)
             except StoreUnavailable:
-                raise  # not the step's failure: the attempt stops (see TemplateRunner._attempt)
+                raise  # not the step's failure: the attempt stops (see TemplateRunner)
             except Exception as raised:
-                exc: BaseException = raised
+                error: BaseException = raised
                 if bound.expired():
-                    exc = TimeoutError(f"{step.action} did not finish within its timeout of {budget_s:.1f} s")
-                tried.failure = await self._failure_of(exc, state, tried)
+                    error = TimeoutError(f"{step.action} did not finish within its timeout of {budget_s:.1f} s")
+                tried.failure = await self._failure_of(error, state, tried)
         except asyncio.CancelledError:
             await self._record_interrupted(step, path, state, tried)
             raise
@@ -191,19 +229,19 @@ class AttemptMixin(RunnerBase):
         the run's own guards (crash, dropped page, rate limit, allowed_domains) did."""
         browser = state.browser
         # A busy page is the usual reason; then the timeout is the page's (TIMEOUT), not the element's.
-        busy = isinstance(exc, TimeoutError | PlaywrightTimeoutError) and await self._unblock(state)
+        busy = isinstance(exc, TimeoutError | PlaywrightTimeoutError) and await self.parts.unblock(state)
         element_missing = None
         selector = element_selector(tried.rendered) or getattr(tried.rendered, "selector", None)
-        if selector and not busy and self.pool.connected and not browser.crashed and not browser.page_dropped:
+        if selector and not busy and self.parts.pool.connected and not browser.crashed and not browser.page_dropped:
             check_s = min(MISSING_CHECK_TIMEOUT_S, max(1.5, tried.deadline - time.monotonic()))
             element_missing = await missing(tried.page, selector, check_s)
-        failure = self._failure(exc, element_missing=element_missing)
-        if element_missing and failure.code is Codes.SELECTOR_NOT_FOUND:  # which one, readably
+        failure = self.parts.failure(exc, element_missing=element_missing)
+        if element_missing and selector and failure.code is Codes.SELECTOR_NOT_FOUND:  # which one, readably
             failure = StepFailed(failure.code, f"{failure.message} (nothing matches {selector_text(selector)})")
         if browser.page_dropped:
             failure = StepFailed(failure.code, f"{failure.message}; {DROPPED}")
-        if browser.gate is not None and browser.gate.error is not None:
-            failure = browser.gate.error  # the rate limit, not the page, stopped it
+        if browser.gate is not None and browser.gate.error is not None:  # the rate limit, not the page, stopped it
+            failure = browser.gate.error  # type: ignore[assignment]  # LimitsUnavailable is no StepFailed: as before
         failure = domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
         if browser.crashed and not isinstance(failure, InfrastructureError):
             failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
@@ -217,10 +255,7 @@ class AttemptMixin(RunnerBase):
             return
         reason = "cancelled" if kind == "cancel" else "interrupted by the run's time limit"
         try:
-            await self._record_end(
-                state, tried.record, step, tried.number, tried.started, path, "failed",
-                StepFailed(Codes.CANCELLED, reason),
-            )
+            await self.recorder.end(state, tried.record, tried.attempted, "failed", StepFailed(Codes.CANCELLED, reason))
         except Exception as exc:  # being interrupted; the run's record says why
             log.debug("could not record the interrupted step", error=str(exc))
 
@@ -231,19 +266,17 @@ class AttemptMixin(RunnerBase):
             _store_output(state.outputs, rendered, tried.output)
         status = "skipped" if tried.skipped else "succeeded"
         checkpoint = None
-        if rendered.action == "navigate" and "~" not in path:
+        if isinstance(rendered, NavigateStep) and "~" not in path:
             state.last_navigation = rendered.url
         for warning in tried.warnings:
-            self._warn(state, path, warning["code"], warning["message"])
+            warn(state, path, warning["code"], warning["message"])
         tsettings = state.request.loaded.template.settings
         landed = state.browser.page if state.browser.page is not None else tried.page  # opens: tab
-        reason = self._checkpoint_reason(step, tried.url_before, landed.url, tsettings)
-        if "~" not in path and not tried.skipped and self._checkpoint_due(reason, state):
-            checkpoint = await self._checkpoint(path, state, auto=reason == "auto")
-        await self._record_end(
-            state, tried.record, step, tried.number, tried.started, path, status, None,
-            tried.output, checkpoint, tried.warnings,
-        )
+        reason = self.checkpointer.reason(step, tried.url_before, landed.url, tsettings)
+        if "~" not in path and not tried.skipped and self.checkpointer.due(reason, state):
+            checkpoint = await self.checkpointer.take(path, state, auto=reason == "auto")
+        await self.recorder.end(state, tried.record, tried.attempted, status, None, tried.output, checkpoint,
+                                tried.warnings)
 
     async def _unknown_outcome(
         self, step: ActionStep, path: str, state: RunState, tried: Attempt, probe_attempt: int, max_retries: int
@@ -252,11 +285,11 @@ class AttemptMixin(RunnerBase):
         True when the probe shows it happened; False to try it again; raises otherwise."""
         failure = tried.failure
         assert failure is not None
-        await self._record_end(state, tried.record, step, tried.number, tried.started, path, "unknown", failure)
+        await self.recorder.end(state, tried.record, tried.attempted, "unknown", failure)
         if isinstance(failure, InfrastructureError) or failure.code is Codes.PAGE_CRASHED or state.browser.crashed:
             state.fail_at(tried.record, path)
             raise failure  # resumed after the relaunch, where the probe happens
-        if await self._settle_unknown_side_effect(step, path, state, attempt=probe_attempt):
+        if await self.recovery.settle_unknown_side_effect(step, path, state, attempt=probe_attempt):
             return True
         if probe_attempt > max_retries:
             state.fail_at(tried.record, path)
@@ -268,12 +301,12 @@ class AttemptMixin(RunnerBase):
         delay), ``"done"`` (``continue_on_error``); raises when the run fails here."""
         failure = tried.failure
         assert failure is not None
-        await self._record_end(state, tried.record, step, tried.number, tried.started, path, "failed", failure)
+        await self.recorder.end(state, tried.record, tried.attempted, "failed", failure)
         in_place = failure.code.error_class is ErrorClass.RETRY_IN_PLACE and not state.browser.page_dropped
         if isinstance(failure, InfrastructureError) or not in_place or tried.number > max_retries:
             if step.continue_on_error and not isinstance(failure, InfrastructureError):
                 return "done"
-            if await self._logged_in_again(path, tried.url_before, failure, state):
+            if await self.recovery.logged_in_again(path, tried.url_before, failure, state):
                 return "again"  # the session had expired: logged in, now the step once more
             state.fail_at(tried.record, path)
             raise failure
@@ -293,7 +326,7 @@ class AttemptMixin(RunnerBase):
         now = time.monotonic()
         trace = state.browser.trace
         return StepContext(
-            page=self._page(state),
+            page=current_page(state),
             settings=tsettings,
             timeout_s=timeout_s,
             deadline=state.deadline,
@@ -318,40 +351,6 @@ class AttemptMixin(RunnerBase):
             accumulate = step.action == "extract" and isinstance(state.outputs.get(name), list)
             state.budget.admit(name, size, accumulate=accumulate)
         return output
-
-    async def _record_end(
-        self,
-        state: RunState,
-        record: StepRecord,
-        step: ActionStep,
-        attempt: int,
-        started: float,
-        path: str,
-        status: str,
-        failure: StepFailed | None,
-        output: Any = None,
-        checkpoint: dict[str, Any] | None = None,
-        warnings: list[dict[str, Any]] | None = None,
-    ) -> None:
-        """Finish the attempt's record and, in the same transaction, the checkpoint after it.
-
-        A record the database refuses fails the run ``STORE_WRITE_FAILED`` (the journal has
-        replaced it by one that says so): never a step left ``started`` behind a crash."""
-        page = state.browser.page
-        url = page.url if page and not page.is_closed() else None
-        events = state.browser.dialogs.take() if state.browser.dialogs is not None else None
-        try:
-            await state.journal.step_finished(
-                record, status=status, url_after=url, failure=failure, output=output,
-                checkpoint=checkpoint, warnings=warnings, durable=checkpoint is not None,
-                events=events,
-            )
-        except StepFailed:  # STORE_WRITE_FAILED: the database refused the record
-            state.fail_at(record, path)
-            raise
-        shown = state.redactor.text(url) if url is not None else None
-        self._notify(path, step.id, step.action, attempt, status, started, failure, shown, state.redactor,
-                     state.request.run_id)
 
 
 def _blame_proxy(failure: StepFailed, state: RunState) -> StepFailed:

@@ -6,7 +6,7 @@ page URL, the browser storage (cookies, localStorage, IndexedDB), the outputs so
 of every enclosing repeat. A resumed run restores the storage in a fresh context, opens the URL,
 and skips every step up to and including that path.
 
-When one is taken (:meth:`browserq.runner.recovery.RecoveryMixin._checkpoint_due`): after every
+When one is taken (:meth:`browserq.runner.checkpointer.Checkpointer.due`): after every
 side effect and ``checkpoint: true`` step, and after a step that landed on a new page at most once
 per ``BROWSERQ_CHECKPOINT_INTERVAL_MS``. Steps after the last checkpoint are redone on resume;
 none of them is a side effect (each has its own checkpoint), so fewer automatic checkpoints only

@@ -21,7 +21,9 @@ from pydantic import ValidationError
 from browserq.actions import present, url_matcher
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_selector_length
-from browserq.runner.base import RunnerBase, step_inputs
+from browserq.runner.page import current_page, step_inputs
+from browserq.runner.parts import RunParts
+from browserq.runner.record import Attempted, StepRecorder
 from browserq.runner.state import RunState
 from browserq.templates import ActionStep, RepeatStep, WhenSpec, render, selector_text
 from browserq.templates.expression import parse_expression
@@ -33,10 +35,15 @@ log = structlog.get_logger(__name__)
 POLL_S = 0.1
 
 
-class ConditionsMixin(RunnerBase):
+class Conditions:
     """Judge ``when:``; record the steps it skips; answer "is this selector on the page?"."""
 
-    async def _skipped_by_when(self, step: Any, path: str, state: RunState) -> bool:
+    def __init__(self, parts: RunParts, recorder: StepRecorder) -> None:
+        self.parts = parts
+        self.settings = parts.settings
+        self.recorder = recorder
+
+    async def skipped_by_when(self, step: Any, path: str, state: RunState) -> bool:
         """True when ``step`` has a condition that does not hold now (the skip is recorded)."""
         when: WhenSpec | None = getattr(step, "when", None)
         if when is None or _ran_before(path, state):
@@ -48,7 +55,7 @@ class ConditionsMixin(RunnerBase):
             raise
         if reason is None:
             return False
-        await self._record_skip(step, path, state, reason)
+        await self.record_skip(step, path, state, reason)
         return True
 
     async def _unmet(self, when: WhenSpec, path: str, state: RunState) -> str | None:
@@ -64,7 +71,7 @@ class ConditionsMixin(RunnerBase):
         rendered = _rendered(when, state)
         value = rendered.value_of(kind)
         if kind == "url":
-            url = self._page(state).url
+            url = current_page(state).url
             if url_matcher(str(value))(url):
                 return None
             return f"when: url {value!r} does not match the page's URL {url}"
@@ -81,14 +88,14 @@ class ConditionsMixin(RunnerBase):
         ``within_ms`` (and the run's own deadline)."""
         deadline = min(time.monotonic() + within_ms / 1000, state.deadline)
         while True:
-            if await self._present(selector, path, state) is wanted:
+            if await self.present(selector, path, state) is wanted:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
             await asyncio.sleep(min(POLL_S, remaining))
 
-    async def _record_skip(self, step: Any, path: str, state: RunState, reason: str) -> None:
+    async def record_skip(self, step: Any, path: str, state: RunState, reason: str) -> None:
         """One finished ``skipped`` attempt: ``output: {"skipped": reason}``, like an ``optional``
         step whose element is missing (which records no reason)."""
         page = state.browser.page
@@ -107,29 +114,27 @@ class ConditionsMixin(RunnerBase):
         except StepFailed:  # STORE_WRITE_FAILED: the database refused the record
             state.fail_at(record, path)
             raise
-        shown = state.redactor.text(url) if url is not None else None
-        self._notify(path, step.id, action, 1, "skipped", started, None, shown, state.redactor,
-                     state.request.run_id)
+        self.recorder.finished(state, Attempted(path, step.id, action, 1, started), "skipped", None, url)
         log.debug("step skipped by when", run_id=state.request.run_id, step=path)
 
-    async def _present(self, selector: Any, path: str, state: RunState) -> bool:
+    async def present(self, selector: Any, path: str, state: RunState) -> bool:
         """Whether ``selector`` matches on the page now (a condition, a stop condition, a session
         check)."""
-        page = self._page(state)
+        page = current_page(state)
         timeout_s = state.request.loaded.template.settings.step_timeout_s
         try:
             async with asyncio.timeout(timeout_s):  # evaluate/count() have no timeout of their own
                 return await present(page, selector)
         except TimeoutError as exc:
             state.failed.path = path
-            await self._unblock(state)
+            await self.parts.unblock(state)
             raise StepFailed(
                 Codes.TIMEOUT,
                 f"the page did not answer whether {selector_text(selector)!r} is present within {timeout_s:g} s",
             ) from exc
         except Exception:
             state.failed.path = path
-            raise  # translated where it leaves the run (TemplateRunner._run)
+            raise  # translated where it leaves the run (TemplateRunner)
 
 
 def _ran_before(path: str, state: RunState) -> bool:

@@ -17,10 +17,11 @@ import structlog
 from playwright.async_api import BrowserContext
 
 from browserq.browsers.errors import first_line
+from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, StepFailed
 from browserq.recordable import clean_text
-from browserq.runner.base import SNAPSHOT_TIMEOUT_S, RunnerBase
 from browserq.runner.capture import LIVE_CONSOLE, PageActivity, replay_console
+from browserq.runner.page import SNAPSHOT_TIMEOUT_S, warn
 from browserq.runner.state import RunState
 from browserq.runner.watchdog import PageState
 
@@ -30,33 +31,27 @@ log = structlog.get_logger(__name__)
 FINISH_TIMEOUT_S = 20.0
 
 
-class EvidenceMixin(RunnerBase):
-    """What a run leaves behind to explain itself."""
+class Evidence:
+    """What a run leaves behind to explain itself, saved through the run's journal; then the
+    context is closed by :meth:`ContextLease.close <browserq.runner.context.ContextLease.close>`."""
 
-    async def _finish_context(
+    def __init__(self, pool: BrowserPool) -> None:
+        self.pool = pool  # is the browser still there to ask?
+
+    async def save(
         self,
         context: BrowserContext,
         activity: PageActivity | None,
         state: RunState,
         failure: StepFailed | None,
     ) -> None:
-        """Failure snapshot and trace (when asked for), then close the context — always, and
-        within FINISH_TIMEOUT_S whatever the page does."""
+        """Failure snapshot and trace (when asked for), within FINISH_TIMEOUT_S whatever the page
+        does; evidence that cannot be taken is logged, never fatal."""
         try:
             async with asyncio.timeout(FINISH_TIMEOUT_S):
                 await self._save_evidence(context, activity, state, failure)
         except Exception as exc:
             log.warning("could not save failure evidence", run_id=state.request.run_id, error=str(exc))
-        finally:
-            if state.browser.trace is not None:
-                state.browser.trace.discard()  # chunks of a trace that was not merged hold secrets in clear
-            if state.browser.tabs is not None:  # every page's watchdog (popups too)
-                await state.browser.tabs.detach_all()
-            elif state.browser.watchdog is not None:
-                await state.browser.watchdog.detach()
-            if state.files is not None and state.files.watch is not None:
-                state.files.watch.close()  # Playwright deletes what is left with the context
-            await self.pool.close_context(context)  # closes every page the run opened
 
     async def _save_evidence(
         self,
@@ -86,7 +81,6 @@ class EvidenceMixin(RunnerBase):
             keep = tsettings.trace == "always" or failure is not None
             await self._stop_trace(state, keep)
 
-
     async def _save_json(self, state: RunState, kind: str, name: str, value: Any) -> None:
         """A JSON artifact (console, network, blocked requests), redacted, linked to the failure."""
         typed = state.human.typed  # what people typed in a wait: kept out of evidence as of the trace
@@ -102,7 +96,7 @@ class EvidenceMixin(RunnerBase):
             if refused.code is not Codes.ARTIFACTS_TOO_LARGE:
                 raise
             log.warning("evidence skipped: no room left in the run's artifact budget", kind=kind, bytes=len(data))
-            self._warn(state, state.failed.path or "", refused.code.code, f"evidence skipped: {refused.message}")
+            warn(state, state.failed.path or "", refused.code.code, f"evidence skipped: {refused.message}")
 
     async def _failure_snapshot(self, state: RunState, activity: PageActivity) -> None:
         """Screenshot, DOM, console and network of the failing moment, linked to the failing step."""

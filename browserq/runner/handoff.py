@@ -17,15 +17,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
 
 from browserq.actions import url_matcher
 from browserq.errors import Codes, StepFailed
-from browserq.runner.conditions import ConditionsMixin
-from browserq.runner.events import HandoffEnded, RunWaiting
+from browserq.journal import StepRecord
+from browserq.run_events import HandoffEnded, RunWaiting
+from browserq.runner.checkpointer import Checkpointer
+from browserq.runner.conditions import Conditions
+from browserq.runner.live_view import LiveViews
+from browserq.runner.page import current_page
+from browserq.runner.parts import RunParts
+from browserq.runner.record import Attempted, StepRecorder
 from browserq.runner.state import RunState
 from browserq.templates import render, render_step
 from browserq.templates.handoff import HandoffStep, HandoffTrigger, UntilSpec, until_text
@@ -38,19 +43,28 @@ POLL_S = 0.25
 INPUT_TIMEOUT_S = 5.0
 
 
-class HandoffMixin(ConditionsMixin):
+class Handoff:
     """The wait for a person, and the trigger that starts one after a navigation."""
 
+    def __init__(self, parts: RunParts, recorder: StepRecorder, checkpointer: Checkpointer,
+                 conditions: Conditions, live: LiveViews) -> None:
+        self.parts = parts
+        self.settings = parts.settings
+        self.recorder = recorder
+        self.checkpointer = checkpointer
+        self.conditions = conditions
+        self.live = live
+
     # --- the template's trigger ----------------------------------------------------------------
-    async def _check_trigger(self, path: str, state: RunState, url_before: str | None) -> None:
+    async def check_trigger(self, path: str, state: RunState, url_before: str | None) -> None:
         """After a step that navigated: wait for a person if the page shows ``when_present``."""
         trigger: HandoffTrigger | None = state.request.loaded.template.handoff
         if trigger is None or "~" in path:
             return
-        page = self._page(state)
+        page = current_page(state)
         if page.is_closed() or (page.url == url_before and not _navigated(state, page)):
             return
-        if not await self._present(trigger.when_present, path, state):
+        if not await self.conditions.present(trigger.when_present, path, state):
             return
         state.human.trigger_waits += 1
         if state.human.trigger_waits > trigger.max_times:
@@ -65,7 +79,8 @@ class HandoffMixin(ConditionsMixin):
                             trigger.timeout_s, state)
 
     # --- the explicit step -------------------------------------------------------------------------
-    async def _run_handoff_step(self, step: HandoffStep, path: str, state: RunState) -> None:
+    async def run_step(self, step: HandoffStep, path: str, state: RunState) -> None:
+        """The explicit ``handoff`` step: one wait for a person, as the template words it."""
         rendered = render_step(step, state.scope())
         assert isinstance(rendered, HandoffStep)
         await self._handoff(path, step.id, "step", rendered.message, rendered.until,
@@ -78,14 +93,14 @@ class HandoffMixin(ConditionsMixin):
     ) -> None:
         """One wait for a person, recorded as one attempt of the step at ``path``."""
         started = time.monotonic()
-        page = self._page(state)
+        page = current_page(state)
         shown = until_text(until, state.redactor)  # rendered: it may hold a secret
         inputs = {"action": "handoff", "message": message, "until": shown, "timeout_s": timeout_s}
         record = await state.journal.step_started(
             path=path, step_id=step_id, attempt=1, action="handoff", inputs=inputs, url_before=page.url,
         )
-        step = _Described(path, step_id)
-        self._notify_start(state, path, step, 1, page.url)  # type: ignore[arg-type]
+        attempted = Attempted(path, step_id, "handoff", 1, started)
+        self.recorder.started(state, attempted, page.url)
         budget = state.request.loaded.template.human_wait_s - state.human.waited_s
         wait_s = min(timeout_s, max(0.0, budget))
         outcome, waited, failure = "budget", 0.0, None
@@ -93,7 +108,7 @@ class HandoffMixin(ConditionsMixin):
             if wait_s > 0:
                 outcome, waited = await self._wait(path, kind, message, until, wait_s, state)
         except asyncio.CancelledError:  # a cancel, the lease lost, a time limit: still recorded
-            await self._record_cut_short(state, record, step, started, path)
+            await self._record_cut_short(state, record, attempted)
             raise
         finally:
             state.human.waited_s += waited
@@ -107,26 +122,23 @@ class HandoffMixin(ConditionsMixin):
             failure = StepFailed(Codes.HUMAN_GAVE_UP, f"a person gave up the handoff: {message}")
         output = {"outcome": outcome, "waited_s": round(waited, 1), "inputs": state.human.inputs}
         if failure is not None:
-            await self._record_end(state, record, step, 1, started, path, "failed", failure, output)  # type: ignore[attr-defined]
+            await self.recorder.end(state, record, attempted, "failed", failure, output)
             state.fail_at(record, path)
             raise failure
         checkpoint = None
         if "~" not in path:  # what the person did (a solved captcha's cookies) is kept
-            checkpoint = await self._checkpoint(path, state, auto=False)  # type: ignore[attr-defined]
-        await self._record_end(state, record, step, 1, started, path, "succeeded", None, output, checkpoint)  # type: ignore[attr-defined]
+            checkpoint = await self.checkpointer.take(path, state, auto=False)
+        await self.recorder.end(state, record, attempted, "succeeded", None, output, checkpoint)
 
-    async def _record_cut_short(
-        self, state: RunState, record: Any, step: _Described, started: float, path: str
-    ) -> None:
+    async def _record_cut_short(self, state: RunState, record: StepRecord, attempted: Attempted) -> None:
         """The wait was interrupted: its attempt says so (unless another worker owns the run)."""
-        state.fail_at(record, path)
+        state.fail_at(record, attempted.path)
         if state.interrupt.kind in ("lease_lost", "store_unavailable"):
             return
-        why = _CUT_SHORT.get(state.interrupt.kind, "interrupted by the run's time limit")
+        why = _CUT_SHORT.get(state.interrupt.kind or "", "interrupted by the run's time limit")
         code = Codes.WORKER_LOST if state.interrupt.kind == "handover" else Codes.CANCELLED
         try:
-            await self._record_end(state, record, step, 1, started, path, "failed",  # type: ignore[attr-defined]
-                                   StepFailed(code, f"the handoff was {why}"))
+            await self.recorder.end(state, record, attempted, "failed", StepFailed(code, f"the handoff was {why}"))
         except Exception as exc:  # being interrupted; the run's record says why
             log.debug("could not record the interrupted handoff", error=str(exc))
 
@@ -141,11 +153,10 @@ class HandoffMixin(ConditionsMixin):
         shown = until_text(until, state.redactor)  # scrubbed: the store, webhook, meta, page show it
         self._hold_run_clock(state, wait_s)
         await state.journal.flush()  # every record before the status change, in order
-        server = await self._live_server()
-        handoff = await asyncio.to_thread(
-            self.store.begin_handoff, request.run_id, token=request.token,  # type: ignore[attr-defined]
-            run_attempt=request.run_attempt, step_path=path, kind=kind,
-            message=state.redactor.text(message), until=shown, timeout_s=wait_s,
+        server = await self.live.server()
+        records = state.journal.handoffs
+        handoff = await records.begin(
+            step_path=path, kind=kind, message=state.redactor.text(message), until=shown, timeout_s=wait_s,
             live_base_url=server.base_url if server is not None else None,
         )
         begun = time.monotonic()
@@ -159,10 +170,8 @@ class HandoffMixin(ConditionsMixin):
         session = LiveSession(
             run_id=request.run_id, handoff_id=handoff.id, message=handoff.message,  # redacted
             until=shown, deadline=handoff.deadline_at,
-            page=lambda: self._page(state),
-            redeem=lambda token: asyncio.to_thread(
-                self.store.redeem_live_token, token, handoff_id=handoff.id  # type: ignore[attr-defined]
-            ),
+            page=lambda: current_page(state),
+            redeem=lambda token: records.redeem_link(token, handoff_id=handoff.id),
             on_input=lambda event: self._record_input(path, event, state),
             on_continue=lambda: end("continued"), on_give_up=lambda: end("gave_up"),
         )
@@ -170,11 +179,10 @@ class HandoffMixin(ConditionsMixin):
             server.register(session)
         reason = "interrupted"
         try:
-            link = await asyncio.to_thread(
-                self.store.mint_live_token, request.run_id, purpose="worker",  # type: ignore[attr-defined]
-                ttl_s=self.settings.live_token_ttl_s,
+            link = await records.mint_link(
+                purpose="worker", ttl_s=self.settings.live_token_ttl_s,
             ) if server is not None else None
-            self.observers.run_waiting(RunWaiting(  # type: ignore[attr-defined]
+            self.parts.observers.run_waiting(RunWaiting(
                 request.run_id, path, state.redactor.text(message), shown,
                 handoff.deadline_at.isoformat(), link,
             ))
@@ -188,13 +196,12 @@ class HandoffMixin(ConditionsMixin):
             if server is not None:
                 await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"),
                                         follow=reason == "handed_over")  # the page follows the run
-            self.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))  # type: ignore[attr-defined]
+            self.parts.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))
             if reason == "handed_over":
                 await self._end_handed_over(handoff.id, state)
         resume = reason in ("condition", "continued")
-        await asyncio.to_thread(
-            self.store.end_handoff, request.run_id, token=request.token, handoff_id=handoff.id,  # type: ignore[attr-defined]
-            outcome=reason, inputs=state.human.inputs, resume=resume,
+        await records.end(
+            handoff.id, outcome=reason, inputs=state.human.inputs, resume=resume,
             reason=f"handoff ended: {_ENDED[reason]}; running again" if resume else f"handoff ended: {_ENDED[reason]}",
         )
         return reason, waited
@@ -222,9 +229,8 @@ class HandoffMixin(ConditionsMixin):
         transition); a failure here leaves that to the transition (outcome ``interrupted``)."""
         request = state.request
         try:
-            await asyncio.to_thread(
-                self.store.end_handoff, request.run_id, token=request.token,  # type: ignore[attr-defined]
-                handoff_id=handoff_id, outcome="handed_over", inputs=state.human.inputs, resume=False,
+            await state.journal.handoffs.end(
+                handoff_id, outcome="handed_over", inputs=state.human.inputs, resume=False,
                 reason=f"handoff ended: {_ENDED['handed_over']}",
             )
         except Exception as exc:
@@ -248,16 +254,16 @@ class HandoffMixin(ConditionsMixin):
                 continue
 
     async def _until_holds(self, until: UntilSpec, path: str, state: RunState) -> bool:
-        page = self._page(state)
+        page = current_page(state)
         if page.is_closed():
             return False
         if until.url is not None:
             return url_matcher(until.url)(page.url)
         try:
             if until.present is not None:
-                return await self._present(until.present, path, state)
+                return await self.conditions.present(until.present, path, state)
             assert until.absent is not None
-            return not await self._present(until.absent, path, state)
+            return not await self.conditions.present(until.absent, path, state)
         except StepFailed:  # the page is busy (a person is working in it): ask again soon
             return False
 
@@ -266,68 +272,12 @@ class HandoffMixin(ConditionsMixin):
         state.human.inputs += 1
         fields = {name: value for name, value in vars(event).items() if value is not None and value is not False}
         fields.pop("kind", None)
-        page = self._page(state)
+        page = current_page(state)
         record = await state.journal.step_started(
             path=f"{path}~input", step_id=None, attempt=state.human.inputs,
             action=f"human_{event.kind}"[:20], inputs=fields, url_before=page.url,
         )
         await state.journal.step_finished(record, status="succeeded", url_after=page.url)
-
-    async def _live_server(self) -> Any:
-        """This process's live-view server, started on first use (None if it cannot listen)."""
-        server = getattr(self, "_live", None)
-        if server is None:
-            from browserq.live.server import LiveViewServer
-            from browserq.live.session import store_follow
-
-            settings = self.settings  # type: ignore[attr-defined]
-            server = LiveViewServer(settings.live_view_host, settings.live_view_port,
-                                    settings.live_view_public_url,
-                                    follow=store_follow(self.store, settings.live_token_ttl_s))  # type: ignore[attr-defined]
-            self._live = server
-        try:
-            await server.start()
-        except OSError as exc:
-            log.warning("the live view could not listen; the person needs another way in",
-                        host=self.settings.live_view_host, port=self.settings.live_view_port,  # type: ignore[attr-defined]
-                        error=str(exc))
-            return None
-        return server
-
-    # --- the live view of a running run (BROWSERQ_LIVE_VIEW_WHILE_RUNNING) ------------------------
-    @contextlib.asynccontextmanager
-    async def _watched(self, state: RunState) -> AsyncIterator[None]:
-        """While the steps run, serve the page view-only (when the setting asks; a run without a
-        lease, or a worker that cannot listen, is simply not shown)."""
-        server = await self._live_server() if self.settings.live_view_while_running else None  # type: ignore[attr-defined]
-        if server is None or server.base_url is None:
-            yield
-            return
-        from browserq.live.session import LiveSession
-
-        request = state.request
-        template = request.loaded.template
-        watch = await asyncio.to_thread(
-            self.store.begin_watch, request.run_id, token=request.token,  # type: ignore[attr-defined]
-            run_attempt=request.run_attempt, live_base_url=server.base_url,
-            for_s=template.settings.timeout_s + template.human_wait_s,
-        )
-        server.register(LiveSession(
-            run_id=request.run_id, handoff_id=watch.id, message=watch.message, until=None,
-            deadline=watch.deadline_at, page=lambda: self._page(state),
-            redeem=lambda token: asyncio.to_thread(
-                self.store.redeem_live_token, token, handoff_id=watch.id  # type: ignore[attr-defined]
-            ),
-            on_input=_ignore_input, on_continue=lambda: None, on_give_up=lambda: None, view_only=True,
-        ))
-        try:
-            yield
-        finally:
-            await server.unregister(watch.id, "the run's execution here ended")
-            try:
-                await asyncio.to_thread(self.store.end_watch, watch.id)  # type: ignore[attr-defined]
-            except Exception as exc:  # its links die with the lease anyway (mint checks the status)
-                log.debug("could not close the live view's record", error=str(exc)[:200])
 
     # --- the run's clock ---------------------------------------------------------------------------
     @staticmethod
@@ -350,15 +300,6 @@ class HandoffMixin(ConditionsMixin):
             gate.deadline = state.deadline
 
 
-class _Described:
-    """What _record_end and the step notification read of a step: its id and action."""
-
-    action = "handoff"
-
-    def __init__(self, path: str, step_id: str | None) -> None:
-        self.path, self.id = path, step_id
-
-
 _ENDED = {
     "condition": "its condition holds",
     "continued": "a person pressed Continue",
@@ -372,10 +313,6 @@ _CUT_SHORT = {
     "cancel": "cancelled",
     "handover": "handed over to another worker (this one is stopping)",
 }
-
-
-async def _ignore_input(_event: Any) -> None:
-    """A view-only session forwards nothing (the server refuses input before it gets here)."""
 
 
 def _shown(selector: Any) -> str:
@@ -394,4 +331,4 @@ def _navigated(state: RunState, page: Any) -> bool:
     return counter.take(key)
 
 
-__all__ = ["HandoffMixin"]
+__all__ = ["Handoff"]

@@ -1,13 +1,16 @@
-"""Executing one run attempt of a template: setup → steps → finish, top to bottom.
+"""Executing one run attempt of a template: open → walk → finish, top to bottom.
 
-:class:`TemplateRunner` opens a fresh context for the run (identity, proxy, limits, trace,
-allowed_domains guard, watchdog), runs the steps within the run's ``timeout_s`` while a heartbeat
-renews the lease, and finishes: evidence, identity storage, proxy health, the outcome. Each part
-lives in its own module — the step loop (:mod:`.steps`), one step with its retries
-(:mod:`.attempt`), recovery (:mod:`.recovery`), evidence (:mod:`.evidence`), the session
-(:mod:`.session`) — and everything persistent goes through the run's journal
-(:class:`browserq.journal.RunJournal`). Only an :class:`InfrastructureError` (the browser itself
-is gone) leaves the pool to relaunch Chromium, and even then only this run is affected.
+:class:`TemplateRunner` is built from named parts, each given what it needs in its constructor
+(:class:`RunParts` is the bundle of the process's services). One run: the journal is opened
+(:class:`browserq.journal.Journals`); the :class:`ContextLease` opens a fresh context (identity,
+proxy, limits, trace, allowed_domains guard, watchdog); the :class:`StepWalker` runs the steps
+within the run's ``timeout_s`` — each action step through :class:`StepAttempt` (its retries,
+checkpoints and side-effect rules), each wait for a person through :class:`Handoff`, a resume
+through :class:`Recovery` — while the heartbeat renews the lease; then the finish:
+:class:`Evidence`, identity storage, proxy health, the outcome. Everything persistent goes
+through the run's journal; the runner never names the store. Only an
+:class:`InfrastructureError` (the browser itself is gone) leaves the pool to relaunch Chromium,
+and even then only this run is affected.
 """
 
 from __future__ import annotations
@@ -18,51 +21,50 @@ from typing import Any
 
 import structlog
 
-from browserq import stealth
 from browserq.actions.outputs import OutputBudget
 from browserq.browsers.errors import first_line
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
-from browserq.journal import ArtifactStore, LeaseLost, RunJournal, Store, StoreUnavailable
+from browserq.journal import ArtifactStore, Journals, LeaseLost, RunRecords, StoreUnavailable
 from browserq.journal.batch import Entry
-from browserq.journal.budget import budgeted
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
 from browserq.recordable import clean_text
 from browserq.redact import Redactor
 from browserq.redact import active as active_redactor
-from browserq.runner import drain
-from browserq.runner.attempt import AttemptMixin
-from browserq.runner.base import raise_if_blocked
-from browserq.runner.capture import PageActivity
+from browserq.run_events import ListenerObserver, Observers, StepListener
+from browserq.runner.attempt import StepAttempt
 from browserq.runner.checkpoint import ResumeCursor
-from browserq.runner.dialogs import DialogAnswerer
-from browserq.runner.events import ListenerObserver, Observers
-from browserq.runner.evidence import EvidenceMixin
-from browserq.runner.recovery import RecoveryMixin
-from browserq.runner.session import SessionMixin
-from browserq.runner.state import RunOutcome, RunRequest, RunState, StepListener
-from browserq.runner.steps import StepsMixin
-from browserq.runner.storage import StorageReader, digest
-from browserq.runner.tabs import Tabs
-from browserq.runner.trace import open_trace
-from browserq.runner.watchdog import PageWatchdog
+from browserq.runner.checkpointer import Checkpointer
+from browserq.runner.conditions import Conditions
+from browserq.runner.context import ContextLease
+from browserq.runner.evidence import Evidence
+from browserq.runner.handoff import Handoff
+from browserq.runner.heartbeat import heartbeat
+from browserq.runner.live_view import LiveViews
+from browserq.runner.page import raise_if_blocked
+from browserq.runner.parts import RunParts
+from browserq.runner.record import StepRecorder
+from browserq.runner.recovery import Recovery
+from browserq.runner.state import RunOutcome, RunRequest, RunState
+from browserq.runner.storage import digest
+from browserq.runner.walker import StepWalker
 from browserq.secrets import SecretBox
 from browserq.settings import Settings
 
 log = structlog.get_logger(__name__)
 
-#: The longest a running run takes to notice it was cancelled (the heartbeat reads the flag).
-CANCEL_POLL_S = 2.0
 
+class TemplateRunner:
+    """Runs template runs on a browser pool; records them through one journal per attempt.
 
-class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, SessionMixin):
-    """Runs template runs on a browser pool; records them through one journal per attempt."""
+    ``store`` (the :class:`RunRecords` a run's records need) is handed on to :class:`Journals`
+    unopened: only the journals write to it."""
 
     def __init__(
         self,
         pool: BrowserPool,
-        store: Store,
+        store: RunRecords,
         artifacts: ArtifactStore,
         settings: Settings,
         listener: StepListener | None = None,
@@ -72,22 +74,60 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         checkpoint_box: SecretBox | None = None,
         observers: Observers | None = None,
     ) -> None:
-        self.pool = pool
-        self.store = store  # handed to each run's journal only
-        self.artifacts = artifacts
-        self.settings = settings
-        self.observers = observers if observers is not None else Observers()
+        observers = observers if observers is not None else Observers()
         if listener is not None:
-            self.observers.add(ListenerObserver(listener))
-        self.secret_box = secret_box or SecretBox(settings.secret_key)
-        # Without BROWSERQ_SECRET_KEY, checkpoints of runs with secrets are encrypted with a key
-        # that exists only in this process (see Checkpoint.to_record): never stored in clear.
-        self.checkpoint_box = checkpoint_box or (
-            self.secret_box if self.secret_box.enabled else SecretBox.for_this_process()
+            observers.add(ListenerObserver(listener))
+        secret_box = secret_box or SecretBox(settings.secret_key)
+        self.parts = RunParts(
+            pool=pool,
+            settings=settings,
+            observers=observers,
+            secret_box=secret_box,
+            # Without BROWSERQ_SECRET_KEY, checkpoints of runs with secrets are encrypted with a
+            # key that exists only in this process (see Checkpoint.to_record): never in clear.
+            checkpoint_box=checkpoint_box or (secret_box if secret_box.enabled else SecretBox.for_this_process()),
+            rate_limiter=rate_limiter,
+            proxies=proxies if proxies is not None and proxies.enabled else None,
         )
-        self.rate_limiter = rate_limiter
-        self.proxies = proxies if proxies is not None and proxies.enabled else None
+        self.journals = Journals(store, artifacts, settings)
+        parts = self.parts
+        recorder = StepRecorder(parts)
+        self.context = ContextLease(parts)
+        self.checkpointer = Checkpointer(parts, self.context)
+        self.conditions = Conditions(parts, recorder)
+        self.live = LiveViews(settings, self.journals)
+        self.recovery = Recovery(parts, recorder, self.checkpointer, self.conditions, walk=self._walk)
+        self.attempt = StepAttempt(parts, recorder, self.checkpointer, self.recovery)
+        self.handoff = Handoff(parts, recorder, self.checkpointer, self.conditions, self.live)
+        self.walker = StepWalker(self.attempt, self.conditions, self.handoff)
+        self.evidence = Evidence(pool)
 
+    # What callers and tests read (and a test swaps) of the runner: the parts' own.
+    @property
+    def settings(self) -> Settings:
+        return self.parts.settings
+
+    @property
+    def pool(self) -> BrowserPool:
+        return self.parts.pool
+
+    @property
+    def observers(self) -> Observers:
+        return self.parts.observers
+
+    @property
+    def artifacts(self) -> ArtifactStore:
+        return self.journals.artifacts
+
+    @artifacts.setter
+    def artifacts(self, artifacts: ArtifactStore) -> None:
+        self.journals.artifacts = artifacts
+
+    async def _walk(self, steps: list[Any], prefix: str, state: RunState) -> None:
+        """Recovery's way back into the walk (the template's login steps)."""
+        await self.walker.run_steps(steps, prefix, state)
+
+    # --- one run: open → walk → finish ------------------------------------------------------
     async def run(self, request: RunRequest) -> RunOutcome:
         """Execute (or resume) a run and return its outcome; the caller records the final status.
 
@@ -98,30 +138,25 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
 
     async def _run(self, request: RunRequest, redactor: Redactor) -> RunOutcome:
         """Heartbeat on, the attempt, heartbeat off, then the finish."""
-        state = self._new_state(request, redactor)
+        state = self.new_state(request, redactor)
         main = asyncio.current_task()
         assert main is not None
-        heartbeat = (
-            asyncio.create_task(self._heartbeat(state, main)) if request.token is not None else None
-        )
+        beat = asyncio.create_task(heartbeat(state, main)) if request.token is not None else None
         try:
             failure, status = await self._attempt(state, main)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            if beat is not None:
+                beat.cancel()
         return await self._finish(state, status, failure)
 
-    def _new_state(self, request: RunRequest, redactor: Redactor) -> RunState:
+    def new_state(self, request: RunRequest, redactor: Redactor) -> RunState:
         """The attempt's memory and journal; a resumed run starts from its checkpoint's."""
-        journal = RunJournal(
-            self.store,
-            budgeted(self.store, self.artifacts, request.run_id, self.settings.max_run_artifact_bytes),
+        journal = self.journals.open(
             run_id=request.run_id,
             run_attempt=request.run_attempt,
             token=request.token,
             redactor=redactor,
             identity=request.identity,
-            flush_ms=self.settings.journal_flush_ms,
             lease_ttl_s=request.lease_ttl_s,
         )
         timeout_s = request.loaded.template.settings.timeout_s
@@ -137,10 +172,10 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         return state
 
     async def _attempt(self, state: RunState, main: asyncio.Task[Any]) -> tuple[StepFailed | None, str]:
-        """Set up and run the steps; return ``(failure, status)`` — whatever ended the run."""
+        """Open the context and walk the steps; return ``(failure, status)`` — whatever ended the run."""
         try:
-            await self._open(state)
-            return await self._steps_in_time(state)
+            await self.context.open(state)
+            return await self._walk_in_time(state)
         except NeedsReview as exc:
             return exc, "needs_review"
         except StepFailed as exc:
@@ -170,57 +205,25 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             # The database refused a record (not an outage).
             log.error("store write refused", run_id=state.request.run_id, error=first_line(exc))
             return StepFailed(Codes.STORE_WRITE_FAILED, f"the database refused a record: {first_line(exc)}")
-        failure = self._failure(exc)
+        failure = self.parts.failure(exc)
         if failure.code is Codes.INTERNAL and not isinstance(exc, StoreUnavailable):
             log.exception("unexpected error in run", run_id=state.request.run_id)
         return failure
 
-    async def _open(self, state: RunState) -> None:
-        """A fresh context for the run: storage, proxy, limits, trace, the page and its guards."""
-        tsettings = state.request.loaded.template.settings
-        browser = state.browser
-        context = await self.pool.new_context(**await self._context_options(state))
-        browser.context = context
-        browser.activity = PageActivity(
-            context,
-            console_lines=self.settings.snapshot_console_lines,
-            network_entries=self.settings.snapshot_network_entries,
-        )
-        context.set_default_timeout(tsettings.step_timeout_s * 1000)
-        request = state.request
-        browser.storage = StorageReader(context, request.resume.storage if request.resume else request.identity_storage)
-        await self._install_limits(context, state)
-        self._watch_downloads(context, state)  # every download, measured while it arrives
-        browser.trace = await open_trace(
-            context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1
-        )
-        # Before any page loads: every dialog of every page is answered (and recorded).
-        browser.dialogs = DialogAnswerer(context, tsettings.dialogs, state.redactor, human=tsettings.human_input)
-        page = context.pages[0] if context.pages else await stealth.new_page(context)
-        browser.tabs = Tabs(context, browser)  # follows popups; moves page and watchdog
-        browser.tabs.adopt(page, PageWatchdog(context, page))
-        await self._bound_documents(context, page, state)  # under patchright (document_bodies)
-        # Before the first request of the run (resume and steps): a foreign document never leaves.
-        browser.domains = await self.pool.domain_guard(context).protect(
-            context, page, tsettings.allowed_domains, strict=tsettings.network == "strict"
-        )
-        assert browser.watchdog is not None
-        await browser.watchdog.attach()
-
-    async def _steps_in_time(self, state: RunState) -> tuple[StepFailed | None, str]:
-        """Resume (when asked) and run every step, all within the run's ``timeout_s``."""
+    async def _walk_in_time(self, state: RunState) -> tuple[StepFailed | None, str]:
+        """Resume (when asked) and walk every step, all within the run's ``timeout_s``."""
         request = state.request
         tsettings = request.loaded.template.settings
         try:
             async with asyncio.timeout(tsettings.timeout_s) as timer:
                 # A wait for a person holds this clock and gives the time waited back.
                 state.human.run_timer, state.human.base_deadline = timer, state.deadline
-                async with self._watched(state):  # the live view of a running run, when enabled
+                async with self.live.watched(state):  # the live view of a running run, when enabled
                     if request.resume is not None:
-                        await self._restore(request.resume, state)
+                        await self.recovery.restore(request.resume, state)
                         # a wait the page asks for (handed over, or its worker lost) comes again
-                        await self._check_trigger(request.resume.path, state, None)
-                    await self._run_steps(request.loaded.template.steps, "", state)
+                        await self.handoff.check_trigger(request.resume.path, state, None)
+                    await self.walker.run_steps(request.loaded.template.steps, "", state)
                 raise_if_blocked(state)  # a navigation the last step started, refused since
             return None, "completed"
         except TimeoutError:
@@ -234,10 +237,7 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         A run whose lease was lost writes nothing more: another worker owns it now."""
         request, context = state.request, state.browser.context
         if state.interrupt.kind in ("lease_lost", "store_unavailable"):
-            if state.browser.trace is not None:
-                state.browser.trace.discard()
-            if context is not None:
-                await self.pool.close_context(context)
+            await self.context.drop(state)
             if state.interrupt.kind == "store_unavailable":  # nothing can be written: go, come back
                 log.warning("the database stayed unavailable: this attempt stops; the run resumes from "
                             "its last checkpoint when the database is back", run_id=request.run_id)
@@ -247,16 +247,16 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
             log.debug("lease lost: another worker owns this run now", run_id=request.run_id)
             return RunOutcome(request.run_id, "running", {}, lease_lost=True)
         if status == "handed_over":  # no evidence: nothing failed; its records first, then go
-            if state.browser.trace is not None:
-                state.browser.trace.discard()
-            if context is not None:
-                await self.pool.close_context(context)
+            await self.context.drop(state)
             await state.journal.flush()
             return RunOutcome(request.run_id, "retrying", {}, handed_over=True)
         if context is not None:
-            await self._save_identity(state)
-            await self._finish_context(context, state.browser.activity, state, failure if status == "failed" else None)
-        await self._report_proxy(state, status, failure)
+            await self.context.save_identity(state)
+            try:
+                await self.evidence.save(context, state.browser.activity, state, failure if status == "failed" else None)
+            finally:
+                await self.context.close(state)
+        await self.context.report_proxy(state, status, failure)
         tail: list[Entry] = []
         try:
             if status == "completed":  # a completed run ends: its last records go with that end
@@ -268,35 +268,6 @@ class TemplateRunner(StepsMixin, AttemptMixin, RecoveryMixin, EvidenceMixin, Ses
         outcome = self._outcome(state, status, failure)
         outcome.journal_tail = tail
         return outcome
-
-    async def _heartbeat(self, state: RunState, main: asyncio.Task[Any]) -> None:
-        """Renew the lease while the run progresses; stop the run if it was lost or cancelled."""
-        request = state.request
-        # Every third of the lease, and at least every CANCEL_POLL_S so a cancel lands quickly.
-        interval = max(0.5, min(request.lease_ttl_s / 3, CANCEL_POLL_S))
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                cancel_reason = await state.journal.renew_lease(request.lease_ttl_s)
-            except LeaseLost:
-                state.interrupt.kind = "lease_lost"
-                main.cancel()
-                return
-            except StoreUnavailable as exc:  # away for the whole retry window: the attempt stops
-                state.interrupt.kind, state.interrupt.reason = "store_unavailable", str(exc)
-                main.cancel()
-                return
-            except StoreError as exc:  # the database refused the renewal: try again next time
-                log.warning("lease renewal failed", run_id=request.run_id, error=str(exc))
-                continue
-            if cancel_reason is not None:
-                state.interrupt.kind, state.interrupt.reason = "cancel", cancel_reason
-                main.cancel()
-                return
-            if state.human.waiting and drain.requested():  # this worker is stopping: go elsewhere
-                state.interrupt.kind = "handover"
-                main.cancel()
-                return
 
     def _outcome(self, state: RunState, status: str, failure: StepFailed | None) -> RunOutcome:
         """The outcome the caller records: outputs and messages redacted; what was blocked logged."""

@@ -1,7 +1,8 @@
 """What a run is given, what it gives back, and what it knows while it runs.
 
 :class:`RunRequest` and :class:`RunOutcome` are the runner's contract with the execution layer;
-:class:`StepEvent` is what a live listener sees. :class:`RunState` is the one attempt's memory,
+:class:`StepResult` is what one step gives back (:class:`browserq.runner.attempt.StepAttempt`);
+what a live listener sees is in :mod:`browserq.run_events`. :class:`RunState` is the one attempt's memory,
 in named parts: the browser side (:class:`BrowserParts`), where it failed
 (:class:`FailurePoint`), how it was interrupted (:class:`Interrupt`) and the progress a checkpoint
 keeps (outputs, warnings, loops).
@@ -10,8 +11,8 @@ keeps (outputs, warnings, loops).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from playwright.async_api import BrowserContext, Page
@@ -19,7 +20,7 @@ from playwright.async_api import BrowserContext, Page
 from browserq.actions.files import RunFiles
 from browserq.actions.outputs import OutputBudget
 from browserq.browsers.domains import BlockLog
-from browserq.errors import Codes, ErrorClass
+from browserq.errors import Codes, ErrorClass, StepFailed
 from browserq.journal import IdentityLease, RunJournal, StepRecord
 from browserq.journal.batch import Entry
 from browserq.limits import BlockStats, NavigationGate
@@ -94,23 +95,24 @@ class RunOutcome:
         }
 
 
+class StepOutcome(Enum):
+    """How one step ended, all its attempts and retries included."""
+
+    SUCCEEDED = "succeeded"  # the action ran
+    SKIPPED = "skipped"  # an ``optional`` step whose element is missing
+    RECOVERED = "recovered"  # a side effect of unknown outcome: its probe shows it happened
+    CONTINUED = "continued"  # it failed; ``continue_on_error`` lets the run go on
+    FAILED = "failed"  # it failed: a run fails here (``failure`` says why)
+    NEEDS_REVIEW = "needs_review"  # a side effect may or may not have happened: a person decides
+
+
 @dataclass(frozen=True)
-class StepEvent:
-    """One finished step attempt, as shown to a live listener (the CLI's progress lines)."""
+class StepResult:
+    """What :meth:`StepAttempt.run` gives back: the outcome, its failure, the step's output."""
 
-    step_path: str
-    step_id: str | None
-    action: str
-    attempt: int
-    status: str
-    duration_ms: float
-    error_code: str | None
-    error_message: str | None
-    url: str | None
-    run_id: str | None = None
-
-
-StepListener = Callable[[StepEvent], None]
+    outcome: StepOutcome
+    failure: StepFailed | None = None
+    output: Any = None
 
 
 @dataclass

@@ -129,8 +129,8 @@ class StorageReader:
         """Playwright's own reading of everything (what every checkpoint did before)."""
         self.full_reads += 1
         storage = await self.context.storage_state(indexed_db=True)
-        self.previous, self.visited = list(storage.get("origins") or []), self.visited - seen
-        return storage
+        self.previous, self.visited = [dict(o) for o in storage.get("origins") or []], self.visited - seen
+        return dict(storage)
 
     async def read_within(self, page: Page, timeout_s: float) -> dict[str, Any]:
         """:meth:`read`, bounded: a busy page must not hold the run here."""

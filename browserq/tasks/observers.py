@@ -9,7 +9,7 @@ from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
 from browserq.execute.retention import PruneListener
 from browserq.metrics import definitions as metrics
 from browserq.metrics.observer import metrics_observers
-from browserq.runner.events import RunObserver
+from browserq.run_events import RunObserver
 from browserq.settings import Settings
 from browserq.store.relay import WebhookRelay
 from browserq.tasks.progress import progress_observer

@@ -34,7 +34,7 @@ import structlog
 from celery import Celery, states
 from celery.utils.saferepr import saferepr
 
-from browserq.runner.events import RunEnded, RunObserver, RunWaiting, StepStarted
+from browserq.run_events import RunEnded, RunObserver, RunWaiting, StepStarted
 from browserq.settings import Settings
 from browserq.tasks.app import app as celery_app
 

@@ -282,7 +282,7 @@ def test_a_viewer_leaving_mid_input_is_an_ordinary_disconnect(
     """)
     thread, done = _in_thread(runtime, loaded)
     run_id, link = _waiting_link(runtime, thread)
-    server = runtime.runner._live  # type: ignore[attr-defined]
+    server = runtime.runner.live.instance  # made by the wait above
 
     async def leave() -> None:
         http = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))

@@ -100,7 +100,7 @@ def _link(runtime: Runtime, run_id: str) -> str:
 
 
 def _server(runtime: Runtime) -> LiveViewServer:
-    return runtime.runner._live  # type: ignore[attr-defined,no-any-return]
+    return runtime.runner.live.instance  # type: ignore[return-value]  # made by the wait: not None here
 
 
 @asynccontextmanager

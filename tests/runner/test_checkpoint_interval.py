@@ -93,9 +93,9 @@ def test_an_automatic_checkpoint_that_changes_nothing_is_not_written(
 ) -> None:
     """Back on the page of the last checkpoint with nothing new: only the path would differ."""
     runner = sqlite_runtime.runner
-    due = type(runner)._checkpoint_due
-    monkeypatch.setattr(runner, "_checkpoint_due",
-                        lambda reason, state: due(runner, reason, state) and state.checkpoint_seq != 1)
+    due = runner.checkpointer.due
+    monkeypatch.setattr(runner.checkpointer, "due",
+                        lambda reason, state: due(reason, state) and state.checkpoint_seq != 1)
     monkeypatch.setattr(runner.settings, "checkpoint_interval_ms", 0)
     body = """
     params:
@@ -122,14 +122,14 @@ def test_an_automatic_checkpoint_waits_for_the_interval(sqlite_runtime: Runtime)
     original = settings.checkpoint_interval_ms
     try:
         settings.checkpoint_interval_ms = 5000
-        assert not runner._checkpoint_due("auto", State)
-        assert runner._checkpoint_due("asked", State)
-        assert not runner._checkpoint_due(None, State)
+        assert not runner.checkpointer.due("auto", State)
+        assert runner.checkpointer.due("asked", State)
+        assert not runner.checkpointer.due(None, State)
         State.last_checkpoint_at -= 5.0
-        assert runner._checkpoint_due("auto", State)
+        assert runner.checkpointer.due("auto", State)
         settings.checkpoint_interval_ms = 0
         State.last_checkpoint_at = time.monotonic() + 1.0  # even "just now"
-        assert runner._checkpoint_due("auto", State)
+        assert runner.checkpointer.due("auto", State)
     finally:
         settings.checkpoint_interval_ms = original
 
@@ -142,13 +142,13 @@ def test_an_identity_storage_is_written_at_a_checkpoint_only_when_it_changed(
     interval(0)
     runner = sqlite_runtime.runner
     stored: list[dict[str, Any]] = []
-    keep = runner._store_identity_storage
+    keep = runner.context.store_identity_storage
 
     async def counted(state: Any, storage: dict[str, Any]) -> None:
         stored.append(storage)
         await keep(state, storage)
 
-    monkeypatch.setattr(runner, "_store_identity_storage", counted)
+    monkeypatch.setattr(runner.context, "store_identity_storage", counted)
     body = """
     params:
       base_url: {type: url, required: true}

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from browserq.execute import Runtime
-from browserq.runner.events import Observers, RunEnded, RunObserver, RunStarted, StepStarted
-from browserq.runner.state import StepEvent
+from browserq.run_events import RunEnded, RunObserver, RunStarted, StepEvent, StepStarted
 from tests.conftest import template
 
 THREE_STEPS = """
@@ -49,14 +48,16 @@ class Broken(RunObserver):
 def test_observers_see_each_attempt_in_order_and_a_broken_one_changes_nothing(
     sqlite_runtime: Runtime, demo: Any
 ) -> None:
-    recorder = Recorder()
-    before = sqlite_runtime.observers
-    watched = Observers([Broken(), recorder])
-    sqlite_runtime.observers = sqlite_runtime.runner.observers = watched
+    recorder, broken = Recorder(), Broken()
+    observers = sqlite_runtime.observers
+    assert observers is sqlite_runtime.runner.observers  # one registry for the runtime and its runner
+    observers.add(broken)
+    observers.add(recorder)
     try:
         outcome = sqlite_runtime.run_loaded(template(THREE_STEPS), {"base_url": demo.url})
     finally:
-        sqlite_runtime.observers = sqlite_runtime.runner.observers = before  # as it was
+        observers.remove(broken)
+        observers.remove(recorder)
     assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND"
 
     kinds = [type(e).__name__ for e in recorder.events]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from browserq.runner.events import RunEnded, StepStarted
+from browserq.run_events import RunEnded, StepStarted
 from browserq.tasks.progress import PROGRESS, ProgressPublisher, progress_meta, track_progress
 from tests.support.polling import wait_until
 from tests.support.redis import BROKER_DB, redis_url, wait_for_redis

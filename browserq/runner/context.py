@@ -1,5 +1,6 @@
-"""Who the run is in the browser: the identity's storage and fingerprint, the proxy, and the
-per-run limits (resource blocking, fleet-wide rate limits, downloads) installed on its context.
+"""The run's browser context, from open to close: who the run is in the browser (the identity's
+storage and fingerprint, the proxy), the per-run limits installed on it (resource blocking,
+fleet-wide rate limits, downloads), the page and its guards.
 
 An identity keeps what the site gave it (cookies, storage, encrypted) for its next run, and
 keeps its sticky proxy while that proxy is healthy; the shared proxy health hears how the run
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 import structlog
 from playwright.async_api import BrowserContext, Page
 
+from browserq import stealth
 from browserq.actions.download_watch import DownloadWatch
 from browserq.actions.files import RunFiles
 from browserq.browsers import api
@@ -22,15 +24,83 @@ from browserq.browsers.document_bodies import WHOLE_BODY_DRIVERS, bound_of
 from browserq.errors import Codes, StepFailed
 from browserq.limits import install_blocking, install_navigation_gate
 from browserq.proxies import Proxy
-from browserq.runner.base import SNAPSHOT_TIMEOUT_S, RunnerBase
+from browserq.runner.capture import PageActivity
+from browserq.runner.dialogs import DialogAnswerer
+from browserq.runner.page import SNAPSHOT_TIMEOUT_S, warn
+from browserq.runner.parts import RunParts
 from browserq.runner.state import RunState
-from browserq.templates import render
+from browserq.runner.storage import StorageReader
+from browserq.runner.tabs import Tabs
+from browserq.runner.trace import open_trace
+from browserq.runner.watchdog import PageWatchdog
+from browserq.templates import NavigateStep, render
 
 log = structlog.get_logger(__name__)
 
 
-class SessionMixin(RunnerBase):
-    """The context's options and limits; the identity's storage and proxy; proxy health."""
+class ContextLease:
+    """Opens the run's context (options, limits, trace, page, guards) and lets it go: the
+    identity's storage kept, the proxy's health told, the context closed without evidence."""
+
+    def __init__(self, parts: RunParts) -> None:
+        self.parts = parts
+        self.pool = parts.pool
+        self.settings = parts.settings
+        self.proxies = parts.proxies
+
+    async def open(self, state: RunState) -> None:
+        """A fresh context for the run: storage, proxy, limits, trace, the page and its guards."""
+        tsettings = state.request.loaded.template.settings
+        browser = state.browser
+        context = await self.pool.new_context(**await self._context_options(state))
+        browser.context = context
+        browser.activity = PageActivity(
+            context,
+            console_lines=self.settings.snapshot_console_lines,
+            network_entries=self.settings.snapshot_network_entries,
+        )
+        context.set_default_timeout(tsettings.step_timeout_s * 1000)
+        request = state.request
+        browser.storage = StorageReader(context, request.resume.storage if request.resume else request.identity_storage)
+        await self._install_limits(context, state)
+        self._watch_downloads(context, state)  # every download, measured while it arrives
+        browser.trace = await open_trace(
+            context, state.journal.artifact_base, tsettings.trace, retried_run=state.request.run_attempt > 1
+        )
+        # Before any page loads: every dialog of every page is answered (and recorded).
+        browser.dialogs = DialogAnswerer(context, tsettings.dialogs, state.redactor, human=tsettings.human_input)
+        page = context.pages[0] if context.pages else await stealth.new_page(context)
+        browser.tabs = Tabs(context, browser)  # follows popups; moves page and watchdog
+        browser.tabs.adopt(page, PageWatchdog(context, page))
+        await self._bound_documents(context, page, state)  # under patchright (document_bodies)
+        # Before the first request of the run (resume and steps): a foreign document never leaves.
+        browser.domains = await self.pool.domain_guard(context).protect(
+            context, page, tsettings.allowed_domains, strict=tsettings.network == "strict"
+        )
+        assert browser.watchdog is not None
+        await browser.watchdog.attach()
+
+    async def close(self, state: RunState) -> None:
+        """Let the context go after the run (its evidence saved): the trace's chunks discarded,
+        every page's watchdog detached, the download watch closed, the context closed."""
+        browser = state.browser
+        if browser.trace is not None:
+            browser.trace.discard()  # chunks of a trace that was not merged hold secrets in clear
+        if browser.tabs is not None:  # every page's watchdog (popups too)
+            await browser.tabs.detach_all()
+        elif browser.watchdog is not None:
+            await browser.watchdog.detach()
+        if state.files is not None and state.files.watch is not None:
+            state.files.watch.close()  # Playwright deletes what is left with the context
+        if browser.context is not None:
+            await self.pool.close_context(browser.context)  # closes every page the run opened
+
+    async def drop(self, state: RunState) -> None:
+        """Close the context with no evidence and no trace (nothing failed, or nothing may be written)."""
+        if state.browser.trace is not None:
+            state.browser.trace.discard()
+        if state.browser.context is not None:
+            await self.pool.close_context(state.browser.context)
 
     async def _context_options(self, state: RunState) -> dict[str, Any]:
         """Storage to restore (a checkpoint's, else the identity's) and the proxy for this run."""
@@ -67,26 +137,26 @@ class SessionMixin(RunnerBase):
             return current
         return self.proxies.choose(domain=_start_host(state), identity=identity.name)
 
-    async def _save_identity(self, state: RunState) -> None:
+    async def save_identity(self, state: RunState) -> None:
         """Keep what the site gave this visitor (cookies, storage) for the identity's next run."""
         identity = state.request.identity
         if identity is None or state.browser.context is None or state.interrupt.kind or not self.pool.connected:
             return
         try:
-            await self._unblock(state)
+            await self.parts.unblock(state)
             storage = await asyncio.wait_for(state.browser.context.storage_state(indexed_db=True), SNAPSHOT_TIMEOUT_S * 2)
-            await self._store_identity_storage(state, storage)
+            await self.store_identity_storage(state, dict(storage))
         except Exception as exc:
             log.warning("identity storage not saved", identity=identity.name, error=str(exc))
 
-    async def _store_identity_storage(self, state: RunState, storage: dict[str, Any]) -> None:
+    async def store_identity_storage(self, state: RunState, storage: dict[str, Any]) -> None:
         """The identity's storage, encrypted (never in clear), through the journal."""
         identity = state.request.identity
         assert identity is not None
-        token = self.secret_box.encrypt_json(storage, why="identities keep their browser storage encrypted")
+        token = self.parts.secret_box.encrypt_json(storage, why="identities keep their browser storage encrypted")
         await state.journal.identity_storage(token)
 
-    async def _report_proxy(self, state: RunState, status: str, failure: StepFailed | None) -> None:
+    async def report_proxy(self, state: RunState, status: str, failure: StepFailed | None) -> None:
         """Tell the shared proxy health how this run went (a failing proxy cools down)."""
         proxy, manager = state.browser.proxy, self.proxies
         if proxy is None or manager is None:
@@ -107,21 +177,20 @@ class SessionMixin(RunnerBase):
         tsettings = state.request.loaded.template.settings
         if tsettings.block_resources:
             state.browser.blocked = await install_blocking(context, frozenset(tsettings.block_resources))
-        if self.rate_limiter is not None:
-            limiter = self.rate_limiter.for_template(tsettings.rate_limits)
+        if self.parts.rate_limiter is not None:
+            limiter = self.parts.rate_limiter.for_template(tsettings.rate_limits)
             if limiter.enabled:
                 state.browser.gate = await install_navigation_gate(context, limiter, deadline=state.deadline)
-
 
     def _watch_downloads(self, context: BrowserContext, state: RunState) -> None:
         """The run's file limits, and the watch that holds every download of the context to them
         while its bytes arrive (a download no step asked for that a limit stops is a run warning)."""
         files = RunFiles.of(self.settings, state.request.run_id, state.journal.artifacts.read_bytes)
 
-        def warn(code: str, message: str) -> None:
-            self._warn(state, files.step_path, code, message)
+        def warn_run(code: str, message: str) -> None:
+            warn(state, files.step_path, code, message)
 
-        files.watch = DownloadWatch(context, files, warn)
+        files.watch = DownloadWatch(context, files, warn_run)
         state.files = files
 
     async def _bound_documents(self, context: BrowserContext, page: Page, state: RunState) -> None:
@@ -136,7 +205,7 @@ class SessionMixin(RunnerBase):
 def _start_host(state: RunState) -> str | None:
     """The host of the first navigation (for proxies sticky per domain), when it is known."""
     first = state.request.loaded.template.steps[0]
-    if getattr(first, "action", None) != "navigate":
+    if not isinstance(first, NavigateStep):
         return None
     try:
         return urlsplit(str(render(first.url, state.scope()))).hostname

@@ -1,5 +1,6 @@
-"""The step loop: steps in order (each under its ``when``), blocks, ``repeat`` with its stop
-conditions, and resuming inside them.
+"""The step walk: steps in order (each under its ``when``), blocks, ``repeat`` with its stop
+conditions, and resuming inside them. Each action step goes to :class:`StepAttempt`, each
+``handoff`` to :class:`Handoff`; the walk decides only which step runs next, and how often.
 
 A resumed run skips what its checkpoint already covers, re-entering a repeat at the pass the
 checkpoint was taken in. A repeat that reaches ``max`` while its stop selector still says "more"
@@ -14,19 +15,27 @@ import structlog
 
 from browserq.actions import notices
 from browserq.errors import Codes, StepFailed
-from browserq.runner.handoff import HandoffMixin
-from browserq.runner.state import RunState
+from browserq.runner.attempt import StepAttempt
+from browserq.runner.conditions import Conditions
+from browserq.runner.handoff import Handoff
+from browserq.runner.page import current_page, warn
+from browserq.runner.state import RunState, StepOutcome
 from browserq.runner.tabs import MAX_OPEN_PAGES
-from browserq.templates import BlockStep, RepeatStep, render
+from browserq.templates import ActionStep, BlockStep, RepeatStep, render
 from browserq.templates.handoff import HandoffStep
 
 log = structlog.get_logger(__name__)
 
 
-class StepsMixin(HandoffMixin):
+class StepWalker:
     """Control flow: which step runs next, and how often."""
 
-    async def _run_steps(self, steps: list[Any], prefix: str, state: RunState) -> None:
+    def __init__(self, attempt: StepAttempt, conditions: Conditions, handoff: Handoff) -> None:
+        self.attempt = attempt
+        self.conditions = conditions
+        self.handoff = handoff
+
+    async def run_steps(self, steps: list[Any], prefix: str, state: RunState) -> None:
         """Run ``steps`` (paths ``prefix0``, ``prefix1``, …), skipping what a resume covers."""
         resume_at = state.cursor.at_this_level() if state.cursor else None
         for index, step in enumerate(steps):
@@ -40,7 +49,7 @@ class StepsMixin(HandoffMixin):
                 continue
             resolution = state.request.resolution
             if resolution is not None and resolution.skips(path):
-                await self._record_skip(step, path, state, resolution.why())
+                await self.conditions.record_skip(step, path, state, resolution.why())
                 continue
             try:
                 await self._run_step(step, path, state)
@@ -52,7 +61,7 @@ class StepsMixin(HandoffMixin):
         tabs = state.browser.tabs
         closed = tabs.take_refused() if tabs is not None else 0
         if closed:
-            self._warn(state, path, notices.PAGES_CLOSED, (
+            warn(state, path, notices.PAGES_CLOSED, (
                 f"the site opened {closed} page(s) beyond the {MAX_OPEN_PAGES} a run keeps open; "
                 "they were closed at once"
             ))
@@ -60,21 +69,28 @@ class StepsMixin(HandoffMixin):
 
     async def _run_step(self, step: Any, path: str, state: RunState) -> None:
         """One step, repeat or block, unless its ``when`` does not hold (then it is skipped)."""
-        if await self._skipped_by_when(step, path, state):
+        if await self.conditions.skipped_by_when(step, path, state):
             return
         if isinstance(step, RepeatStep):
             await self._run_repeat(step, path, state)
         elif isinstance(step, BlockStep):
-            await self._run_steps(step.steps, f"{path}.", state)
+            await self.run_steps(step.steps, f"{path}.", state)
         elif isinstance(step, HandoffStep):
-            await self._run_handoff_step(step, path, state)
+            await self.handoff.run_step(step, path, state)
         elif state.request.loaded.template.handoff is None:  # no trigger to check after it
-            await self._run_action(step, path, state)  # type: ignore[attr-defined]
+            await self._run_action(step, path, state)
         else:
-            page = self._page(state)
+            page = current_page(state)
             url_before = None if page.is_closed() else page.url
-            await self._run_action(step, path, state)  # type: ignore[attr-defined]
-            await self._check_trigger(path, state, url_before)
+            await self._run_action(step, path, state)
+            await self.handoff.check_trigger(path, state, url_before)
+
+    async def _run_action(self, step: ActionStep, path: str, state: RunState) -> None:
+        """One action step, with its retries; a failure that ends the run leaves the walk."""
+        result = await self.attempt.run(step, path, state)
+        if result.outcome in (StepOutcome.FAILED, StepOutcome.NEEDS_REVIEW):
+            assert result.failure is not None
+            raise result.failure
 
     async def _resume_into(self, step: Any, path: str, state: RunState, resume_pass: int | None) -> None:
         """Re-enter the step the checkpoint was taken in (or inside): a repeat at its pass, a
@@ -85,7 +101,7 @@ class StepsMixin(HandoffMixin):
             await self._run_repeat(step, path, state, resume_pass=resume_pass)
         elif isinstance(step, BlockStep) and cursor.depth + 1 < len(cursor.segments):
             cursor.descend()
-            await self._run_steps(step.steps, f"{path}.", state)
+            await self.run_steps(step.steps, f"{path}.", state)
         else:
             cursor.finish()  # the checkpointed step itself is done
 
@@ -108,14 +124,15 @@ class StepsMixin(HandoffMixin):
             if resume_pass is not None and index == first:
                 last_pass = self._resumed_pass(state)
             else:
-                if spec.while_present and not await self._present(spec.while_present, path, state):
+                if spec.while_present and not await self.conditions.present(spec.while_present, path, state):
                     break
                 # until_missing is read at the start of a pass: the pass that begins without the
                 # selector (the last page, without "next") still runs, and is the last one.
-                last_pass = bool(spec.until_missing) and not await self._present(spec.until_missing, path, state)
+                last_pass = bool(spec.until_missing) and not await self.conditions.present(
+                    spec.until_missing, path, state)
             state.loops.append({"index": index, "iteration": index + 1, "last_pass": last_pass})
             try:
-                await self._run_steps(spec.steps, f"{path}[{index + 1}].", state)
+                await self.run_steps(spec.steps, f"{path}[{index + 1}].", state)
             finally:
                 state.loops.pop()
             if last_pass:
@@ -142,7 +159,7 @@ class StepsMixin(HandoffMixin):
         spec = step.repeat
         if spec.until_missing is not None:
             condition, selector = "until_missing", spec.until_missing
-        elif spec.while_present is not None and await self._present(spec.while_present, path, state):
+        elif spec.while_present is not None and await self.conditions.present(spec.while_present, path, state):
             condition, selector = "while_present", spec.while_present
         else:
             return
@@ -151,5 +168,5 @@ class StepsMixin(HandoffMixin):
             f"{name} stopped at max={bound} passes while its {condition} selector {selector!r} still "
             "matched: later pages or items were not processed (raise max if more were expected)"
         )
-        self._warn(state, path, notices.REPEAT_MAX_REACHED, message)
+        warn(state, path, notices.REPEAT_MAX_REACHED, message)
         log.info("repeat cut short by max", run_id=state.request.run_id, step=path, max=bound)

@@ -1,5 +1,8 @@
 """What a run tells whoever watches it while it runs: Flower's progress, metrics, log lines, the CLI.
 
+A leaf module (it imports nothing of browserq): the runner tells, and the packages that watch —
+``metrics``, ``tasks``, ``execute`` — listen without importing the runner.
+
 A :class:`RunObserver` sees a run's execution start, each step attempt start and finish, waits for a
 person begin and end, and the execution end (for good, or to be retried later). Observers watch; they
 never steer: :class:`Observers` calls each one in turn and an observer that raises is logged once
@@ -14,14 +17,32 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import structlog
 
-from browserq.runner.state import StepEvent, StepListener
-
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """One finished step attempt, as shown to a live listener (the CLI's progress lines)."""
+
+    step_path: str
+    step_id: str | None
+    action: str
+    attempt: int
+    status: str
+    duration_ms: float
+    error_code: str | None
+    error_message: str | None
+    url: str | None
+    run_id: str | None = None
+
+
+StepListener = Callable[[StepEvent], None]
+
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,11 @@ class Observers(RunObserver):
     def add(self, observer: RunObserver) -> None:
         with self._lock:
             self._observers = [*self._observers, observer]
+
+    def remove(self, observer: RunObserver) -> None:
+        """Stop telling ``observer`` (one that was added; a test's, say)."""
+        with self._lock:
+            self._observers = [o for o in self._observers if o is not observer]
 
     def __bool__(self) -> bool:
         return bool(self._observers)
