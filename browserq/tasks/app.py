@@ -97,7 +97,26 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         **connection_health(settings),
         # The database result backend gets the run store's limits: a silent connection is dropped.
         "database_engine_callback": celery_engine_callback(DbTimeouts.from_settings(settings)),
+        # Its one engine per task process (pooled_result_engine) checks a connection before use,
+        # so one that died with the database (an outage, a failover) is replaced, not failed on.
+        "database_engine_options": {"pool_pre_ping": True},
     }
+
+
+def pooled_result_engine(app: Any) -> None:
+    """Make the database result backend of this thread keep one engine, with a pool.
+
+    Celery's backend builds a new engine (``NullPool``: a new PostgreSQL connection and a new
+    dialect that initialises itself) for every state it stores unless its session manager was
+    told of a fork — which only ``multiprocessing``'s after-fork hooks do, and billiard's prefork
+    children never run them (celery#3032). Its progress writer thread then connected anew for every
+    PROGRESS state, and a worker child kept one more live engine (dialect, compiled statements,
+    type caches) every few runs (bench/soak_memory.py --diagnose). Called in each thread that
+    stores states (``task_prerun``, the progress writer: Celery gives each thread its own
+    backend), never in a producer, which may fork after using it."""
+    manager = getattr(app.backend, "session_manager", None)  # only the database backend has one
+    if manager is not None and not manager.forked:
+        manager._after_fork()  # what multiprocessing's hook would have called (celery#3032)
 
 
 def connection_health(settings: Settings) -> dict[str, Any]:
@@ -180,6 +199,7 @@ __all__ = [
     "app",
     "celery_config",
     "connection_health",
+    "pooled_result_engine",
     "sweep_queue",
     "time_limits",
     "transport_health",

@@ -37,6 +37,7 @@ from celery.utils.saferepr import saferepr
 from browserq.run_events import RunEnded, RunObserver, RunWaiting, StepStarted
 from browserq.settings import Settings
 from browserq.tasks.app import app as celery_app
+from browserq.tasks.app import pooled_result_engine
 
 log = structlog.get_logger(__name__)
 
@@ -178,6 +179,7 @@ class ProgressPublisher(RunObserver):
 
     # --- the writer thread -------------------------------------------------------------------------
     def _run(self) -> None:
+        pooled_result_engine(self.app)  # this thread's backend: one pooled engine (celery#3032)
         while True:
             binding, meta = self._next()
             try:

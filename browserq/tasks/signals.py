@@ -47,7 +47,7 @@ from browserq.redact import mask
 from browserq.runner import drain
 from browserq.settings import get_settings
 from browserq.store import Store
-from browserq.tasks.app import TASK_NAME
+from browserq.tasks.app import TASK_NAME, pooled_result_engine
 from browserq.tasks.celery_states import run_id_for
 from browserq.tasks.sweep import sweep_stuck_runs
 from browserq.tasks.worker import (
@@ -195,6 +195,13 @@ def _redact_received(request: Any = None, **_: Any) -> None:
         return  # browserq's producer already sent a redacted kwargsrepr
     args, kwargs = redacted_call(request.args, request.kwargs, request.id)
     request._argsrepr, request._kwargsrepr = repr(args), repr(kwargs)
+
+
+@task_prerun.connect
+def _pool_result_connections(task: Any = None, **_: Any) -> None:
+    """The thread running a task stores its states through one pooled engine (celery#3032)."""
+    if task is not None:
+        pooled_result_engine(task.app)
 
 
 @task_prerun.connect
