@@ -43,7 +43,7 @@ def to_locator(scope: Scope, selector: SelectorValue) -> Locator:
     return found
 
 
-def _spec(selector: SelectorValue) -> str | LocatorSpec:
+def _spec(selector: object) -> str | LocatorSpec:
     if isinstance(selector, str | LocatorSpec):
         return selector
     try:
