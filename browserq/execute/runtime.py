@@ -36,7 +36,13 @@ from browserq.execute.accept import (
     record_run,
 )
 from browserq.execute.admission import admit
-from browserq.execute.attempt import StoredTemplates, build_request, materialize, outcome_of
+from browserq.execute.attempt import (
+    StoredTemplates,
+    build_request,
+    materialize,
+    outcome_of,
+    recorded_outcome,
+)
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
 from browserq.execute.finish import RunEnds
@@ -290,7 +296,7 @@ class Runtime:
             # keeps an in-process run (``browserq run``) from waiting forever.
             log.error("run exceeded its backstop; interrupted", run_id=run.id)
             self.ends.interrupted(run.id, lease.token)
-            return outcome_of(self.store.get_run(run.id))  # type: ignore[arg-type]
+            return recorded_outcome(self.store, run.id)
         except BaseException:  # Celery's soft time limit, or the process is stopping
             self.ends.interrupted(run.id, lease.token)
             raise
