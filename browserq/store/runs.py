@@ -31,7 +31,7 @@ class RunMethods(StoreBase):
         template_id: int,
         template_name: str,
         template_version: str,
-        params: dict,
+        params: dict[str, Any],
         timeout_s: float,
         status: RunStatus | str = RunStatus.QUEUED,
         task_id: str | None = None,

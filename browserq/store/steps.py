@@ -41,7 +41,7 @@ class StepStart(TypedDict):
     step_id: str | None
     attempt: int
     action: str
-    inputs: dict
+    inputs: dict[str, Any]
     url_before: str | None
     token: NotRequired[int | None]
 
