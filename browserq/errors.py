@@ -289,8 +289,8 @@ class StepFailed(BrowserqError):
     def retryable(self) -> bool:
         return self.code.retryable
 
-    @property  # type: ignore[override]
-    def policy(self) -> ErrorClass:  # a step failure's policy is its code's
+    @property
+    def policy(self) -> ErrorClass:  # type: ignore[override]  # its code's; read-only over the base's class default
         return self.code.error_class
 
 
@@ -317,7 +317,7 @@ class RunFailed(BrowserqError):
     Celery's JSON exception serialization (``exc_type``/``exc_module``/``exc_message``) intact.
     """
 
-    def __init__(self, result: dict[str, Any]) -> None:
+    def __init__(self, result: dict[str, Any] | str) -> None:  # str: a message without the dict
         super().__init__(result)
         self.result: dict[str, Any] = dict(result) if isinstance(result, dict) else {"error": {"message": str(result)}}
 

@@ -205,7 +205,7 @@ def safe_filename(name: str | None, fallback: str = "download") -> str:
     return _bounded(text) or fallback
 
 
-def upload_path_problem(path: str) -> str | None:
+def upload_path_problem(path: object) -> str | None:
     """Why ``path`` cannot name a file inside ``BROWSERQ_UPLOADS_DIR``, or None if it can.
 
     Purely lexical (the loader judges literal paths with it); :func:`safe_upload_path` also

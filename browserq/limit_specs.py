@@ -95,8 +95,9 @@ class Rate:
     def __post_init__(self) -> None:
         if not (self.per_s > 0 and math.isfinite(self.per_s)):
             raise InvalidRate(f"a rate must be a positive number per second, got {self.per_s!r}")
-        if isinstance(self.burst, bool) or not isinstance(self.burst, int) or self.burst < 1:
-            raise InvalidRate(f"burst must be a whole number >= 1, got {self.burst!r}")
+        burst: object = self.burst  # whatever the caller passed, until checked here
+        if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
+            raise InvalidRate(f"burst must be a whole number >= 1, got {burst!r}")
 
     @classmethod
     def parse(cls, text: str | int | float | Rate) -> Rate:
@@ -223,7 +224,7 @@ def parse_caps(value: Mapping[str, Any] | str | None) -> dict[str, int]:
 
 
 # --- blockable resource kinds --------------------------------------------------------------------
-def validate_block_kinds(kinds: Iterable[str] | str | None) -> frozenset[str]:
+def validate_block_kinds(kinds: Iterable[object] | str | None) -> frozenset[str]:
     """Check a template's ``block_resources`` list; return it as a set.
 
     ``["image", "font"]`` → ``{"image", "font"}``; an unknown kind raises :class:`InvalidBlockKind`
@@ -236,12 +237,12 @@ def validate_block_kinds(kinds: Iterable[str] | str | None) -> frozenset[str]:
     out: set[str] = set()
     problems: list[str] = []
     for kind in kinds:
-        name = kind.strip().lower() if isinstance(kind, str) else kind
+        name = kind.strip().lower() if isinstance(kind, str) else None
         if name in BLOCKABLE:
             out.add(name)
             continue
         hint = ""
-        if isinstance(name, str):
+        if name is not None:
             close = difflib.get_close_matches(name.rstrip("s"), sorted(BLOCKABLE), n=1, cutoff=0.5)
             if name in ("css", "styles", "style"):
                 close = ["stylesheet"]

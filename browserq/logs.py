@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
+from structlog.typing import EventDict
 
 from browserq.redact import scrub_active, scrub_active_data
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from browserq.settings import Settings
 
 
-def _scrub_event(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _scrub_event(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
     """structlog processor: the secrets of running runs masked in every field."""
     return scrub_active_data(event_dict)
 

@@ -300,6 +300,12 @@ def scrub_active_data(value: Any) -> Any:
     return value
 
 
+def _leading(pattern: str, text: str) -> str:
+    """The start of ``text`` that ``pattern`` matches ("" if it matches none)."""
+    found = re.match(pattern, text)
+    return found.group(0) if found else ""
+
+
 def redact_url(text: str) -> str:
     """``text`` with whatever could be a password replaced by ``***`` — also on malformed input.
 
@@ -317,10 +323,10 @@ def redact_url(text: str) -> str:
     if rest.startswith("["):
         host = rest[: rest.find("]") + 1] or rest
     else:
-        host = re.match(r"[^:/?#]*", rest).group(0)  # type: ignore[union-attr]
+        host = _leading(r"[^:/?#]*", rest)
     after = rest[len(host) :]
     if after.startswith(":"):
-        digits = re.match(r":\d*", after).group(0)  # type: ignore[union-attr]
+        digits = _leading(r":\d*", after)
         tail = after[len(digits) :]
         if tail and tail[0] not in "/?#":
             return f"{scheme}://{host}:***"

@@ -9,5 +9,7 @@ echo "==> migrating the PostgreSQL 'test' database"
 BROWSERQ_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test .venv/bin/browserq db upgrade
 echo "==> ruff"
 .venv/bin/ruff check browserq tests bench scripts
+echo "==> mypy"
+.venv/bin/mypy
 echo "==> running tests"
 exec .venv/bin/python -m pytest "$@"

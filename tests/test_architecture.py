@@ -13,8 +13,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import io
 import pkgutil
 import re
+import tokenize
 import typing
 from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping
@@ -744,3 +746,52 @@ def test_measured_parts_are_handed_their_meters() -> None:
                                    - {"browserq.metrics", "browserq.tasks"}))
     found = _imported_by(everything_else, ("browserq.metrics",))
     assert not found, "hand the part a meter (browserq/tasks/observers.py) instead:\n" + "\n".join(found.values())
+
+
+# --- type checking ---------------------------------------------------------------------------------
+#: ``# type: ignore`` as mypy reads it, anywhere in a comment.
+TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore\b")
+#: An ignore as the rule wants it: error code(s) in brackets, then a reason in a comment after it:
+#: ``# type: ignore[attr-defined]  # playwright's stub lacks X``.
+EXPLAINED_IGNORE = re.compile(r"#\s*type:\s*ignore\[[a-z][a-z-]*(?:\s*,\s*[a-z][a-z-]*)*\]\s*#\s*\S")
+
+
+def _unexplained_ignores(source: str) -> list[tuple[int, str]]:
+    """``(line, comment)`` of every ``# type: ignore`` comment in ``source`` that lacks an error
+    code or a reason (comments only: a string that spells it is not an ignore)."""
+    lines = io.StringIO(source).readline
+    return [
+        (token.start[0], token.string)
+        for token in tokenize.generate_tokens(lines)
+        if token.type == tokenize.COMMENT and TYPE_IGNORE.search(token.string)
+        and not EXPLAINED_IGNORE.search(token.string)
+    ]
+
+
+def test_the_ignore_reader_follows_the_rule() -> None:
+    """A code and a reason pass (several codes too); a bare ignore, one without a reason (or an
+    empty one) and one without a code do not; strings are not comments."""
+    good = [
+        "x = f()  # type: ignore[attr-defined]  # playwright's stub lacks X\n",
+        "x = f()  # type: ignore[arg-type, union-attr]  # pydantic narrows it at run time\n",
+    ]
+    bad = [
+        "x = f()  # type: ignore\n",
+        "x = f()  # type: ignore[attr-defined]\n",
+        "x = f()  # type: ignore  # no code\n",
+        "x = f()  # type: ignore[attr-defined]  #\n",
+    ]
+    assert [src for src in good if _unexplained_ignores(src)] == []
+    assert [src for src in bad if not _unexplained_ignores(src)] == []
+    assert _unexplained_ignores('x = "# type: ignore"\n') == []
+
+
+def test_every_type_ignore_names_its_code_and_reason() -> None:
+    """mypy runs in CI (scripts/test.sh); an ignore silences it, so each one says which error
+    (``[code]``: nothing else is silenced with it) and why the checker is wrong there."""
+    found = {
+        f"type-ignore: {module.path.relative_to(PACKAGE_DIR.parent)}:{line}": comment
+        for module in _modules().values()
+        for line, comment in _unexplained_ignores(module.text)
+    }
+    _check("type-ignore", found)

@@ -10,6 +10,7 @@ from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.browsers.api import expect
 from browserq.errors import Codes, StepFailed
 from browserq.templates import AssertStep
+from browserq.templates.interpolate import rendered_number
 
 #: A failed assert waits at most this long unless the step sets its own timeout_s.
 ASSERT_TIMEOUT_S = 5.0
@@ -17,7 +18,7 @@ ASSERT_TIMEOUT_S = 5.0
 
 async def assert_(ctx: StepContext, step: AssertStep) -> Any:
     """Check the page; a failed assertion is permanent and says what was expected."""
-    timeout = (step.timeout_s or ASSERT_TIMEOUT_S) * 1000
+    timeout = (rendered_number(step.timeout_s, "timeout_s") if step.timeout_s else ASSERT_TIMEOUT_S) * 1000
     timeout = min(timeout, ctx.timeout_ms)
     page = ctx.page
     try:

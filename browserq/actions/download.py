@@ -14,7 +14,7 @@ import asyncio
 import mimetypes
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from playwright.async_api import Response
 
@@ -56,7 +56,7 @@ async def download(ctx: StepContext, step: DownloadStep) -> Any:
         try:
             watched = await asyncio.wait_for(asyncio.shield(started), ctx.timeout_ms / 1000)
         except TimeoutError:
-            what = f"clicking {shown(step.selector)}" if step.url is None else f"opening {step.url}"  # type: ignore[arg-type]
+            what = f"clicking {shown(step.selector)}" if step.selector is not None else f"opening {step.url}"
             raise StepFailed(
                 Codes.DOWNLOAD_FAILED, f"{what} started no download within the step's timeout ({ctx.timeout_s:g} s)"
             ) from None
@@ -75,11 +75,11 @@ async def download(ctx: StepContext, step: DownloadStep) -> Any:
 
 async def _trigger(ctx: StepContext, step: DownloadStep) -> None:
     """Click the element, or open the URL (a goto that turns into a download is "aborted")."""
-    if step.url is None:
-        await first(ctx, step.selector).click(timeout=ctx.timeout_ms)  # type: ignore[arg-type]
+    if step.selector is not None:  # exactly one of selector and url (DownloadStep)
+        await first(ctx, step.selector).click(timeout=ctx.timeout_ms)
         return
     try:
-        await ctx.page.goto(step.url, timeout=ctx.timeout_ms)
+        await ctx.page.goto(cast(str, step.url), timeout=ctx.timeout_ms)  # no selector: a url
     except PlaywrightError as exc:
         if not any(text in str(exc) for text in _NAVIGATION_BECAME_DOWNLOAD):
             raise

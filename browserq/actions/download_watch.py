@@ -59,7 +59,7 @@ class Watched:
 def temp_path(item: Download) -> Path | None:
     """The file Playwright had Chromium write ``item`` to (Playwright keeps it on its artifact)."""
     try:
-        return Path(item._impl_obj._artifact._initializer["absolutePath"])  # type: ignore[attr-defined]
+        return Path(item._impl_obj._artifact._initializer["absolutePath"])
     except (AttributeError, KeyError, TypeError):
         return None
 

@@ -13,6 +13,7 @@ from browserq.actions.locators import to_locator
 from browserq.actions.notices import EXTRACT_LIMITED
 from browserq.actions.outputs import too_large
 from browserq.templates import ExtractStep, FieldSpec, GetStep
+from browserq.templates.interpolate import rendered_number
 
 _PLAYWRIGHT_ONLY = re.compile(r"^(text|role|xpath|css|id|data-testid|internal:|nth)[=:]|>>|^//|:has-text\(")
 
@@ -89,6 +90,7 @@ async def extract(ctx: StepContext, step: ExtractStep) -> Any:
     """
     locator = locate(ctx.page, step.selector)
     fields = _field_specs(step)
+    limit = None if step.limit is None else rendered_number(step.limit, "limit")
     if fields is None or all(
         not spec["selector"] or (isinstance(spec["selector"], str) and not _PLAYWRIGHT_ONLY.search(spec["selector"]))
         for spec in fields.values()
@@ -102,11 +104,11 @@ async def extract(ctx: StepContext, step: ExtractStep) -> Any:
             await locator.first.wait_for(state="attached", timeout=ctx.timeout_ms)
         elements = await locator.all()
         total = len(elements)
-        records = [await _extract_one(element, fields) for element in elements[: step.limit]]
-    if step.limit is not None and total > step.limit:
+        records = [await _extract_one(element, fields) for element in elements[:limit]]
+    if limit is not None and total > limit:
         ctx.warn(
             EXTRACT_LIMITED,
-            f"kept the first {step.limit} of {total} records matching {step.selector!r} (limit: {step.limit})",
+            f"kept the first {limit} of {total} records matching {step.selector!r} (limit: {limit})",
         )
     return records
 

@@ -19,16 +19,18 @@ from browserq.templates import (
     TypeStep,
     UncheckStep,
 )
+from browserq.templates.interpolate import rendered_number
 
 
 async def click(ctx: StepContext, step: ClickStep) -> Any:
     """Click the first match (like a person, with ``human_input``), then let a navigation settle."""
     locator = first(ctx, step.selector)
-    if ctx.settings.human_input and step.button == "left" and step.click_count == 1:
+    click_count = rendered_number(step.click_count, "click_count")
+    if ctx.settings.human_input and step.button == "left" and click_count == 1:
         await locator.wait_for(state="visible", timeout=ctx.timeout_ms)
         await stealth.move_and_click(ctx.page, locator, random.Random())
     else:
-        await locator.click(button=step.button, click_count=step.click_count, timeout=ctx.timeout_ms)
+        await locator.click(button=step.button, click_count=click_count, timeout=ctx.timeout_ms)
     await settle(ctx.page, ctx.timeout_ms)
 
 
@@ -85,7 +87,7 @@ async def type_text(ctx: StepContext, step: TypeStep) -> Any:
         return
     # The keyboard types into the focused element without refocusing it (which would move the
     # caret back to the start).
-    await ctx.page.keyboard.type(step.text, delay=step.delay_ms)
+    await ctx.page.keyboard.type(step.text, delay=rendered_number(step.delay_ms, "delay_ms"))
 
 
 async def select(ctx: StepContext, step: SelectStep) -> Any:

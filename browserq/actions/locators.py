@@ -10,13 +10,13 @@ shown in messages is :func:`selector_text`, so both forms read the same everywhe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from playwright.async_api import FrameLocator, Locator, Page
 
 from browserq.errors import Codes, StepFailed
 from browserq.templates import LocatorSpec, selector_text
-from browserq.templates.locators import ROLE_OPTIONS, as_selector
+from browserq.templates.locators import ROLE_OPTIONS, AriaRole, as_selector
 
 #: ``"iframe#pay >>> button.submit"`` enters the frame matched on the left, then selects inside it.
 FRAME_SEPARATOR = ">>>"
@@ -43,7 +43,7 @@ def to_locator(scope: Scope, selector: SelectorValue) -> Locator:
     return found
 
 
-def _spec(selector: SelectorValue) -> str | LocatorSpec:
+def _spec(selector: object) -> str | LocatorSpec:
     if isinstance(selector, str | LocatorSpec):
         return selector
     try:
@@ -76,7 +76,8 @@ def _target(base: Scope, spec: LocatorSpec) -> Locator:
             for key in ROLE_OPTIONS
             if getattr(spec, key) is not None
         }
-        return base.get_by_role(spec.role, exact=spec.exact, **options)  # type: ignore[arg-type]
+        role = cast(AriaRole, spec.role)  # _check_role ran at load and again in render_step
+        return base.get_by_role(role, exact=spec.exact, **options)
     finders = {
         "label": base.get_by_label,
         "text": base.get_by_text,

@@ -14,6 +14,7 @@ from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url
 from browserq.templates import NavigateStep, ScrollStep, WaitStep
+from browserq.templates.interpolate import rendered_number
 
 
 async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
@@ -50,10 +51,10 @@ async def scroll(ctx: StepContext, step: ScrollStep) -> Any:
     target = "0" if step.to == "top" else "(document.scrollingElement || document.documentElement).scrollHeight"
     await page.evaluate(f"() => window.scrollTo(0, {target})")
     grew = False
-    if step.to == "bottom" and step.settle_ms > 0:
+    if step.to == "bottom" and (settle_ms := rendered_number(step.settle_ms, "settle_ms")) > 0:
         try:
             await page.wait_for_function(
-                f"h => {_HEIGHT_JS[6:]} > h", arg=before, timeout=min(step.settle_ms, ctx.timeout_ms)
+                f"h => {_HEIGHT_JS[6:]} > h", arg=before, timeout=min(settle_ms, ctx.timeout_ms)
             )
             grew = True
         except PlaywrightTimeoutError:
@@ -71,11 +72,12 @@ async def wait(ctx: StepContext, step: WaitStep) -> Any:
     elif step.load_state:
         await page.wait_for_load_state(step.load_state, timeout=ctx.timeout_ms)
     elif step.ms is not None:
+        ms = rendered_number(step.ms, "ms")
         allowed_ms = ctx.timeout_ms
-        if step.ms > allowed_ms:
+        if ms > allowed_ms:
             ctx.warn(
                 WAIT_SHORTENED,
-                f"waited {allowed_ms / 1000:g} s of the {step.ms / 1000:g} s asked: the step may take "
+                f"waited {allowed_ms / 1000:g} s of the {ms / 1000:g} s asked: the step may take "
                 "no longer (raise its timeout_s, or the run's)",
             )
-        await asyncio.sleep(min(step.ms, allowed_ms) / 1000)
+        await asyncio.sleep(min(ms, allowed_ms) / 1000)

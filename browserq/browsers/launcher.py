@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -142,7 +143,7 @@ def _all_pids() -> list[int]:
     return [int(p.name) for p in proc.iterdir() if p.name.isdigit()]
 
 
-def _iter_cmdlines():
+def _iter_cmdlines() -> Iterator[tuple[int, bytes]]:
     for pid in _all_pids():
         try:
             yield pid, Path(f"/proc/{pid}/cmdline").read_bytes()

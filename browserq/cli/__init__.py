@@ -61,7 +61,7 @@ def _settings_epilog() -> str:
     """Every setting with its default, unwrapped (click's \\b marker keeps the lines as they are)."""
     lines = ["Settings (environment variables; also BROWSERQ_SETTINGS_FILE, YAML or TOML):"]
     for name, field in Settings.model_fields.items():
-        default = field.default if field.default_factory is None else field.default_factory()
+        default = field.get_default(call_default_factory=True)
         lines.append(f"  BROWSERQ_{name.upper()} = {default!s}  — {field.description or ''}")
     return "\b\n" + "\n".join(lines)
 

@@ -151,7 +151,7 @@ def show_settings() -> None:
             from browserq.proxies import redact_proxy_setting
 
             value = redact_proxy_setting(value)
-        default = field.default if field.default_factory is None else field.default_factory()
+        default = field.get_default(call_default_factory=True)
         table.add_row(f"BROWSERQ_{name.upper()}", str(value), str(default))
     console.print(table)
 

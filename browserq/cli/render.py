@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich import box
@@ -24,7 +24,8 @@ from browserq.store.artifacts import artifact_store
 from browserq.store.errors import StoreUnavailable
 from browserq.store.views import event_text
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Markup is off: every value printed (params with ``[secret:…]``, page text and errors with
 #: brackets) is shown as it is, never read as Rich markup. Style with ``Text``/``style=`` instead.
@@ -47,18 +48,18 @@ STATUS_STYLE = {
 STATUS_MARK = {"succeeded": "✓", "skipped": "↷", "failed": "✗"}
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and leave with ``code`` (2: the input was refused)."""
     err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
 
 
-def friendly_errors(fn: F) -> F:
+def friendly_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn browserq's errors, and input the layers below refused (ValueError), into a one-line
     message and exit code 2 — never a traceback."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except StoreUnavailable as exc:
@@ -67,7 +68,7 @@ def friendly_errors(fn: F) -> F:
         except (BrowserqError, ValueError) as exc:
             fail(str(exc))
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def plain() -> bool:

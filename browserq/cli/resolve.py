@@ -53,7 +53,7 @@ def resolve(
     ] = None,
 ) -> None:
     """Resolve a needs_review run: --completed, --failed or --retry-from STEP (recorded with who and why)."""
-    from browserq.execute.resolve import Review, operator_name, resolve_review
+    from browserq.execute.resolve import Outcome, Review, operator_name, resolve_review
 
     chosen = [
         flag
@@ -69,14 +69,14 @@ def resolve(
             "say what happened with exactly one of --completed, --failed, --retry-from STEP"
             + (f" (got {' and '.join(chosen)})" if chosen else "")
         )
-    outcome = "completed" if completed else "failed" if failed else "retry"
+    outcome: Outcome = "completed" if completed else "failed" if failed else "retry"
     settings = get_settings()
     store = open_store(relay_webhooks=True)  # the run's completed/failed webhook leaves at once
     full_id = resolve_run_id(store, run_id)
     review = Review(
         outcome=outcome,
         by=by or operator_name(),
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,
         retry_from=retry_from,
         rerun_unknown=rerun_unknown,
     )

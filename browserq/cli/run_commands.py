@@ -39,11 +39,15 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 MAX_LISTED_RUNS = 100_000
 #: ``runs --status`` choices: store.models.RunStatus's values (a test keeps them equal), spelled
 #: out so that ``--help`` and ``keygen`` need not import SQLAlchemy.
-RunStatusChoice = StrEnum(
-    "RunStatusChoice",
-    {s: s for s in ("queued", "running", "retrying", "completed", "failed", "cancelled", "needs_review",
-                    "waiting_for_human")},
-)
+class RunStatusChoice(StrEnum):
+    queued = "queued"
+    running = "running"
+    retrying = "retrying"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+    needs_review = "needs_review"
+    waiting_for_human = "waiting_for_human"
 
 
 @friendly_errors

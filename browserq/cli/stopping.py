@@ -87,7 +87,7 @@ class SignalStop:
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
         """Handle SIGINT and SIGTERM meanwhile (a signal ignored at start, as in ``nohup``, stays so)."""
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         for sig in REASONS:
             if signal.getsignal(sig) is not signal.SIG_IGN:
                 previous[sig] = signal.signal(sig, self._handle)

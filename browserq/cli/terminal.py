@@ -19,10 +19,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderHook
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook
 from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
+from rich.text import Text, TextType
 
 #: Bidirectional embeddings, overrides and isolates, which make text read other than it is
 #: stored ("Trojan Source"); not the marks (LRM, RLM) real pages use, nor emoji joiners.
@@ -61,19 +61,27 @@ def _inert_in_place(renderable: RenderableType) -> RenderableType:
     if isinstance(renderable, str):
         return inert(renderable)
     if isinstance(renderable, Text):
-        if CONTROL.search(renderable.plain):
-            renderable.plain = inert(renderable.plain)  # one character for one: the spans still fit
-        return renderable
+        return _inert_text(renderable)
     if isinstance(renderable, Table):
-        renderable.title = (
-            _inert_in_place(renderable.title) if renderable.title else renderable.title
-        )
-        renderable.caption = (
-            _inert_in_place(renderable.caption) if renderable.caption else renderable.caption
-        )
+        renderable.title = _inert_label(renderable.title)
+        renderable.caption = _inert_label(renderable.caption)
         for column in renderable.columns:
             column._cells = [_inert_in_place(cell) for cell in column._cells]
     return renderable
+
+
+def _inert_text(text: Text) -> Text:
+    """``text`` made inert in place (one character for one, so its spans still fit)."""
+    if CONTROL.search(text.plain):
+        text.plain = inert(text.plain)
+    return text
+
+
+def _inert_label(label: TextType | None) -> TextType | None:
+    """A table's title or caption made inert."""
+    if isinstance(label, str):
+        return inert(label)
+    return _inert_text(label) if label is not None else None
 
 
 class _Inert:
@@ -95,7 +103,7 @@ class _Inert:
 class InertHook(RenderHook):
     """The render hook that makes everything a console prints :func:`inert`."""
 
-    def process_renderables(self, renderables: list[RenderableType]) -> list[RenderableType]:
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
         return [_Inert(r) for r in renderables]
 
 

@@ -162,7 +162,7 @@ def notify_for(prepared: PreparedRun, explicit: Any, settings: Any) -> str | Non
 
 
 def check_run_options(
-    template_ref: str,
+    template_ref: object,
     *,
     idempotency_key: Any = None,
     identity: Any = None,

@@ -16,7 +16,7 @@ from browserq.browsers.errors import first_line
 from browserq.errors import Codes, StoreError
 from browserq.execute.breaker import check_batch
 from browserq.execute.decide import RetryLater, backoff_s
-from browserq.execute.run_request import outcome_of
+from browserq.execute.run_request import outcome_of, recorded_outcome
 from browserq.journal.batch import store_records, write_batch
 from browserq.recordable import clean_text, sized
 from browserq.runner import RunOutcome
@@ -189,7 +189,7 @@ class RunEnds:
             )
             if token is not None:
                 self.store.release_lease(run_id, token=token)
-            return outcome_of(self.store.get_run(run_id))  # type: ignore[arg-type]
+            return recorded_outcome(self.store, run_id)
         except Exception as inner:
             if inner is exc:
                 raise

@@ -102,8 +102,10 @@ def build_request(
     if run is None:
         raise StoreError(f"run {run_id!r} vanished from the store while it was leased")
     # A resolved run's record may hold only the person's decision (no checkpoint was taken yet).
-    has_checkpoint = bool(run.checkpoint) and set(run.checkpoint) != {"resolution"}  # type: ignore[arg-type]
-    checkpoint = Checkpoint.from_record(run.checkpoint, checkpoint_box) if has_checkpoint else None  # type: ignore[arg-type]
+    record = run.checkpoint
+    checkpoint = (
+        Checkpoint.from_record(record, checkpoint_box) if record and set(record) != {"resolution"} else None
+    )
     if lease.takeover or checkpoint is not None:
         log.info(
             "resuming run", run_id=run_id, attempt=lease.attempt, takeover=lease.takeover,
@@ -155,6 +157,14 @@ def is_side_effect(loaded: LoadedTemplate, path: str) -> bool:
     return bool(getattr(step, "side_effect", False))
 
 
+def recorded_outcome(store: Store, run_id: str) -> RunOutcome:
+    """The outcome the store holds for ``run_id`` (StoreError if the run is gone)."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise StoreError(f"run {run_id!r} vanished from the store")
+    return outcome_of(run)
+
+
 def outcome_of(run: RunView) -> RunOutcome:
     """The outcome recorded for a run (what a delivery of a finished run reports)."""
     return RunOutcome(
@@ -170,5 +180,5 @@ def outcome_of(run: RunView) -> RunOutcome:
 
 __all__ = [
     "STORED_TEMPLATES_KEPT", "StoredTemplates", "build_request", "is_side_effect", "materialize",
-    "outcome_of", "unknown_side_effects",
+    "outcome_of", "recorded_outcome", "unknown_side_effects",
 ]

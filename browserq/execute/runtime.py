@@ -43,7 +43,13 @@ from browserq.execute.identity_slots import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
 from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
 from browserq.execute.run_log import RunLog
-from browserq.execute.run_request import StoredTemplates, build_request, materialize, outcome_of
+from browserq.execute.run_request import (
+    StoredTemplates,
+    build_request,
+    materialize,
+    outcome_of,
+    recorded_outcome,
+)
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
 from browserq.run_events import Observers, RunEnded, RunObserver, RunStarted
@@ -297,7 +303,7 @@ class Runtime:
             # keeps an in-process run (``browserq run``) from waiting forever.
             log.error("run exceeded its backstop; interrupted", run_id=run.id)
             self.ends.interrupted(run.id, lease.token)
-            return outcome_of(self.store.get_run(run.id))  # type: ignore[arg-type]
+            return recorded_outcome(self.store, run.id)
         except BaseException:  # Celery's soft time limit, or the process is stopping
             self.ends.interrupted(run.id, lease.token)
             raise

@@ -75,8 +75,8 @@ class TenantBusy(BrowserqError):
 
     policy = ErrorClass.WAIT
 
-    @property  # type: ignore[override]
-    def retry_in_s(self) -> float | None:
+    @property
+    def retry_in_s(self) -> float | None:  # type: ignore[override]  # computed; read-only over the base's class default
         """When a slot may free up (the earliest claim's expiry), else after another wait as long."""
         return self.retry_after_s or (self.wait_s if self.wait_s is not None else self.waited_s)
 

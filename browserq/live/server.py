@@ -152,11 +152,11 @@ class LiveViewServer:
                                 error=str(exc)[:200])
             # behind a proxy that serves this worker under a path (BROWSERQ_LIVE_VIEW_PUBLIC_URL's)
             own = f"{urlsplit(self._base or '').path.rstrip('/')}/live/{session.handoff_id}"
-            response = web.HTTPSeeOther(own)
-            response.set_cookie(COOKIE, cookie, httponly=True, samesite="Strict",
+            redirect = web.HTTPSeeOther(own)
+            redirect.set_cookie(COOKIE, cookie, httponly=True, samesite="Strict",
                                 path=own,
                                 secure=bool(self.public_url and self.public_url.startswith("https:")))
-            raise response
+            raise redirect
         self._check_cookie(request, session)
         nonce = secrets.token_urlsafe(16)
         body = live_page(run_id=session.run_id, message=session.message, until=session.until,

@@ -36,8 +36,9 @@ def marker_base(settings: Settings) -> Path | None:
     """Where this worker's processes put their markers (None: readiness is not asked for)."""
     if settings.ready_file is not None:
         return settings.ready_file
-    if settings.metrics_port is not None and multiproc.directory() is not None:
-        return multiproc.directory() / "ready"  # type: ignore[operator]
+    directory = multiproc.directory() if settings.metrics_port is not None else None
+    if directory is not None:
+        return directory / "ready"
     return None
 
 

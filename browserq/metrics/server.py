@@ -17,7 +17,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -61,7 +61,7 @@ class MetricsServer:
     @property
     def address(self) -> str:
         """``host:port`` it listens on."""
-        host, port = self._server.server_address[:2]
+        host, port = cast("tuple[str, int]", self._server.server_address[:2])  # an INET(6) server
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
     @property

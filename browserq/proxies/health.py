@@ -25,7 +25,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import redis
 import structlog
@@ -271,7 +271,7 @@ class ProxyHealth:
         """Per-proxy figures: of ``proxies`` (in order), or of every proxy Redis knows about."""
         now = self.clock()
         if proxies is None:
-            ids = sorted(self.redis.smembers(self.ids_key))
+            ids = sorted(self._known_ids())
             labels: dict[str, str] = {}
         else:
             plist = list(proxies)
@@ -299,12 +299,16 @@ class ProxyHealth:
             )
         return result
 
+    def _known_ids(self) -> set[str]:
+        """Every proxy id Redis holds health for (text: the client decodes, see make_redis)."""
+        return cast("set[str]", self.redis.smembers(self.ids_key))
+
     def reset(self, proxies: Iterable[Proxy] | None = None) -> None:
         """Forget the health of ``proxies`` (or of every known proxy)."""
         ids = (
             [p.id for p in proxies]
             if proxies is not None
-            else list(self.redis.smembers(self.ids_key))
+            else list(self._known_ids())
         )
         if ids:
             self.redis.delete(*[self.key(i) for i in ids])

@@ -24,6 +24,7 @@ import itertools
 import math
 import random
 from collections.abc import Iterable, Sequence
+from typing import cast
 from urllib.parse import urlsplit
 
 import redis
@@ -101,6 +102,10 @@ class ProxyRotator:
     def redis(self) -> redis.Redis:
         return self.health.redis
 
+    def _stuck_id(self, key: str) -> str:
+        """The proxy id a sticky key holds ("" if none; text: the client decodes, see make_redis)."""
+        return cast("str | None", self.redis.get(key)) or ""
+
     def _rr_key(self) -> str:
         return f"{self.health.namespace}:rr"
 
@@ -117,7 +122,7 @@ class ProxyRotator:
         key = self.sticky_key(domain=domain, identity=identity)
         if key is None:
             return None
-        return self._by_id.get(self.redis.get(key) or "")
+        return self._by_id.get(self._stuck_id(key))
 
     # --- choosing ------------------------------------------------------------------------------
     def choose(
@@ -178,7 +183,7 @@ class ProxyRotator:
 
     def _sticky(self, key: str, available: Sequence[Proxy]) -> Proxy:
         usable = {p.id: p for p in available}
-        current = self.redis.get(key) or ""
+        current = self._stuck_id(key)
         if current in usable:
             self.redis.expire(key, self.sticky_ttl_s)
             return usable[current]

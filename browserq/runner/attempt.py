@@ -6,8 +6,8 @@ called on its own, one step at a time, on a context opened by
 :class:`browserq.runner.context.ContextLease` — every attempt is recorded through the run's
 journal either way. This is where the main rule lives: a step that fails because of the page or
 the template is recorded with its error code and retried in place when the code allows; it never
-touches the browser. A side effect whose outcome is unknown is probed, never re-run blindly. An action's
-exception enters the runner here, and is translated once (:meth:`RunParts.failure`).
+touches the browser. A side effect whose outcome is unknown is probed, never re-run blindly; an
+action's exception is translated once, here (:meth:`RunParts.failure`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from browserq.runner.page import (
 from browserq.runner.parts import RunParts
 from browserq.runner.record import Attempted, StepRecorder
 from browserq.runner.state import RunState, StepOutcome, StepResult
-from browserq.templates import ActionStep, NavigateStep, render_step, selector_text
+from browserq.templates import ActionStep, NavigateStep, render_step, rendered_number, selector_text
 
 if TYPE_CHECKING:
     from browserq.runner.recovery import Recovery
@@ -319,7 +319,8 @@ class StepAttempt:
         async def save(kind: str, name: str, data: bytes, content_type: str) -> StoredFile:
             return await state.journal.artifact(record, kind, name, data, content_type)
 
-        timeout_s = step.timeout_s or tsettings.step_timeout_s
+        own = step.timeout_s
+        timeout_s = (rendered_number(own, "timeout_s") if own is not None else 0) or tsettings.step_timeout_s
         if state.files is None:  # the run attempt's file limits and artifact reader (download, upload)
             state.files = RunFiles.of(self.settings, state.request.run_id, state.journal.artifacts.read_bytes)
         state.files.step_path = path

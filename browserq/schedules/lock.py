@@ -19,6 +19,7 @@ import enum
 import os
 import socket
 import uuid
+from typing import cast
 
 import redis
 import structlog
@@ -104,7 +105,7 @@ class BeatLock:
         return True
 
     def _holder(self) -> str:
-        holder = self.client.get(self.key)
+        holder = cast("bytes | None", self.client.get(self.key))  # a client that does not decode
         return holder.decode(errors="replace") if holder else "nobody (it just expired)"
 
     def _standby(self, reason: str, level: str = "info") -> None:

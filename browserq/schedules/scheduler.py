@@ -73,7 +73,7 @@ class BrowserqScheduler(Scheduler):
         self.lock: BeatLock | None = None
         super().__init__(app, *args, **kwargs)
         # renew the lock (or, on standby, try to take it) at least every third of its TTL
-        self.max_interval = min(self.max_interval, get_settings().beat_lock_ttl_s / 3)
+        self.max_interval: float = min(self.max_interval, get_settings().beat_lock_ttl_s / 3)
 
     def setup_schedule(self) -> None:
         super().setup_schedule()  # celery's defaults and the app's beat_schedule (the sweeper)

@@ -313,7 +313,7 @@ async def probe_host(browser: Browser) -> HostInfo:
     return HostInfo(
         chrome_version=browser.version,
         brand=brands[0] if brands else "Chromium",
-        platform=platform,  # type: ignore[arg-type]
+        platform=platform,
         navigator_platform=data["navigatorPlatform"],
         platform_version=data["platformVersion"],
         architecture=architecture,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 # (weight, value) tables: plausible, not exhaustive. Screens are CSS pixels (width, height, dpr).
 SCREENS: dict[str, list[tuple[float, tuple[int, int, float]]]] = {
@@ -167,7 +167,8 @@ WINDOWS_VERSIONS = [(34, "10.0.0"), (30, "15.0.0"), (36, "19.0.0")]
 MACOS_VERSIONS = [(18, "14.7.6"), (22, "15.5.0"), (30, "15.6.1"), (30, "26.0.1")]
 
 
-def pick(rng: random.Random, table: Sequence[tuple[float, Any]]) -> Any:
+def pick(rng: random.Random, table: Sequence[tuple[float, *tuple[Any, ...]]]) -> Any:
+    """A row drawn by its weight: its one value, or the tuple of its values when it has several."""
     total = sum(w for w, *_ in table)
     x = rng.random() * total
     for row in table:
@@ -180,9 +181,16 @@ def pick(rng: random.Random, table: Sequence[tuple[float, Any]]) -> Any:
 
 
 
-def window_geometry(
-    rng: random.Random, platform: str, width: int, height: int
-) -> dict[str, tuple[int, ...]]:
+class Geometry(TypedDict):
+    """A window on its screen, in CSS pixels."""
+
+    avail: tuple[int, int, int, int]  # the work area: left, top, width, height
+    outer: tuple[int, int]  # the window's outer width, height
+    position: tuple[int, int]  # screenX, screenY
+    viewport: tuple[int, int]  # the page's inner width, height
+
+
+def window_geometry(rng: random.Random, platform: str, width: int, height: int) -> Geometry:
     """Work area, a maximized window and its inner viewport for a screen.
 
     Windows: taskbar at the bottom (40 or 48 px); a maximized window overhangs by its 8 px
@@ -217,7 +225,7 @@ class Hardware:
 
     screen: tuple[int, int]
     device_scale_factor: float
-    geometry: dict[str, tuple[int, ...]]
+    geometry: Geometry
     webgl_vendor: str
     webgl_renderer: str
     cores: int

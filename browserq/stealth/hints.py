@@ -31,7 +31,7 @@ def brand_list(
     ]
     if brand != "Chromium":
         entries.append((brand, str(major), full_version))
-        order = _ORDERS_3[major % 6]
+        order: tuple[int, ...] = _ORDERS_3[major % 6]
     else:
         order = _ORDERS_2[major % 2]
     placed: list[tuple[str, str, str]] = [entries[0]] * len(entries)

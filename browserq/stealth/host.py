@@ -27,7 +27,7 @@ NAVIGATOR_PLATFORM: dict[str, str] = {
     "macos": "MacIntel",
     "linux": "Linux x86_64",
 }
-CH_PLATFORM: dict[str, str] = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
+CH_PLATFORM: dict[Platform, str] = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
 
 VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)\.(\d+)")
 

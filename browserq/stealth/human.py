@@ -14,9 +14,12 @@ import asyncio
 import math
 import random
 import weakref
+from typing import Literal
 
 from playwright.async_api import Locator, Page
 
+#: The buttons Playwright's mouse presses.
+MouseButton = Literal["left", "middle", "right"]
 # Playwright's mouse starts at (0, 0) on a new page and exposes no position: remember ours.
 _positions: weakref.WeakKeyDictionary[Page, tuple[float, float]] = weakref.WeakKeyDictionary()
 
@@ -82,7 +85,7 @@ async def move_to(page: Page, x: float, y: float, rng: random.Random) -> None:
 
 
 async def move_and_click(
-    page: Page, locator: Locator, rng: random.Random, *, button: str = "left"
+    page: Page, locator: Locator, rng: random.Random, *, button: MouseButton = "left"
 ) -> None:
     """Scroll ``locator`` into view, move there on a curved path, pause, and click it.
 
@@ -98,9 +101,9 @@ async def move_and_click(
     x, y = box["x"] + box["width"] * fx, box["y"] + box["height"] * fy
     await move_to(page, x, y, rng)
     await pause(rng, 90)
-    await page.mouse.down(button=button)  # type: ignore[arg-type]
+    await page.mouse.down(button=button)
     await asyncio.sleep(rng.uniform(0.05, 0.13))
-    await page.mouse.up(button=button)  # type: ignore[arg-type]
+    await page.mouse.up(button=button)
 
 
 async def type_like_human(

@@ -24,8 +24,10 @@ import psycopg
 
 try:  # what psycopg's own wait raises when its timeout ends (psycopg 3.3; private, so guarded)
     from psycopg.errors import _WaitTimeout
+
+    _CLIENT_TIMEOUTS: tuple[type[Exception], ...] = (_WaitTimeout,)
 except ImportError:  # pragma: no cover - another psycopg: the server-side limits still hold
-    _WaitTimeout = None
+    _CLIENT_TIMEOUTS = ()
 from sqlalchemy import Engine, event
 
 #: How long a PostgreSQL connection attempt may take, unless the URL says otherwise.
@@ -80,7 +82,7 @@ class DbTimeouts:
 NO_ANSWER = "the database sent no answer"
 
 
-class AnsweringConnection(psycopg.Connection):  # type: ignore[type-arg]
+class AnsweringConnection(psycopg.Connection[Any]):
     """A psycopg connection whose waits for the server end after ``answer_s`` (None: never)."""
 
     answer_s: float | None = None
@@ -89,7 +91,7 @@ class AnsweringConnection(psycopg.Connection):  # type: ignore[type-arg]
         limit = timeout if timeout is not None else self.answer_s
         try:
             return super().wait(gen, interval=interval, timeout=limit)
-        except _WaitTimeout:
+        except _CLIENT_TIMEOUTS:
             if timeout is not None:  # a wait the caller bounded itself (notifies): theirs
                 raise
             self.close()  # its state is unknown mid-protocol: never reused
@@ -111,17 +113,17 @@ def install_timeouts(engine: Engine, timeouts: DbTimeouts) -> None:
     if engine.dialect.name != "postgresql" or engine.dialect.driver != "psycopg":
         return
     defaults = connect_defaults(timeouts)
-    answering = _WaitTimeout is not None  # else plain connections: only the server bounds waits
+    answering = bool(_CLIENT_TIMEOUTS)  # else plain connections: only the server bounds waits
 
     @event.listens_for(engine, "do_connect")
-    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> AnsweringConnection:
+    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> psycopg.Connection[Any]:
         for key, value in defaults.items():
             if key == "options" and cparams.get("options"):
                 cparams["options"] = f"{value} {cparams['options']}"
             else:
                 cparams.setdefault(key, value)
         if not answering:
-            return psycopg.Connection.connect(*cargs, **cparams)  # type: ignore[return-value]
+            return psycopg.Connection.connect(*cargs, **cparams)
         connection = AnsweringConnection.connect(*cargs, **cparams)
         connection.answer_s = timeouts.answer_s
         return connection

@@ -13,7 +13,7 @@ from browserq.errors import StoreError
 from browserq.store.cancellation import CancelMethods
 from browserq.store.clock import db_now
 from browserq.store.models import Batch, Run, RunStatus, utcnow
-from browserq.store.plumbing import run_status_value
+from browserq.store.plumbing import changed_rows, run_status_value
 from browserq.store.states import ACTIVE, FINISHED
 from browserq.store.views import BatchView, RunView, to_view
 
@@ -116,7 +116,7 @@ class BatchMethods(CancelMethods):
                 .values(breaker_tripped_at=utcnow(), breaker_reason=reason)
                 .execution_options(synchronize_session=False)
             )
-            if result.rowcount == 1:
+            if changed_rows(result) == 1:
                 return True
             self._get_batch(s, batch_id, action)  # raises if there is no such batch
             return False

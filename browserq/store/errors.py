@@ -53,8 +53,8 @@ class StoreUnavailable(StoreError):
 
     policy = ErrorClass.WAIT
 
-    @property  # type: ignore[override]
-    def retry_in_s(self) -> float:
+    @property
+    def retry_in_s(self) -> float:  # type: ignore[override]  # computed; read-only over the base's class default
         """A few seconds, jittered, so that runs cut off together do not come back together."""
         return STORE_UNAVAILABLE_WAIT_S * (1 + random.random())
 
@@ -130,8 +130,8 @@ class LeaseBusy(StoreError):
             f"run {run_id} is being run by {holder} (lease valid until {expires_at.isoformat()})"
         )
 
-    @property  # type: ignore[override]
-    def retry_in_s(self) -> float:
+    @property
+    def retry_in_s(self) -> float:  # type: ignore[override]  # computed; read-only over the base's class default
         """Seconds until the holder's lease runs out, plus one (at least 1 s)."""
         return max(1.0, _seconds_until(self.expires_at, self.now) + 1.0)
 
@@ -238,8 +238,8 @@ class IdentityBusy(IdentityError):
                 message += f"; the first lease runs out at {expires_at.isoformat()}"
         super().__init__(message)
 
-    @property  # type: ignore[override]
-    def retry_in_s(self) -> float:
+    @property
+    def retry_in_s(self) -> float:  # type: ignore[override]  # computed; read-only over the base's class default
         """Seconds until the earliest blocking lease runs out (at least 1 s; 5 s if unknown)."""
         if self.expires_at is None:
             return IDENTITY_BUSY_DEFAULT_WAIT_S

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from browserq.store.errors import IdentityLeaseLost, IdentityNotFound
 from browserq.store.models import Identity, utcnow
-from browserq.store.plumbing import StoreBase
+from browserq.store.plumbing import StoreBase, changed_rows
 from browserq.store.views import IdentityView, to_view
 
 #: Column widths, checked up front so SQLite (which does not enforce them) behaves like PostgreSQL.
@@ -35,7 +35,7 @@ _WIDTHS = {
 }
 
 
-def check_width(**values: str | None) -> None:
+def check_width(**values: object) -> None:
     """ValueError for a value that is not a non-empty string or is wider than its column."""
     for key, value in values.items():
         if value is None:
@@ -165,7 +165,7 @@ class IdentityCatalogue(StoreBase):
                 .values(disabled_reason=reason)
                 .execution_options(synchronize_session=False)
             )
-            if result.rowcount == 0:
+            if changed_rows(result) == 0:
                 raise IdentityNotFound(f"{action}: no identity named {name!r}", name=name)
 
         self._tx(action, body, write=True)

@@ -64,6 +64,17 @@ def _lease_of(row: Identity) -> IdentityLease:
     )
 
 
+def _check_sealed(storage_encrypted: object) -> None:
+    """ValueError unless ``storage_encrypted`` is a non-empty string that is not clear JSON
+    (callers outside the typed code may pass anything)."""
+    if not isinstance(storage_encrypted, str) or not storage_encrypted:
+        raise ValueError("storage_encrypted must be a non-empty string (a Fernet token)")
+    if storage_encrypted.lstrip()[:1] in ("{", "["):
+        raise ValueError(
+            "storage_encrypted looks like clear JSON: encrypt the storage state first"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class _Grant:
     """Who asks for an identity, and for how long."""
@@ -261,12 +272,7 @@ class IdentityLeases(IdentityCatalogue):
     def save_identity_storage(self, name: str, *, token: int, storage_encrypted: str) -> None:
         """Store the identity's browser storage (a Fernet token of the storage_state JSON, never
         clear text), fenced by the lease token; sets ``storage_saved_at``."""
-        if not isinstance(storage_encrypted, str) or not storage_encrypted:
-            raise ValueError("storage_encrypted must be a non-empty string (a Fernet token)")
-        if storage_encrypted.lstrip()[:1] in ("{", "["):
-            raise ValueError(
-                "storage_encrypted looks like clear JSON: encrypt the storage state first"
-            )
+        _check_sealed(storage_encrypted)
         action = f"saving the storage of identity {name!r}"
 
         def body(s: Session, _retried: bool) -> None:

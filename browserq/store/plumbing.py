@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, TypeVarTuple, cast
 
 import structlog
-from sqlalchemy import Engine, Select, exc, select
+from sqlalchemy import CursorResult, Engine, Result, Select, exc, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from browserq.errors import StoreError
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
+Columns = TypeVarTuple("Columns")
 
 #: Backoff between tries of a transaction that hit a transient database error.
 RETRY_FIRST_DELAY_S = 0.2
@@ -64,6 +65,12 @@ def run_status_value(status: RunStatus | str) -> str:
     except ValueError:
         allowed = ", ".join(s.value for s in RunStatus)
         raise ValueError(f"unknown run status {status!r}; expected one of {allowed}") from None
+
+
+def changed_rows(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE changed. ``Session.execute`` is typed as returning a
+    ``Result``; for a DML statement it is always a ``CursorResult``, which counts them."""
+    return cast("CursorResult[Any]", result).rowcount
 
 
 def first_line(error: BaseException) -> str:
@@ -233,7 +240,7 @@ class StoreBase:
         return self._tx(action, lambda s, _retried: body(s), write=False)
 
     # --- locking and fencing -----------------------------------------------------------------
-    def _locked(self, query: Select[Any]) -> Select[Any]:
+    def _locked(self, query: Select[*Columns]) -> Select[*Columns]:
         """``query`` with ``FOR UPDATE`` on PostgreSQL (SQLite writers already hold the lock)."""
         return query.with_for_update() if self._pg else query
 

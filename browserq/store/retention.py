@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from browserq.store import human_models  # noqa: F401  (its tables must be in the metadata)
 from browserq.store.models import Artifact, Base, Batch, Identity, Run, RunStatus
-from browserq.store.plumbing import StoreBase
+from browserq.store.plumbing import StoreBase, changed_rows
 
 #: What retention may delete: a run that will not run again and asks nobody for anything.
 #: ``needs_review`` is finished but waits for a person's decision: never pruned.
@@ -62,12 +62,12 @@ def delete_run_rows(s: Session, ids: Sequence[str]) -> int:
         for child in _child_tables(table):
             fk = next(fk for fk in child.foreign_keys if fk.column.table is table)
             parents = select(table.c.id).where(key.in_(ids)).scalar_subquery()
-            rows += s.execute(delete(child).where(fk.parent.in_(parents))).rowcount or 0
-        rows += s.execute(delete(table).where(key.in_(ids))).rowcount or 0
+            rows += changed_rows(s.execute(delete(child).where(fk.parent.in_(parents)))) or 0
+        rows += changed_rows(s.execute(delete(table).where(key.in_(ids)))) or 0
     s.execute(update(Identity).where(Identity.lease_run_id.in_(ids)).values(lease_run_id=None))
     if batches:  # a batch whose last run went: nothing points at it any more
         left = select(Run.id).where(Run.batch_id == Batch.id).exists()
-        rows += s.execute(delete(Batch).where(Batch.id.in_(batches), ~left)).rowcount or 0
+        rows += changed_rows(s.execute(delete(Batch).where(Batch.id.in_(batches), ~left))) or 0
     return rows
 
 

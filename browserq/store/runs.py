@@ -13,7 +13,7 @@ from browserq.store.clock import db_now
 from browserq.store.engine import to_store_error
 from browserq.store.errors import DuplicateRun
 from browserq.store.models import Run, RunStatus, RunTransition, utcnow
-from browserq.store.plumbing import StoreBase, run_status_value
+from browserq.store.plumbing import StoreBase, changed_rows, run_status_value
 from browserq.store.retention import delete_run_rows
 from browserq.store.views import RunView, to_view
 
@@ -31,7 +31,7 @@ class RunMethods(StoreBase):
         template_id: int,
         template_name: str,
         template_version: str,
-        params: dict,
+        params: dict[str, Any],
         timeout_s: float,
         status: RunStatus | str = RunStatus.QUEUED,
         task_id: str | None = None,
@@ -168,7 +168,7 @@ class RunMethods(StoreBase):
                 .values({column: db_now(s)})
                 .execution_options(synchronize_session=False)
             )
-            if result.rowcount == 0:
+            if changed_rows(result) == 0:
                 raise StoreError(f"cannot {what} run {run_id!r}: no such run")
 
         self._tx(f"{what} of run {run_id}", body, write=True)

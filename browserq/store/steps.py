@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from browserq.errors import Codes, StoreError
 from browserq.store.leases import LeaseSeen, renew_in
 from browserq.store.models import Artifact, StepAttempt, StepStatus, utcnow
-from browserq.store.plumbing import StoreBase
+from browserq.store.plumbing import StoreBase, changed_rows
 from browserq.store.step_rows import (
     checked_end,
     end_values,
@@ -41,7 +41,7 @@ class StepStart(TypedDict):
     step_id: str | None
     attempt: int
     action: str
-    inputs: dict
+    inputs: dict[str, Any]
     url_before: str | None
     token: NotRequired[int | None]
 
@@ -180,7 +180,7 @@ class StepMethods(StoreBase):
             .values(**end_values(fields), finished_at=now, duration_ms=duration_ms)
             .execution_options(synchronize_session=False)
         )
-        if result.rowcount == 0:
+        if changed_rows(result) == 0:
             raise StoreError(f"cannot finish step attempt {step_attempt_id}: it is already finished")
         if checkpoint is not None:
             save_checkpoint(s, found.run_id, checkpoint)

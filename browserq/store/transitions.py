@@ -223,7 +223,7 @@ class TransitionMethods(StoreBase):
         run_id: str,
         *,
         status: RunStatus | str,
-        outputs: dict | None,
+        outputs: dict[str, Any] | None,
         error_code: str | None = None,
         error_message: str | None = None,
         error_step_path: str | None = None,

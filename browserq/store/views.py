@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from browserq.store.models import RunStatus
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +230,7 @@ class IdentityLease:
     pool: str | None
 
 
-V = TypeVar("V")
+V = TypeVar("V", bound="DataclassInstance")
 
 
 def event_text(event: dict[str, Any]) -> str:
@@ -241,4 +244,4 @@ def event_text(event: dict[str, Any]) -> str:
 
 def to_view(cls: type[V], row: Any) -> V:
     """Copy the columns of an ORM row into the view dataclass ``cls``."""
-    return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})  # type: ignore[arg-type]
+    return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})

@@ -56,7 +56,7 @@ class RunTemplateTask(Task):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return settle(self, super().__call__(*args, **kwargs))
 
-    def apply_async(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:  # type: ignore[override]
+    def apply_async(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         args, kwargs = list(args or ()), dict(kwargs or {})
         if kwargs.get("run_id"):  # already recorded: a retry, or a re-enqueue of a stored run
             return super().apply_async(args, kwargs, **options)

@@ -24,6 +24,7 @@ from browserq.templates.interpolate import (
     references,
     render,
     render_step,
+    rendered_number,
 )
 from browserq.templates.loader import (
     LoadedTemplate,
@@ -122,6 +123,7 @@ __all__ = [
     "references",
     "render",
     "render_step",
+    "rendered_number",
     "secret_names",
     "selector_length",
     "selector_text",

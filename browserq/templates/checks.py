@@ -138,10 +138,10 @@ class TemplateChecker:
             for where, problem in upload_path_problems(step, _literal):
                 self.add((*loc, *where), problem)
         if action == "screenshot" and isinstance(step.get("name"), str):
-            name = _literal(step["name"])
-            problem = artifact_name_problem(name) if name is not None else None
-            if problem:
-                self.add((*loc, "name"), problem)
+            shot = _literal(step["name"])
+            refused = artifact_name_problem(shot) if shot is not None else None
+            if refused:
+                self.add((*loc, "name"), refused)
         if action in ("wait", "assert") and isinstance(step.get("url"), str):
             self._url_pattern(step["url"], (*loc, "url"))
         postcondition = step.get("postcondition")
@@ -249,7 +249,7 @@ class TemplateChecker:
             return
         name = ref.name
         spec = self.params.get(name)
-        if name not in self.params:
+        if spec is None:
             self.add(
                 loc,
                 f"repeat max ${{{name}}} is unbounded: there is no param '{name}'"

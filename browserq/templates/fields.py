@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -133,14 +133,15 @@ def _number_form(value: Any) -> str:
     return REFERENCE_TAG if isinstance(value, str) and has_references(value) else NUMBER_TAG
 
 
-def interpolable(number: Any) -> Any:
-    """A numeric step field that may be ``${param}`` (or any text with a reference): kept as
-    text at load, it is checked with the number's own bounds once rendered — the runner
-    re-validates every rendered step (:func:`browserq.templates.interpolate.render_step`)."""
-    return Annotated[
-        Annotated[number, Tag(NUMBER_TAG)] | Annotated[str, Tag(REFERENCE_TAG)],
-        Discriminator(_number_form),
-    ]
+_Number = TypeVar("_Number")
+#: A numeric step field that may be ``${param}`` (or any text with a reference): kept as text at
+#: load, it is checked with the number's own bounds once rendered — the runner re-validates every
+#: rendered step (:func:`browserq.templates.interpolate.render_step`). ``Interpolable[Annotated[int,
+#: Field(ge=1)]]``: the number's form, or text.
+Interpolable = Annotated[
+    Annotated[_Number, Tag(NUMBER_TAG)] | Annotated[str, Tag(REFERENCE_TAG)],
+    Discriminator(_number_form),
+]
 
 
 RunSeconds = Annotated[float, Field(gt=0, le=MAX_RUN_TIMEOUT_S)]

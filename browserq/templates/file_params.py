@@ -24,13 +24,14 @@ import mimetypes
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from browserq.errors import StepFailed
 from browserq.guards import safe_filename, upload_path_problem
 from browserq.templates.interpolate import make_scope, render
 
 if TYPE_CHECKING:  # pragma: no cover
+    from browserq.templates.file_steps import UploadStep
     from browserq.templates.model import Template
 
 #: Default of BROWSERQ_MAX_FILE_PARAM_BYTES.
@@ -133,9 +134,10 @@ def coerce_file(value: Any, param: str, max_bytes: int = DEFAULT_MAX_FILE_PARAM_
         if len(data) > max_bytes:
             raise _too_large(len(data), max_bytes)
     elif isinstance(value, Mapping):
-        filename = value.get("filename")
-        if not isinstance(filename, str) or not filename.strip():
+        given = value.get("filename")
+        if not isinstance(given, str) or not given.strip():
             raise FileValueError(f"filename must be a non-empty string; {_FORMS}")
+        filename = given
         data, content_type = _content(value, max_bytes), value.get("content_type")
         if content_type is not None and (not isinstance(content_type, str) or not content_type.isprintable()):
             raise FileValueError("content_type must be a printable string such as text/csv")
@@ -161,7 +163,8 @@ def upload_path_param_problems(template: Template, values: Mapping[str, Any]) ->
     for step in template.iter_steps():
         if getattr(step, "action", None) != "upload":
             continue
-        specs = [step.file] if step.file is not None else list(step.files or [])  # type: ignore[attr-defined]
+        upload = cast("UploadStep", step)  # the action names the step's class (steps.Step)
+        specs = [upload.file] if upload.file is not None else list(upload.files or [])
         for spec in specs:
             raw = spec if isinstance(spec, str) else spec.path
             if not isinstance(raw, str) or "${" not in raw:

@@ -61,7 +61,7 @@ class HandoffStep(ActionStep):
     message: Annotated[Text, Field(min_length=1, max_length=2000)]
     until: UntilSpec | None = None
     #: How long to wait for the person (not the step timeout: a person takes minutes).
-    timeout_s: HumanSeconds = DEFAULT_HUMAN_TIMEOUT_S  # type: ignore[assignment]
+    timeout_s: HumanSeconds = DEFAULT_HUMAN_TIMEOUT_S
 
     @model_validator(mode="after")
     def _no_retries(self) -> HandoffStep:

@@ -46,6 +46,7 @@ _KINDS = {
 
 
 StepT = TypeVar("StepT", bound=BaseModel)
+NumberT = TypeVar("NumberT", int, float)
 
 
 class MalformedReference(ValueError):
@@ -236,6 +237,16 @@ def render_step(step: StepT, scope: Mapping[str, Any]) -> StepT:
         raise StepFailed(
             Codes.INVALID_STEP_INPUT, f"step fields are invalid after interpolation: {details}"
         ) from None
+
+
+def rendered_number(value: NumberT | str, field: str) -> NumberT:
+    """A numeric field of a rendered step (``fields.Interpolable``): :func:`render_step`
+    re-validated it, so it is text only when its reference rendered to text that is itself a
+    reference (``${a}`` with ``a = "${b}"``). That fails like any arithmetic on text would
+    (TypeError); the value is not shown, it may be a secret."""
+    if isinstance(value, str):
+        raise TypeError(f"{field} rendered to text, not a number")
+    return value
 
 
 def _rendered_problem(err: Any, data: Mapping[str, Any], rendered: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -20,7 +20,7 @@ from browserq.templates.params import describe
 
 #: The ARIA roles Playwright 1.65's ``get_by_role`` takes (its ``role`` Literal; a test checks
 #: that they are the same, so a Playwright upgrade that adds one says so).
-ARIA_ROLES: tuple[str, ...] = (
+AriaRole = Literal[
     "alert", "alertdialog", "application", "article", "banner", "blockquote", "button", "caption",
     "cell", "checkbox", "code", "columnheader", "combobox", "complementary", "contentinfo",
     "definition", "deletion", "dialog", "directory", "document", "emphasis", "feed", "figure",
@@ -32,7 +32,8 @@ ARIA_ROLES: tuple[str, ...] = (
     "spinbutton", "status", "strong", "subscript", "superscript", "switch", "tab", "table",
     "tablist", "tabpanel", "term", "textbox", "time", "timer", "toolbar", "tooltip", "tree",
     "treegrid", "treeitem",
-)
+]
+ARIA_ROLES: tuple[str, ...] = get_args(AriaRole)
 #: What a locator finds by: exactly one of these per mapping.
 TARGETS: tuple[str, ...] = ("role", "label", "text", "placeholder", "test_id", "alt", "title", "css")
 #: ``get_by_role``'s filters: only with ``role``.

@@ -67,7 +67,8 @@ def model_at(loc: Location, data: Any) -> type[BaseModel] | None:
         return ParamSpec
     if isinstance(loc[-1], int) and len(loc) >= 2 and loc[-2] == "steps":
         tag = step_tag(value_at(data, loc))
-        return {"repeat": RepeatStep, "block": BlockStep}.get(tag or "") or ACTIONS.get(tag or "")
+        containers: dict[str, type[BaseModel]] = {"repeat": RepeatStep, "block": BlockStep}
+        return containers.get(tag or "") or ACTIONS.get(tag or "")
     if loc[-1] == "repeat":
         return RepeatSpec
     if loc[-1] == "when":

@@ -206,8 +206,8 @@ class TemplateRegistry:
         except TemplateInvalid as exc:
             return _broken_entry(stamp, path, exc)
         except TemplateNotFound:  # deleted between scan and read
-            exc = TemplateInvalid(str(path), ["the file disappeared while loading"])
-            return _broken_entry(stamp, path, exc)
+            gone = TemplateInvalid(str(path), ["the file disappeared while loading"])
+            return _broken_entry(stamp, path, gone)
         except Exception as exc:  # a bug in a check must not take every other template down
             log.exception("template file could not be loaded", path=str(path))
             problem = f"could not be loaded ({type(exc).__name__}: {show(str(exc), 200)})"

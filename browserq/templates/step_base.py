@@ -13,13 +13,13 @@ from pydantic import model_validator
 
 from browserq.templates.conditions import WhenSpec
 from browserq.templates.fields import (
+    Interpolable,
     Retries,
     Selector,
     StepId,
     StepSeconds,
     StrictModel,
     Text,
-    interpolable,
 )
 
 #: How a dialog (alert, confirm, prompt, beforeunload) is answered: ``settings.dialogs`` and a
@@ -95,7 +95,7 @@ class ActionStep(StrictModel):
     id: StepId | None = None
     action: str
     optional: bool = False
-    timeout_s: interpolable(StepSeconds) | None = None
+    timeout_s: Interpolable[StepSeconds] | None = None
     retries: Retries | None = None
     description: str | None = None
     #: Record the failure and go on with the next step instead of failing the run.

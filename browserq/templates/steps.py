@@ -20,12 +20,12 @@ from browserq.templates.fields import (
     MAX_SCROLL_PIXELS,
     MAX_SETTLE_MS,
     MAX_WAIT_MS,
+    Interpolable,
     OutputName,
     Selector,
     StrictModel,
     Text,
     exactly_one,
-    interpolable,
     text_or_texts,
 )
 from browserq.templates.file_steps import FILE_STEP_CLASSES, DownloadStep, UploadStep
@@ -46,7 +46,7 @@ class ClickStep(ActionStep):
     action: Literal["click"] = "click"
     selector: Selector
     button: Literal["left", "right", "middle"] = "left"
-    click_count: interpolable(Annotated[int, Field(ge=1, le=MAX_CLICK_COUNT)]) = 1
+    click_count: Interpolable[Annotated[int, Field(ge=1, le=MAX_CLICK_COUNT)]] = 1
     #: ``tab``: the click opens a page (popup, ``target=_blank``); wait for it, go on there.
     opens: Literal["tab"] | None = None
 
@@ -61,7 +61,7 @@ class TypeStep(ActionStep):
     action: Literal["type"] = "type"
     selector: Selector
     text: Text
-    delay_ms: interpolable(Annotated[int, Field(ge=0, le=MAX_KEY_DELAY_MS)]) = 0
+    delay_ms: Interpolable[Annotated[int, Field(ge=0, le=MAX_KEY_DELAY_MS)]] = 0
 
 
 class SelectStep(ActionStep):
@@ -101,13 +101,13 @@ class ScrollStep(ActionStep):
 
     action: Literal["scroll"] = "scroll"
     pixels: (
-        interpolable(Annotated[int, Field(ge=-MAX_SCROLL_PIXELS, le=MAX_SCROLL_PIXELS)]) | None
+        Interpolable[Annotated[int, Field(ge=-MAX_SCROLL_PIXELS, le=MAX_SCROLL_PIXELS)]] | None
     ) = None
     selector: Selector | None = None
     #: Store ``{"height": page height, "grew": whether it grew}`` in ``outputs[into]``.
     into: OutputName | None = None
     to: Literal["bottom", "top"] | None = None
-    settle_ms: interpolable(Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)]) = 500
+    settle_ms: Interpolable[Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)]] = 500
 
     @model_validator(mode="after")
     def _one_target(self) -> ScrollStep:
@@ -123,7 +123,7 @@ class WaitStep(ActionStep):
     state: Literal["attached", "detached", "visible", "hidden"] = "visible"
     url: str | None = None
     load_state: Literal["load", "domcontentloaded", "networkidle"] | None = None
-    ms: interpolable(Annotated[int, Field(ge=0, le=MAX_WAIT_MS)]) | None = None
+    ms: Interpolable[Annotated[int, Field(ge=0, le=MAX_WAIT_MS)]] | None = None
 
     @model_validator(mode="after")
     def _one_condition(self) -> WaitStep:
@@ -160,7 +160,7 @@ class ExtractStep(ActionStep):
     selector: Selector
     fields: Annotated[dict[str, FieldSpec], Field(min_length=1)] | None = None
     into: OutputName
-    limit: interpolable(Annotated[int, Field(ge=1, le=MAX_EXTRACT_LIMIT)]) | None = None
+    limit: Interpolable[Annotated[int, Field(ge=1, le=MAX_EXTRACT_LIMIT)]] | None = None
     allow_empty: bool = False
 
     @field_validator("fields", mode="before")

@@ -150,9 +150,9 @@ class EgressPolicy:
             a in net for a in judged for net in self.allowed_networks if a.version == net.version
         ):
             return None
-        if kind := _kind(judged[-1]):  # a carried IPv4 address is judged as itself
+        if category := _kind(judged[-1]):  # a carried IPv4 address is judged as itself
             shown = str(ip) if inner is None else f"{ip} (that is {inner})"
-            return f"{shown} is a {kind} address; to allow an internal receiver set {ALLOW_HINT}"
+            return f"{shown} is a {category} address; to allow an internal receiver set {ALLOW_HINT}"
         return None
 
     def url_problem(self, host: str, port: int | None) -> str | None:
@@ -188,7 +188,7 @@ class EgressPolicy:
         if problem := self.url_problem(host, port):
             raise EgressRefused(problem)
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-        found = [(family, sockaddr) for family, _type, _proto, _name, sockaddr in infos]
+        found: list[tuple[int, tuple[Any, ...]]] = [(family, sockaddr) for family, _type, _proto, _name, sockaddr in infos]
         if not self.host_allowed(host):
             for _family, sockaddr in found:
                 ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])

@@ -135,7 +135,7 @@ def _exchange(
         )
     else:
         conn = http.client.HTTPConnection(host, port, timeout=deadline.left())
-    conn._create_connection = lambda *_a, **_k: _connect(addresses, deadline)  # type: ignore[attr-defined]
+    conn._create_connection = lambda *_a, **_k: _connect(addresses, deadline)  # type: ignore[attr-defined]  # connect()'s private hook; typeshed omits it
     try:
         conn.connect()  # TCP to a checked address, then TLS (bounded by the socket's timeout)
         conn.sock = _DeadlineSocket(conn.sock, deadline)
