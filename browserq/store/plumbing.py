@@ -116,11 +116,6 @@ class StoreBase:
         #: the events of a run without a notify URL go. See :mod:`browserq.store.relay`.
         self.webhook_relay = webhook_relay
 
-    @property
-    def fleet_notify_url(self) -> str | None:
-        """Where the events of a run without a notify URL of its own go (the relay's)."""
-        return self.webhook_relay.fleet_notify_url
-
     @classmethod
     def from_settings(cls, settings: Settings, *, webhook_relay: WebhookRelay = NO_RELAY) -> Self:
         window = getattr(settings, "database_retry_window_s", None)

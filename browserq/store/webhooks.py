@@ -87,9 +87,9 @@ class WebhookMethods(TransitionMethods):
         """Hook of ``_apply_transition``: queue the event when the run has somewhere to send it:
         its own URL, else this process's fleet-wide one (then kept as the run's own, so every
         later event of the run goes to the same place whoever records it)."""
-        if to not in NOTIFIED or not (run.notify_url or self.fleet_notify_url):
+        if to not in NOTIFIED or not (run.notify_url or self.webhook_relay.fleet_notify_url):
             return
-        run.notify_url = run.notify_url or self.fleet_notify_url
+        run.notify_url = run.notify_url or self.webhook_relay.fleet_notify_url
         seen = s.scalar(
             select(func.count()).select_from(WebhookDelivery)
             .where(WebhookDelivery.run_id == run.id, WebhookDelivery.event == to.value)
