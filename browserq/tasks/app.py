@@ -108,12 +108,12 @@ def pooled_result_engine(app: Any) -> None:
 
     Celery's backend builds a new engine (``NullPool``: a new PostgreSQL connection and a new
     dialect that initialises itself) for every state it stores unless its session manager was
-    told of a fork — which only ``multiprocessing``'s after-fork hooks do, and billiard's prefork
-    children never run them (celery#3032). Its progress writer thread then connected anew for every
-    PROGRESS state, and a worker child kept one more live engine (dialect, compiled statements,
-    type caches) every few runs (bench/soak_memory.py --diagnose). Called in each thread that
-    stores states (``task_prerun``, the progress writer: Celery gives each thread its own
-    backend), never in a producer, which may fork after using it."""
+    told of a fork (celery#3032), and Celery gives each *thread* its own backend. A prefork child's
+    task thread was told; the progress writer thread of the child, and every thread of a
+    ``--pool threads`` worker, were not: the writer connected anew for every PROGRESS state and
+    a child kept one more live engine (dialect, compiled statements, type caches) every few runs
+    (bench/soak_memory.py --diagnose). Called in each thread that stores states (``task_prerun``,
+    the progress writer), never in a producer, which may fork after using it."""
     manager = getattr(app.backend, "session_manager", None)  # only the database backend has one
     if manager is not None and not manager.forked:
         manager._after_fork()  # what multiprocessing's hook would have called (celery#3032)
