@@ -11,9 +11,14 @@ open. Issue 24 counted 33 and set ≤ 15 as the bar. This counts it the same way
   ``bench/run_path/sitecustomize.py``) that notes, for every call into a file under ``browserq/``, the
   run ids among its arguments and locals (the id as a string, or as the ``run_id`` of a dict or
   dataclass it is handed);
-* a file counts when the run's id was seen in one of its calls: it was handed the run, or holds it.
-  (The stack of each SQL write would miss the runner: its store calls hop threads through
-  ``asyncio.to_thread``, which leaves no stack to follow.)
+* **on a write's path** (the headline): a file counts when it is on the logical call path from an
+  entry point to an SQL write (INSERT/UPDATE/DELETE) whose parameters carry the run's id. The path
+  is the call stack continued across asyncio tasks and ``asyncio.to_thread`` (both copy the context
+  they start from; the hook keeps the path in a context variable), so the runner → journal → store
+  chain is followed although its store calls run in another thread;
+* **handed the id**: a file counts when the run's id was seen in one of its calls (an argument or a
+  local, as a string or as the ``run_id`` of a dict or dataclass): this also counts the leaves a run
+  id passes by (log scrubbing, redaction, progress, events).
 
     .venv/bin/python bench/run_path_files.py                      # this working tree
     .venv/bin/python bench/run_path_files.py --rev abff617 --rev .  # before and after, side by side
@@ -68,8 +73,8 @@ def start_worker(tree: Path, env: dict[str, str], trace: Path, log: Path) -> sub
 Files = dict[str, list[str]]  # file under browserq/ → the processes it was seen in
 
 
-def measure_here(broker: str) -> Files:
-    """One run traced in this process (the producer) and in a worker: file → the sides it was in."""
+def measure_here(broker: str) -> dict[str, Files]:
+    """One run traced in this process (the producer) and in a worker: per measure, file → sides."""
     tree = Path(__import__("browserq").__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="browserq-run-path-") as scratch:
         tmp = Path(scratch)
@@ -87,12 +92,12 @@ def measure_here(broker: str) -> Files:
         worker_trace, log = tmp / "worker.json", tmp / "worker.log"
         worker = start_worker(tree, env, worker_trace, log)
         sys.path.insert(0, str(TRACE_SITE))
-        from tracer import RunPathTracer
+        from tracer import Tracers
 
         from browserq import run_template
         from browserq.demo.site import DemoSite
 
-        producer = RunPathTracer(str(tree / "browserq"), str(tmp / "producer.json"))
+        producer = Tracers(str(tree / "browserq"), str(tmp / "producer.json"))
         try:
             with DemoSite() as site:
                 sys.setprofile(producer.profile)
@@ -108,15 +113,19 @@ def measure_here(broker: str) -> Files:
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
         producer.dump()
-        files: Files = defaultdict(list)
-        for side, trace in (("producer", tmp / "producer.json"), ("worker", worker_trace)):
-            for name, ids in json.loads(trace.read_text()).items():
-                if run_id in ids:
-                    files[name].append(side)
-        return dict(sorted(files.items()))
+        found: dict[str, Files] = {}
+        for measure, suffix in (("writes", ".writes.json"), ("handed", ".json")):
+            files: Files = defaultdict(list)
+            for side in ("producer", "worker"):
+                trace = tmp / f"{side}{suffix}"
+                for name, ids in (json.loads(trace.read_text()) if trace.exists() else {}).items():
+                    if run_id in ids:
+                        files[name].append(side)
+            found[measure] = dict(sorted(files.items()))
+        return found
 
 
-def measure_revision(label: str, broker: str, scratch: Path) -> tuple[str, Files]:
+def measure_revision(label: str, broker: str, scratch: Path) -> tuple[str, dict[str, Files]]:
     """Check ``label`` out (``.`` is this tree) and measure it in a child whose imports are that tree's."""
     if label == ".":
         tree, commit = REPO, git("rev-parse", "--short", "HEAD")
@@ -136,25 +145,27 @@ def measure_revision(label: str, broker: str, scratch: Path) -> tuple[str, Files
             git("worktree", "remove", "--force", str(tree))
 
 
-def report(results: list[tuple[str, str, Files]], listing: bool) -> None:
+def report(results: list[tuple[str, str, dict[str, Files]]], listing: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
     table = Table(title="browserq files one run's id passes through (.delay() → last write)")
-    for column in ("revision", "files", "producer", "worker", "packages"):
-        table.add_column(column, justify="left" if column in ("revision", "packages") else "right")
-    for label, commit, files in results:
-        packages = sorted({name.split("/")[0] if "/" in name else "(top)" for name in files})
-        table.add_row(f"{label} ({commit})", str(len(files)),
-                      str(sum("producer" in s for s in files.values())),
-                      str(sum("worker" in s for s in files.values())), ", ".join(packages))
+    for column in ("revision", "on a write's path", "producer / worker", "handed the id"):
+        table.add_column(column, justify="left" if column == "revision" else "right")
+    for label, commit, found in results:
+        writes = found["writes"]
+        table.add_row(f"{label} ({commit})", str(len(writes)),
+                      f"{sum('producer' in s for s in writes.values())} / {sum('worker' in s for s in writes.values())}",
+                      str(len(found["handed"])))
     console.print(table)
     if listing:
-        for label, commit, files in results:
-            console.print(f"\n[bold]{label} ({commit})[/bold]")
-            for name, sides in files.items():
-                console.print(f"  {name}  [dim]{'+'.join(sides)}[/dim]")
+        for label, commit, found in results:
+            console.print(f"\n[bold]{label} ({commit})[/bold]  W: on a write's path  H: handed the id")
+            for name in sorted({**found["writes"], **found["handed"]}):
+                marks = ("W" if name in found["writes"] else " ") + ("H" if name in found["handed"] else " ")
+                sides = sorted({*found["writes"].get(name, []), *found["handed"].get(name, [])})
+                console.print(f"  {marks}  {name}  [dim]{'+'.join(sides)}[/dim]")
 
 
 def main() -> None:

@@ -3,8 +3,9 @@
 
 Inactive unless ``BROWSERQ_RUN_PATH_TRACE`` names the JSON file to write. Every call into a file under
 ``BROWSERQ_RUN_PATH_ROOT`` is looked at once: the run ids among its arguments and locals (32-hex
-strings, and the ``run_id`` of a dict or dataclass argument) are noted for that file. The file is
-rewritten whenever a new (file, id) pair appears, so nothing depends on a clean exit.
+strings, and the ``run_id`` of a dict or dataclass argument) are noted for that file; and for each
+SQL write carrying a run id, the files on the logical call path that led to it (``*.writes.json``).
+The files are rewritten whenever a new (file, id) pair appears, so nothing depends on a clean exit.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ if os.environ.get("BROWSERQ_RUN_PATH_TRACE"):
     import threading
 
     sys.path.insert(0, os.path.dirname(__file__))
-    from tracer import RunPathTracer
+    from tracer import Tracers
 
-    _tracer = RunPathTracer(os.environ["BROWSERQ_RUN_PATH_ROOT"], os.environ["BROWSERQ_RUN_PATH_TRACE"])
+    _tracer = Tracers(os.environ["BROWSERQ_RUN_PATH_ROOT"], os.environ["BROWSERQ_RUN_PATH_TRACE"])
     sys.setprofile(_tracer.profile)
     threading.setprofile(_tracer.profile)
