@@ -1,0 +1,155 @@
+"""One session held by this process: its run's open context, and its commands run one at a time
+through the runner's one-step executor (:class:`browserq.runner.attempt.StepAttempt`).
+
+A command IS a step: built by the step models of the template language (same validation), run by
+the same executor (same guards, redaction, retries, checkpoints, evidence) and recorded the same
+way, as a step attempt of the session's run under path ``0``, ``1``, … (its step id is the
+command's id, so a command delivered again after a worker loss finds its own record). A command
+sent with ``side_effect=True``, or whose action ``BROWSERQ_SESSION_SIDE_EFFECT_ACTIONS`` names, is
+written ahead before it is dispatched, as a template's side-effect step is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from browserq.errors import Codes, InfrastructureError, StepFailed
+from browserq.redact import Redactor
+from browserq.redact import active as active_redactor
+from browserq.runner import RunRequest, StepOutcome
+from browserq.runner.attempt import StepAttempt
+from browserq.runner.state import RunState
+from browserq.templates import ACTIONS, ActionStep
+
+#: Actions a session does not take as commands (a handoff belongs to a template's plan).
+NOT_COMMANDS = frozenset({"handoff"})
+
+
+@dataclass
+class HeldSession:
+    """What this process knows of a session it holds (the rest is in its run's records)."""
+
+    run_id: str
+    token: int  # the lease's fencing token: the session's epoch on this holder
+    request: RunRequest
+    state: RunState
+    redactor: Redactor
+    queue: str
+    idle_timeout_s: float
+    life_deadline: float  # time.monotonic() when it must close, busy or not
+    next_path: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    closing: str | None = None  # why it is closing, once it is
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    keeper: Any = None  # the future of its keeper on the runtime loop
+    #: Command step records a previous holder left (by step id): a command delivered again is
+    #: answered from them, never run twice.
+    known: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def epoch(self) -> int:
+        return self.token
+
+    def idle_for(self, now: float) -> float:
+        return 0.0 if self.busy else now - self.last_used
+
+
+def command_step(action: Any, fields: dict[str, Any], *, command_id: str, side_effect: bool) -> ActionStep:
+    """The step a command stands for; ``INVALID_STEP_INPUT`` when it is no valid step.
+
+    SEAM (agent refs): a command's ``ref=`` is resolved by the refs' command builder
+    (``browserq.sessions.commands.command_step`` on the refs branch), which this call becomes;
+    until then ``ref=`` is refused here."""
+    step_class = ACTIONS.get(action) if isinstance(action, str) and action not in NOT_COMMANDS else None
+    if step_class is None:
+        known = ", ".join(sorted(set(ACTIONS) - NOT_COMMANDS))
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"unknown action {action!r}; one of: {known}")
+    if "ref" in fields:
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{action}: ref= needs a snapshot; give a selector")
+    values = {**fields, "action": action, "id": command_id}
+    if side_effect:
+        values["side_effect"] = True
+    try:
+        return step_class.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or action}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        )
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{action}: {problems}") from None
+
+
+def failure_reply(failure: StepFailed, epoch: int) -> dict[str, Any]:
+    code = failure.code
+    return {"ok": False, "epoch": epoch,
+            "error": {"code": code.code, "message": failure.message, "retryable": code.retryable}}
+
+
+class CommandRunner:
+    """Runs a held session's commands on its open context, one at a time, through ``attempt``."""
+
+    def __init__(self, attempt: StepAttempt, side_effect_actions: frozenset[str]) -> None:
+        self.attempt = attempt
+        self.side_effect_actions = side_effect_actions
+
+    async def command(self, held: HeldSession, message: dict[str, Any], deadline: float | None = None) -> dict[str, Any]:
+        """One command: ``{"action", "fields", "side_effect"}`` → ``{"ok", "output" | "error", "epoch"}``.
+        Raises :class:`InfrastructureError` when the browser itself is gone (the session ends)."""
+        action, fields = message.get("action"), dict(message.get("fields") or {})
+        command_id = f"cmd.{message.get('id', '')}"[:100]
+        side_effect = bool(message.get("side_effect")) or action in self.side_effect_actions
+        try:
+            step = command_step(action, fields, command_id=command_id, side_effect=side_effect)
+        except StepFailed as refused:
+            return failure_reply(refused, held.epoch)
+        path = str(held.next_path)
+        held.next_path += 1
+        state = held.state
+        life = state.deadline
+        if deadline is not None:  # a batch: every step's timeout is cut to what is left of it
+            state.deadline = min(life, deadline)
+        try:
+            with active_redactor(held.redactor):
+                result = await self.attempt.run(step, path, state)
+        finally:
+            state.deadline = life
+            state.failed.record, state.failed.path = None, None  # a failed command does not end the run
+        if result.failure is not None and isinstance(result.failure, InfrastructureError):
+            raise result.failure
+        if result.outcome is StepOutcome.NEEDS_REVIEW:
+            return failure_reply(StepFailed(Codes.OUTCOME_UNKNOWN, str(result.failure)), held.epoch)
+        if result.outcome in (StepOutcome.FAILED, StepOutcome.CONTINUED) and result.failure is not None:
+            return failure_reply(result.failure, held.epoch)
+        return {"ok": True, "output": result.output, "epoch": held.epoch}
+
+    async def batch(self, held: HeldSession, message: dict[str, Any]) -> dict[str, Any]:
+        """``{"steps": [{action, …}], "stop_on_error", "timeout_s"}``: the steps in order under one
+        time budget; the reply lists each one's result (those not run are absent)."""
+        steps = message.get("steps") or []
+        timeout_s = float(message.get("timeout_s") or 60.0)
+        stop_on_error = message.get("stop_on_error", True)
+        deadline = time.monotonic() + timeout_s
+        results: list[dict[str, Any]] = []
+        for index, raw in enumerate(steps):
+            if time.monotonic() >= deadline:
+                results.append(failure_reply(StepFailed(Codes.TIMEOUT, f"the batch's timeout_s of {timeout_s:g} s "
+                                                        f"ran out before step {index}"), held.epoch))
+                break
+            raw = dict(raw) if isinstance(raw, dict) else {}
+            one = {"id": f"{message.get('id', '')}.{index}", "action": raw.pop("action", None),
+                   "side_effect": raw.pop("side_effect", False), "fields": raw}
+            reply = await self.command(held, one, deadline)
+            results.append(reply)
+            if not reply["ok"] and stop_on_error:
+                break
+        return {"ok": all(r["ok"] for r in results), "results": results, "epoch": held.epoch}
+
+
+__all__ = ["NOT_COMMANDS", "CommandRunner", "HeldSession", "command_step", "failure_reply"]
