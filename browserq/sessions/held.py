@@ -28,6 +28,9 @@ from browserq.templates import ACTIONS, ActionStep
 
 #: Actions a session does not take as commands (a handoff belongs to a template's plan).
 NOT_COMMANDS = frozenset({"handoff"})
+#: Where a command's output goes when its action wants an ``into:`` and the client gave none: it
+#: is replied, then dropped from the run's outputs (a client's own ``into`` keeps it there).
+COMMAND_OUTPUT = "command_output"
 
 
 @dataclass
@@ -74,6 +77,9 @@ def command_step(action: Any, fields: dict[str, Any], *, command_id: str, side_e
     if "ref" in fields:
         raise StepFailed(Codes.INVALID_STEP_INPUT, f"{action}: ref= needs a snapshot; give a selector")
     values = {**fields, "action": action, "id": command_id}
+    into = step_class.model_fields.get("into")
+    if into is not None and into.is_required() and "into" not in fields:
+        values["into"] = COMMAND_OUTPUT
     if side_effect:
         values["side_effect"] = True
     try:
@@ -120,6 +126,7 @@ class CommandRunner:
                 result = await self.attempt.run(step, path, state)
         finally:
             state.deadline = life
+            state.outputs.pop(COMMAND_OUTPUT, None)
             state.failed.record, state.failed.path = None, None  # a failed command does not end the run
         if result.failure is not None and isinstance(result.failure, InfrastructureError):
             raise result.failure

@@ -41,7 +41,7 @@ def session_body(settings: Mapping[str, Any], secret_names: Iterable[str], max_l
             **{name: {"type": "secret", "required": True} for name in sorted(set(secret_names))},
         },
         "settings": tsettings,
-        "steps": [{"id": "session", "action": "get", "what": "url"}],
+        "steps": [{"id": "session", "action": "get", "what": "url", "into": "url"}],
     }
     digest = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()
     version = f"0.{int(digest[:7], 16)}.{int(digest[7:14], 16)}"  # each part < 9 digits
