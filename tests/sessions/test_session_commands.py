@@ -3,6 +3,8 @@ the broker (Redis and RabbitMQ), each command recorded as a step attempt of the 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from browserq.demo.site import DEMO_PASSWORD
@@ -49,3 +51,67 @@ def test_a_client_logs_in_and_sends_a_form_one_command_at_a_time(fleet: Fleet, d
         assert DEMO_PASSWORD not in repr(store.steps(session_id)) and DEMO_PASSWORD not in repr(run)
     finally:
         store.dispose()
+
+
+def test_bad_input_and_batches_come_back_as_command_failures(redis_fleet: Fleet, demo) -> None:
+    from browserq import CommandFailed, open_session
+
+    with open_session(settings=QUICK) as s:
+        with pytest.raises(CommandFailed) as unknown:
+            s.do("teleport", to="mars")
+        assert unknown.value.code == "INVALID_STEP_INPUT" and "teleport" in unknown.value.message
+        with pytest.raises(CommandFailed) as extra:
+            s.do("navigate", url=f"{demo.url}/quotes/", colour="blue")
+        assert extra.value.code == "INVALID_STEP_INPUT" and "colour" in extra.value.message
+        outputs = s.steps([
+            {"action": "navigate", "url": f"{demo.url}/quotes/"},
+            {"action": "get", "what": "url"},
+        ], timeout_s=30)
+        assert outputs[1] == f"{demo.url}/quotes/"
+        with pytest.raises(CommandFailed) as stopped:
+            s.steps([{"action": "click", "selector": "#nothing-here"}, {"action": "get", "what": "url"}],
+                    stop_on_error=True, timeout_s=30)
+        assert stopped.value.code == "SELECTOR_NOT_FOUND"
+        assert len(stopped.value.results) == 1  # the step after the failure never ran
+        assert s.get(what="title")  # and the session is still there
+
+
+def test_two_sessions_at_once_never_share_cookies(redis_fleet: Fleet, demo) -> None:
+    from browserq import open_session
+
+    with open_session(settings=QUICK, secrets={"password": DEMO_PASSWORD}) as first, \
+            open_session(settings=QUICK) as second:
+        first.navigate(url=f"{demo.url}/login")
+        first.fill(selector="#username", value="demo")
+        first.fill(selector="#password", value="${password}")
+        first.click(selector="button[type=submit]")
+        assert first.get(what="url") == f"{demo.url}/account"
+        second.navigate(url=f"{demo.url}/account")
+        assert second.get(what="url") == f"{demo.url}/login"  # not logged in: sent to the login page
+        assert first.get(selector="#welcome", what="text") == "Welcome, demo"
+
+
+def test_an_idle_session_holds_no_celery_slot(redis_fleet: Fleet, demo) -> None:
+    """The worker runs one task at a time (-c 1); a session opened there leaves it free."""
+    from browserq import open_session, run_template
+
+    with open_session(settings=QUICK) as s:
+        s.navigate(url=f"{demo.url}/quotes/")
+        result = run_template.delay("quotes@1.2", params={"start_url": f"{demo.url}/quotes/"})
+        value = result.get(timeout=180)
+        assert value["status"] == "completed", value
+        assert s.get(what="url") == f"{demo.url}/quotes/"  # the session went on meanwhile
+
+
+def test_the_async_twin_drives_a_session(redis_fleet: Fleet, demo) -> None:
+    from browserq import CommandFailed, open_session_async
+
+    async def drive() -> str:
+        s = await open_session_async(settings=QUICK)
+        async with s:
+            await s.navigate(url=f"{demo.url}/quotes/")
+            with pytest.raises(CommandFailed):
+                await s.click(selector="#nothing-here")
+            return str(await s.get(what="url"))
+
+    assert asyncio.run(drive()) == f"{demo.url}/quotes/"
