@@ -55,6 +55,8 @@ class HeldSession:
     #: Command step records a previous holder left (by step id): a command delivered again is
     #: answered from them, never run twice.
     known: dict[str, Any] = field(default_factory=dict)
+    #: Command ids running or answered here: a second delivery of one is never run or answered again.
+    seen: set[str] = field(default_factory=set)
 
     @property
     def epoch(self) -> int:

@@ -26,7 +26,12 @@ from browserq.redact import Redactor
 from browserq.runner import RunOutcome
 from browserq.runner.heartbeat import heartbeat
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply
-from browserq.sessions.routing import CommandConsumer, Publisher, command_queue_name
+from browserq.sessions.routing import (
+    REPLY_QUEUE_PREFIX,
+    CommandConsumer,
+    Publisher,
+    command_queue_name,
+)
 from browserq.store import LeaseBusy, RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
@@ -76,6 +81,12 @@ class SessionHost:
         except LeaseBusy:
             raise
         assert lease.run is not None
+        if lease.takeovers > self.settings.max_worker_losses:  # a poison session cannot loop for ever
+            self.runtime.ends.finish(run_id, lease.token, RunOutcome(
+                run_id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
+                f"the session's lease expired {lease.takeovers} times (BROWSERQ_MAX_WORKER_LOSSES)"), None)
+            self._reply(reply_to, correlation_id, {"ok": False, "closed": "its workers kept being lost"})
+            return "ended"
         loaded, params, names = materialize(self.runtime.templates, lease.run, None, self.runtime.secret_box)
         run, request = build_request(store, lease, loaded, params, names, checkpoint_box=self.runtime.checkpoint_box,
                                      lease_ttl_s=self.settings.lease_ttl_s)
@@ -83,6 +94,7 @@ class SessionHost:
         known = {s.step_id: s for s in store.steps(run_id) if s.step_id} if lease.attempt > 1 else {}
         held = self.runtime.loop.run(self._open_context(request, known), timeout=OPEN_TIMEOUT_S)
         self.sessions[run_id] = held
+        self._answer_interrupted(held)
         self.consumer.add(held.queue)  # before "opened": the client's first command finds a consumer
         held.keeper = self.runtime.loop.submit(self._keep(held))
         log.info("session opened", run_id=run_id, epoch=held.epoch, takeover=lease.takeover)
@@ -135,13 +147,29 @@ class SessionHost:
 
     async def _handle(self, run_id: str, body: dict[str, Any]) -> None:
         held = self.sessions.get(run_id)
-        reply_to, correlation_id = body.get("reply_to"), body.get("id")
+        reply_to, correlation_id = body.get("reply_to"), str(body.get("id", ""))
         if held is None or held.closing:
             why = held.closing if held is not None else "this worker does not hold the session"
             await self._reply_async(reply_to, correlation_id, {"ok": False, "closed": why})
             return
+        if correlation_id in held.seen:
+            return  # delivered again (a broker's redelivery): it runs and is answered once
+        held.seen.add(correlation_id)
         reply = await self._run(held, body)
         await self._reply_async(reply_to, correlation_id, reply)
+
+    def _answer_interrupted(self, held: HeldSession) -> None:
+        """Commands the previous holder had started when it was lost (their records ``unknown``):
+        their clients are told now, through the reply queue their id names; none runs again."""
+        for step_id, seen in list(held.known.items()):
+            if seen.status != "unknown" or not step_id.startswith("cmd."):
+                continue
+            correlation_id = step_id.removeprefix("cmd.")
+            reply_hex, _, _ = correlation_id.partition("-")
+            body = {"action": seen.action, "side_effect": bool(seen.inputs.get("side_effect"))}
+            held.seen.add(correlation_id)
+            if reply_hex:
+                self._reply(f"{REPLY_QUEUE_PREFIX}{reply_hex}", correlation_id, self._redelivered(held, body, seen))
 
     async def _run(self, held: HeldSession, body: dict[str, Any]) -> dict[str, Any]:
         kind = body.get("kind")
@@ -167,7 +195,8 @@ class SessionHost:
             held.last_used = time.monotonic()
 
     def _redelivered(self, held: HeldSession, body: dict[str, Any], seen: Any) -> dict[str, Any]:
-        """A command the previous holder had started when it was lost: never run again."""
+        """A command the previous holder had started when it was lost: never run again. A write
+        (side effect) is OUTCOME_UNKNOWN; a read fails retryable (send it again)."""
         if seen.status == "succeeded":
             return {"ok": True, "output": None, "epoch": held.epoch, "redelivered": True}
         side_effect = bool(body.get("side_effect")) or body.get("action") in self.commands.side_effect_actions

@@ -18,7 +18,7 @@ import structlog
 from kombu import Connection, Producer
 
 from browserq.sessions.errors import SessionClosed
-from browserq.sessions.routing import reply_queue
+from browserq.sessions.routing import REPLY_QUEUE_PREFIX, reply_queue
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +44,9 @@ class SessionLink:
 
     def send(self, queue_name: str, body: dict[str, Any]) -> str:
         """Publish ``body`` (its correlation id and our reply queue added); returns the id."""
-        correlation_id = uuid.uuid4().hex
+        # The id names our reply queue: a worker that takes the session over tells us about a
+        # command its lost predecessor had started, from that command's record alone.
+        correlation_id = f"{self.queue.name.removeprefix(REPLY_QUEUE_PREFIX)}-{uuid.uuid4().hex}"
         publish = self.connection.ensure(self.producer, self.producer.publish, max_retries=3)
         publish({**body, "id": correlation_id, "reply_to": self.queue.name}, exchange="", routing_key=queue_name,
                 serializer="json", delivery_mode=2)

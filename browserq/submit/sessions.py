@@ -111,9 +111,10 @@ class Session:
         except SessionClosed as gone:
             self.closed = gone.why
             raise
-        if reply is None:
-            raise SessionClosed(f"no reply within {timeout_s + REPLY_MARGIN_S:g} s (its worker may be lost; "
-                                "it is taken over when its lease expires)", session_id=self.id)
+        if reply is None:  # the session is still open (else SessionClosed came): its worker may be lost
+            raise CommandFailed("WORKER_LOST", f"no reply within {timeout_s + REPLY_MARGIN_S:g} s: the worker "
+                                "holding the session may be lost (another takes it over when its lease "
+                                "expires); whether the command ran is unknown", retryable=True, epoch=self.epoch)
         self.epoch = reply.get("epoch", self.epoch)
         if reply.get("closed") and body["kind"] != "close":
             self.closed = str(reply["closed"])
