@@ -4,10 +4,13 @@ the broker (Redis and RabbitMQ), each command recorded as a step attempt of the 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 
 from browserq.demo.site import DEMO_PASSWORD
+from tests.conftest import REPO
 from tests.sessions.session_fixtures import Fleet, fleet_fixture, redis_fleet_fixture  # noqa: F401  # fixtures
 
 pytestmark = pytest.mark.slow
@@ -51,6 +54,16 @@ def test_a_client_logs_in_and_sends_a_form_one_command_at_a_time(fleet: Fleet, d
         assert DEMO_PASSWORD not in repr(store.steps(session_id)) and DEMO_PASSWORD not in repr(run)
     finally:
         store.dispose()
+    # seen like runs: `runs --kind session` lists it, `show` shows its commands as steps
+    listed = _cli(fleet, "runs", "--kind", "session", "--json")
+    assert listed.returncode == 0 and session_id in listed.stdout, listed.stderr
+    shown = _cli(fleet, "show", session_id)
+    assert shown.returncode == 0 and "SELECTOR_NOT_FOUND" in shown.stdout and DEMO_PASSWORD not in shown.stdout
+
+
+def _cli(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], env=fleet.config.env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_bad_input_and_batches_come_back_as_command_failures(redis_fleet: Fleet, demo) -> None:
