@@ -7,6 +7,7 @@ they do not depend on a ``tests/sessions/conftest.py``.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ import pytest
 
 from tests.conftest import REPO, producer_env
 from tests.e2e.conftest import AMQP_URL, REDIS_URL, WorkerEnv, celery_worker, worker_env
+from tests.support.processes import stop
 from tests.support.templates import write_templates
+from tests.support.workers import browserq_worker_argv, spawn_logged, wait_for_log
 
 #: The settings every session test worker runs with (small timeouts: failures come back fast).
 SESSION_SETTINGS = {"BROWSERQ_SESSION_CAPACITY_RETRY_S": "2"}
@@ -31,16 +34,28 @@ class Fleet:
 
 
 @contextmanager
-def session_fleet(tmp: Path, pg_url: str, broker: str, *, concurrency: int = 1,
+def session_fleet(tmp: Path, pg_url: str, broker: str, *, concurrency: int = 1, pool: str = "prefork",
                   **settings: str) -> Iterator[Fleet]:
-    """A prefork worker on its own queue (``broker``: "redis" or "amqp"), ``settings`` added to its
-    environment and to this producer's."""
+    """A worker on its own queue (``broker``: "redis" or "amqp"; ``pool``: "prefork" or
+    "threads"), ``settings`` added to its environment and to this producer's."""
     templates = write_templates(tmp / "templates", {}, copy_from=REPO / "templates")
     config = worker_env(tmp, pg_url, REDIS_URL if broker == "redis" else AMQP_URL, templates)
     config.env.update(SESSION_SETTINGS)
     config.env.update(settings)
-    with producer_env(config.env), celery_worker(config, concurrency=concurrency):
+    worker = celery_worker(config, concurrency=concurrency) if pool == "prefork" else threads_worker(config)
+    with producer_env(config.env), worker:
         yield Fleet(config, broker)
+
+
+@contextmanager
+def threads_worker(config: WorkerEnv) -> Iterator[subprocess.Popen]:
+    """``browserq worker --pool threads -c 1``: one process, its one runtime shared by its threads."""
+    proc = spawn_logged(browserq_worker_argv(config.queue, extra=("--pool", "threads")), config.env, config.log)
+    try:
+        wait_for_log(proc, config.log, lambda text: "ready." in text, 120, "the threads worker to start")
+        yield proc
+    finally:
+        stop(proc, 60, group=True)
 
 
 @pytest.fixture(name="fleet", scope="module", params=["redis", "amqp"])

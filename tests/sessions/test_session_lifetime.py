@@ -62,3 +62,18 @@ def test_a_full_process_and_a_full_fleet_answer_session_capacity(tmp_path: Path,
                 del os.environ["BROWSERQ_SESSION_MAX_PER_FLEET"]
                 reset_settings_cache()
             assert held.get(what="url") == "about:blank"  # the session that had room goes on
+
+
+def test_a_threads_worker_holds_sessions_and_still_runs_templates(tmp_path: Path, pg_url: str, demo) -> None:
+    """``--pool threads -c 1``: the open task returns; the one thread is free for a template run."""
+    from browserq import CommandFailed, open_session, run_template
+
+    with session_fleet(tmp_path, pg_url, "redis", pool="threads"):
+        with open_session(settings=QUICK) as first, open_session(settings=QUICK) as second:
+            first.navigate(url=f"{demo.url}/quotes/")
+            value = run_template.delay("quotes@1.2", params={"start_url": f"{demo.url}/quotes/"}).get(timeout=180)
+            assert value["status"] == "completed", value
+            with pytest.raises(CommandFailed):
+                second.click(selector="#nothing-here")
+            assert first.get(what="url") == f"{demo.url}/quotes/"
+            assert second.get(what="url") == "about:blank"
