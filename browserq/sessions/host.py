@@ -64,8 +64,8 @@ class SessionHost:
 
     # --- open (the Celery task's thread) ----------------------------------------------------------
     def open(self, run_id: str, *, reply_to: str | None, correlation_id: str | None) -> str:
-        """Hold the session: ``"opened"``, ``"full"``, ``"ended"`` (the run already ended) or
-        ``"busy"`` (another live worker holds it: raises ``LeaseBusy`` to the task)."""
+        """Hold the session: ``"opened"``, ``"full"`` or ``"ended"`` (the run already ended);
+        raises ``LeaseBusy`` when another live worker holds it."""
         if run_id in self.sessions:
             return self._reply_opened(self.sessions[run_id], reply_to, correlation_id)
         if len(self.sessions) >= self.settings.session_max_per_process:

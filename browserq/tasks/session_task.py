@@ -49,7 +49,7 @@ def _stop_host() -> None:
             _host = None
 
 
-@app.task(bind=True, name=SESSION_TASK_NAME, max_retries=None, soft_time_limit=OPEN_SOFT_LIMIT_S,
+@app.task(bind=True, name=SESSION_TASK_NAME, soft_time_limit=OPEN_SOFT_LIMIT_S,
           time_limit=OPEN_SOFT_LIMIT_S + 30)
 def open_session(self: Task, run_id: str, reply_to: str | None = None,
                  correlation_id: str | None = None) -> dict[str, Any]:
@@ -62,9 +62,12 @@ def open_session(self: Task, run_id: str, reply_to: str | None = None,
     try:
         with _host_lock:  # one open at a time per process: the capacity count stays true
             status = host.open(run_id, reply_to=reply_to, correlation_id=correlation_id)
-    except LeaseBusy as busy:  # its previous holder may still be alive: look again when its lease ends
-        log.info("session busy elsewhere; will check again", holder=busy.holder)
-        raise self.retry(countdown=busy.retry_in_s or 5.0) from None
+    except LeaseBusy as busy:
+        # A live worker holds it (a duplicate message): nothing to do. Should that worker be lost,
+        # its lease expires and the sweeper sends the session again; a retry here would only spin
+        # for the session's whole life.
+        log.info("session held by another live worker; this message is dropped", holder=busy.holder)
+        status = "held elsewhere"
     finally:
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
     return {"run_id": run_id, "session": status}

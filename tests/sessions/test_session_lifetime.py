@@ -77,3 +77,23 @@ def test_a_threads_worker_holds_sessions_and_still_runs_templates(tmp_path: Path
                 second.click(selector="#nothing-here")
             assert first.get(what="url") == f"{demo.url}/quotes/"
             assert second.get(what="url") == "about:blank"
+
+
+def test_a_stopping_worker_closes_its_sessions_and_records_why(tmp_path: Path, pg_url: str, demo) -> None:
+    from browserq import SessionClosed, open_session
+    from browserq.store import Store
+
+    with session_fleet(tmp_path, pg_url, "redis"):
+        s = open_session(settings=QUICK)
+        s.navigate(url=f"{demo.url}/quotes/")
+    # the worker was stopped (SIGTERM, a warm shutdown) when the fleet's block ended
+    store = Store(pg_url)
+    try:
+        run = store.get_run(s.id)
+        assert run is not None and run.status == "cancelled", run
+        assert "worker process is stopping" in (run.error_message or "")
+    finally:
+        store.dispose()
+    with pytest.raises(SessionClosed):
+        s.get(what="url")
+    s.close()
