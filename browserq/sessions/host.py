@@ -23,7 +23,7 @@ from browserq.execute import Runtime
 from browserq.execute.liveness import holder_dead
 from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
-from browserq.runner import RunOutcome
+from browserq.runner import RunOutcome, RunRequest
 from browserq.runner.heartbeat import heartbeat
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply
 from browserq.sessions.routing import (
@@ -92,7 +92,10 @@ class SessionHost:
                                      lease_ttl_s=self.settings.lease_ttl_s)
         request = self.runtime.identities.lease(request, run)
         known = {s.step_id: s for s in store.steps(run_id) if s.step_id} if lease.attempt > 1 else {}
-        held = self.runtime.loop.run(self._open_context(request, known), timeout=OPEN_TIMEOUT_S)
+        try:
+            held = self.runtime.loop.run(self._open_context(request, known), timeout=OPEN_TIMEOUT_S)
+        except Exception as exc:  # no context: the run ends now, its client is told (never a hang)
+            return self._open_failed(request, lease.token, exc, reply_to, correlation_id)
         self.sessions[run_id] = held
         self._answer_interrupted(held)
         self.consumer.add(held.queue)  # before "opened": the client's first command finds a consumer
@@ -100,13 +103,17 @@ class SessionHost:
         log.info("session opened", run_id=run_id, epoch=held.epoch, takeover=lease.takeover)
         return self._reply_opened(held, reply_to, correlation_id)
 
-    async def _open_context(self, request: Any, known: dict[str, Any]) -> HeldSession:
+    async def _open_context(self, request: RunRequest, known: dict[str, Any]) -> HeldSession:
         runner = self.runtime.runner
         redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
         state = runner.new_state(request, redactor)
-        await runner.context.open(state)
-        if request.resume is not None:  # another worker held it: its last checkpoint (cookies, storage, URL)
-            await runner.recovery.restore(request.resume, state)
+        try:
+            await runner.context.open(state)
+            if request.resume is not None:  # another worker held it: its last checkpoint (cookies, storage, URL)
+                await runner.recovery.restore(request.resume, state)
+        except BaseException:
+            await runner.context.drop(state)  # no context left behind
+            raise
         idle = float(request.params.get("idle_timeout_s") or self.settings.session_idle_timeout_s)
         life = float(request.params.get("max_lifetime_s") or self.settings.session_max_lifetime_s)
         held = HeldSession(run_id=request.run_id, token=request.token or 0, request=request, state=state,
@@ -116,6 +123,19 @@ class SessionHost:
         held.next_path = 1 + max((int(s.step_path) for s in known.values() if s.step_path.isdigit()), default=-1)
         held.known = dict(known)
         return held
+
+    def _open_failed(self, request: RunRequest, token: int, exc: Exception, reply_to: str | None,
+                     correlation_id: str | None) -> str:
+        code = exc.code if isinstance(exc, StepFailed) else Codes.INTERNAL
+        why = f"its browser context could not be opened: {str(exc)[:500]}"
+        self.runtime.identities.release(request)
+        try:
+            self.runtime.ends.finish(request.run_id, token, RunOutcome(request.run_id, "failed", {}, code.code, why),
+                                     None)
+        finally:
+            self._reply(reply_to, correlation_id, {"ok": False, "closed": why})
+        log.warning("session not opened", run_id=request.run_id, error=str(exc)[:300])
+        return "ended"
 
     def _reply_opened(self, held: HeldSession, reply_to: str | None, correlation_id: str | None) -> str:
         self._reply(reply_to, correlation_id, {"ok": True, "opened": held.run_id, "epoch": held.epoch,
