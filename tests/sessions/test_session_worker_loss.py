@@ -24,8 +24,11 @@ FAST_TAKEOVER = {"BROWSERQ_LEASE_TTL_S": "4", "BROWSERQ_SWEEP_INTERVAL_S": "2", 
 NEVER_ENDING = "new Promise((done) => setTimeout(() => done(1), 120000))"
 
 
-@pytest.mark.parametrize("broker", ["redis", "amqp"])
-def test_a_killed_workers_session_goes_on_elsewhere(tmp_path: Path, pg_url: str, demo, broker: str) -> None:
+@pytest.mark.parametrize(("broker", "kind"), [("redis", "write"), ("amqp", "write"), ("redis", "read")])
+def test_a_killed_workers_session_goes_on_elsewhere(tmp_path: Path, pg_url: str, demo, broker: str,
+                                                    kind: str) -> None:
+    """``write``: a side effect in flight ends OUTCOME_UNKNOWN; ``read``: a read in flight fails
+    retryable (WORKER_LOST); neither is run again."""
     from browserq import CommandFailed, open_session
     from browserq.store import Store
 
@@ -46,7 +49,7 @@ def test_a_killed_workers_session_goes_on_elsewhere(tmp_path: Path, pg_url: str,
 
             def side_effect() -> None:
                 try:
-                    in_flight["output"] = s.do("eval", expression=NEVER_ENDING, side_effect=True)
+                    in_flight["output"] = s.do("eval", expression=NEVER_ENDING, side_effect=kind == "write")
                 except Exception as exc:
                     in_flight["error"] = exc
 
@@ -60,7 +63,10 @@ def test_a_killed_workers_session_goes_on_elsewhere(tmp_path: Path, pg_url: str,
             assert not sender.is_alive()
             failed = in_flight.get("error")
             assert isinstance(failed, CommandFailed), in_flight
-            assert failed.code == "OUTCOME_UNKNOWN" and not failed.retryable
+            if kind == "write":
+                assert failed.code == "OUTCOME_UNKNOWN" and not failed.retryable
+            else:
+                assert failed.code == "WORKER_LOST" and failed.retryable
             assert s.get(selector="#welcome", what="text") == "Welcome, demo"  # the login was kept
             assert s.epoch is not None and epoch is not None and s.epoch > epoch
             s.close()
