@@ -89,7 +89,7 @@ class Session:
             return
         try:
             self._request({"kind": "close"}, self._step_timeout_s)
-        except SessionClosed:
+        except (SessionClosed, CommandFailed):  # gone already, or its worker is lost: it idles out
             pass
         finally:
             self.closed = "closed by its client"
