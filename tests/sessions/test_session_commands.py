@@ -69,7 +69,10 @@ def _cli(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
 def test_bad_input_and_batches_come_back_as_command_failures(redis_fleet: Fleet, demo) -> None:
     from browserq import CommandFailed, open_session
 
-    with open_session(settings=QUICK) as s:
+    with open_session(settings=QUICK, allowed_domains=["127.0.0.1"]) as s:
+        with pytest.raises(CommandFailed) as denied:
+            s.navigate(url="http://elsewhere.example/")
+        assert denied.value.code in ("URL_DENIED", "DOMAIN_DENIED") and not denied.value.retryable
         with pytest.raises(CommandFailed) as unknown:
             s.do("teleport", to="mars")
         assert unknown.value.code == "INVALID_STEP_INPUT" and "teleport" in unknown.value.message
