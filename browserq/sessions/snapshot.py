@@ -9,8 +9,9 @@ stays within a budget, cut at a whole line with a marker that says so.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from playwright.async_api import Frame, Page
 
@@ -70,6 +71,7 @@ class Snapshotter:
             frames = await _frames(page, lines)
             if self.book.unchanged_since(mark, list(frames.values())):
                 break
+        lines = _mask_passwords(lines, await _password_values(list(frames.values())))
         shown = _interactive(lines) if interactive else [(line, line.depth) for line in lines]
         text, refs, cut = self._render(shown, frames, mark, budget)
         return Snapshot(text, mark.epoch, page.url, refs, cut, interactive)
@@ -132,6 +134,32 @@ async def _frames(page: Page, lines: list[AriaLine]) -> dict[str, Frame]:
         if frame is not None:
             frames[prefix] = frame
     return frames
+
+
+#: The values of the password fields of a document (Playwright shows a field's value in clear).
+_PASSWORDS_JS = """() => Array.from(Document.prototype.querySelectorAll.call(document, 'input[type=password]'),
+                        (field) => field.value).filter((value) => value)"""
+#: What a password field's value is shown as.
+PASSWORD_SHOWN = ': "••••••"'
+
+
+async def _password_values(frames: list[Frame]) -> set[str]:
+    values: set[str] = set()
+    for frame in frames:
+        try:
+            values.update(str(value) for value in await frame.evaluate(_PASSWORDS_JS))
+        except Exception:  # a frame that went away has no fields to hide
+            continue
+    return values
+
+
+def _mask_passwords(lines: list[AriaLine], passwords: set[str]) -> list[AriaLine]:
+    """Lines with the value of every password field shown as dots."""
+    if not passwords:
+        return lines
+    shown = {form for value in passwords for form in (": " + value, ": " + json.dumps(value, ensure_ascii=False))}
+    return [replace(line, rest=PASSWORD_SHOWN) if line.role == "textbox" and line.rest in shown else line
+            for line in lines]
 
 
 def _child_prefix(lines: list[AriaLine], index: int) -> str | None:

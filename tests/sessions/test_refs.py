@@ -37,6 +37,10 @@ def test_a_login_form_is_filled_and_sent_through_refs(session: LiveSession, demo
     username, password = ref_of(snap, "textbox", "Username"), ref_of(snap, "textbox", "Password")
     assert session.do("fill", ref=username, value="demo").outcome is StepOutcome.SUCCEEDED
     assert session.do("fill", ref=password, value="s3cret-pass").outcome is StepOutcome.SUCCEEDED
+    filled = session.snapshot()
+    assert "s3cret-pass" not in filled.text  # a password field's value is never shown
+    assert f'- textbox "Password" [active] [ref={password}]: "••••••"' in filled.text
+    assert f'- textbox "Username" [ref={username}]: demo' in filled.text
     assert session.do("click", ref=ref_of(snap, "button", "Log in")).outcome is StepOutcome.SUCCEEDED
 
     welcome = session.do("get", selector="#welcome", what="text", into="welcome")
