@@ -130,6 +130,11 @@ def test_a_navigation_makes_every_ref_stale_and_new_refs_are_new_strings(session
     assert session.do("click", ref=ref_of(second, "link", "Login")).outcome is StepOutcome.SUCCEEDED
     failed_with(session.do("fill", ref=ref_of(second, "textbox", "Username"), value="x"), Codes.REF_STALE)
 
+    third = session.snapshot()  # a same-document navigation (history.pushState) counts too
+    session.evaluate("history.pushState({}, '', '/login?step=2')")
+    failed_with(session.do("fill", ref=ref_of(third, "textbox", "Username"), value="x"), Codes.REF_STALE)
+    assert session.snapshot().epoch == third.epoch + 1
+
 
 FRAMED = """<!doctype html><title>Framed</title><h1>Outside</h1>
 <button onclick="fetch('/press/outside', {method: 'POST'})">Outside</button>
