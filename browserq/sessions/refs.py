@@ -14,6 +14,7 @@ on screen. A ref is never looked up again by role or name.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ from playwright.async_api import Frame, Page
 from browserq.errors import Codes, StepFailed
 
 _REF = re.compile(r"^e(\d+)\.(\d+)$")
+#: How long telling whether a ref went stale may take, after its action failed.
+STALE_CHECK_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -138,22 +141,23 @@ class RefBook:
         never issued, ``REF_STALE`` when its document or its node is gone."""
         issued = self._current(page, ref)
         why = self._moved(issued)
-        if why is None:
-            try:
-                if await page.locator(issued.selector).count() != 1:
-                    why = "its node has left the page (removed or replaced) or is no longer in its accessibility tree"
-            except Exception as exc:  # the frame went away under the check
-                why = f"its frame is gone ({str(exc).splitlines()[0][:120]})"
+        # A page that does not answer (crashed, busy) raises here: the executor tells what it was.
+        if why is None and await page.locator(issued.selector).count() != 1:
+            why = "its node has left the page (removed or replaced) or a later snapshot no longer showed it"
         if why is not None:
             raise self._stale(ref, f"{issued.described()}: {why}")
         return issued.selector
 
-    async def stale(self, page: Page, ref: str) -> StepFailed | None:
-        """``REF_STALE`` if ``ref`` no longer resolves (asked after an action failed), else None."""
+    async def stale(self, page: Page, ref: str, timeout_s: float = STALE_CHECK_TIMEOUT_S) -> StepFailed | None:
+        """``REF_STALE`` if ``ref`` surely no longer resolves (asked after an action failed);
+        None when it still does, or the page did not say within ``timeout_s``."""
         try:
-            await self.target(page, ref)
+            async with asyncio.timeout(timeout_s):
+                await self.target(page, ref)
         except StepFailed as exc:
             return exc if exc.code is Codes.REF_STALE else None
+        except Exception:  # no answer: the action's own failure stands
+            return None
         return None
 
     def _current(self, page: Page, ref: str) -> IssuedRef:

@@ -94,6 +94,36 @@ def test_a_stale_ref_never_presses_another_button(session: LiveSession, served, 
     assert ref_of(after, "button", rerender) == ref_of(before, "button", rerender)
 
 
+ENABLED_LATER = """<!doctype html><title>Later</title>
+<button id="send" disabled onclick="fetch('/press/send', {method: 'POST'})">Send</button>
+<script>
+setTimeout(() => {                    // an identical Send, enabled, in the same place
+  const old = document.getElementById('send');
+  const fresh = old.cloneNode(true);
+  fresh.disabled = false;
+  old.replaceWith(fresh);
+}, 1000);
+</script>"""
+
+
+def test_a_node_replaced_while_its_click_waits_is_never_clicked(session: LiveSession, served,
+                                                                presses: PressCounter) -> None:
+    """The click starts while Send is disabled and waits for it; the page then swaps it for an
+    identical, enabled Send. Playwright's ref selector matches nothing any more: the click never
+    lands on the newcomer and fails REF_STALE. (Should the machine be slow enough that the swap
+    comes before the click, the check before dispatch says the same.)"""
+    base = served({"/": ENABLED_LATER})
+    session.do("navigate", url=f"{base}/")
+    send = ref_of(session.snapshot(), "button", "Send")
+
+    message = failed_with(session.do("click", ref=send, timeout_s=3), Codes.REF_STALE)
+    assert "left the page" in message
+    assert presses["send"] == 0
+    new_send = ref_of(session.snapshot(), "button", "Send")
+    assert new_send != send and session.do("click", ref=new_send).outcome is StepOutcome.SUCCEEDED
+    wait_until(lambda: presses["send"] == 1, 10, "the press of the new Send")
+
+
 RERENDERING = SWAPPING.replace("</script>", "setInterval(() => rerender(true), 250);</script>")
 
 
