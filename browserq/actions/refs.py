@@ -64,7 +64,7 @@ def ref_guarded(handler: Any) -> Any:
         except StepFailed as exc:
             if exc.code is Codes.SELECTOR_NOT_FOUND and not step.side_effect:
                 raise (await refs.stale(ctx.page, ref) or exc) from None
-            raise
+            raise StepFailed(exc.code, exc.message.replace(bound, f"ref {ref}")) from exc
         except Exception:
             stale = None if step.side_effect else await refs.stale(ctx.page, ref)
             if stale is not None:

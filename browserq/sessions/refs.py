@@ -87,6 +87,7 @@ class RefBook:
             self._watched.append(page)
             page.on("framenavigated", lambda frame: self._navigated(page, frame))
             page.on("framedetached", self._detached)
+            page.on("close", lambda _: self._watched.remove(page) if page in self._watched else None)
 
     def _navigated(self, page: Page, frame: Frame) -> None:
         self._generations[frame] = self._generations.get(frame, 0) + 1
@@ -131,6 +132,19 @@ class RefBook:
             self._by_node[key] = ref
         return ref
 
+    def retire(self, mark: Mark, frame: Frame, present: set[str]) -> None:
+        """A snapshot of ``frame`` showed only the nodes ``present`` (Playwright's refs): refs of
+        its other nodes can never resolve again (Playwright resolves against the last snapshot),
+        so they are forgotten — a long session keeps records of live nodes only."""
+        if mark.epoch != self.epoch:
+            return
+        generation = mark.generation(frame)
+        gone = [ref for ref, issued in self._issued.items() if issued.frame is frame
+                and issued.frame_generation == generation and issued.target not in present]
+        for ref in gone:
+            issued = self._issued.pop(ref)
+            self._by_node.pop((frame, generation, issued.target), None)
+
     def issued(self, ref: str) -> IssuedRef | None:
         """What a ref of the current epoch was given to (None: unknown, or of an older epoch)."""
         return self._issued.get(ref)
@@ -172,8 +186,10 @@ class RefBook:
                 f"snapshot's [ref=…] (they look like e{self.epoch}.1)",
             )
         issued = self._issued.get(ref.strip())
-        if epoch < self.epoch or issued is None:
+        if epoch < self.epoch:
             raise self._stale(ref, f"it was issued in epoch {epoch}; the page navigated or another tab was chosen since")
+        if issued is None:
+            raise self._stale(ref, "a later snapshot no longer showed its node (removed, replaced, hidden or renamed)")
         return issued
 
     def _moved(self, issued: IssuedRef) -> str | None:

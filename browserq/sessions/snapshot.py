@@ -71,6 +71,8 @@ class Snapshotter:
             frames = await _frames(page, lines)
             if self.book.unchanged_since(mark, list(frames.values())):
                 break
+        for prefix, frame in frames.items():
+            self.book.retire(mark, frame, {line.ref for line in lines if line.ref and _prefix(line.ref) == prefix})
         lines = _mask_passwords(lines, await _password_values(list(frames.values())))
         shown = _interactive(lines) if interactive else [(line, line.depth) for line in lines]
         text, refs, cut = self._render(shown, frames, mark, budget)
@@ -101,11 +103,17 @@ class Snapshotter:
         not found (then nothing can act through it)."""
         if line.ref is None or line.role is None:
             return None
-        match = _PLAYWRIGHT_REF.match(line.ref)
-        frame = frames.get(match.group(1) or "") if match else None
+        prefix = _prefix(line.ref)
+        frame = frames.get(prefix) if prefix is not None else None
         if frame is None:
             return None
         return self.book.issue(mark, frame, line.ref, line.role, line.name)
+
+
+def _prefix(ref: str) -> str | None:
+    """The frame part of Playwright's ref (``"f1"`` of ``f1e3``, ``""`` of ``e3``); None for no ref."""
+    match = _PLAYWRIGHT_REF.match(ref)
+    return (match.group(1) or "") if match else None
 
 
 def _cut_marker(budget: int, lines_left: int) -> str:

@@ -37,6 +37,8 @@ def test_a_login_form_is_filled_and_sent_through_refs(session: LiveSession, demo
     username, password = ref_of(snap, "textbox", "Username"), ref_of(snap, "textbox", "Password")
     assert session.do("fill", ref=username, value="demo").outcome is StepOutcome.SUCCEEDED
     assert session.do("fill", ref=password, value="s3cret-pass").outcome is StepOutcome.SUCCEEDED
+    heading = session.do("get", ref=ref_of(snap, "heading", "Login"), what="text", into="heading")
+    assert (heading.outcome, heading.output) == (StepOutcome.SUCCEEDED, "Login")
     filled = session.snapshot()
     assert "s3cret-pass" not in filled.text  # a password field's value is never shown
     assert f'- textbox "Password" [active] [ref={password}]: "••••••"' in filled.text
@@ -46,7 +48,7 @@ def test_a_login_form_is_filled_and_sent_through_refs(session: LiveSession, demo
     welcome = session.do("get", selector="#welcome", what="text", into="welcome")
     assert (welcome.outcome, welcome.output) == (StepOutcome.SUCCEEDED, "Welcome, demo")
     recorded = [(s.action, s.status, s.inputs.get("selector")) for s in session.runtime.store.steps(session.state.request.run_id)]
-    assert recorded[1:4] == [("fill", "succeeded", f"ref={username}"), ("fill", "succeeded", f"ref={password}"),
+    assert recorded[1:3] + recorded[4:5] == [("fill", "succeeded", f"ref={username}"), ("fill", "succeeded", f"ref={password}"),
                              ("click", "succeeded", f"ref={ref_of(snap, 'button', 'Log in')}")]
 
 
@@ -87,6 +89,9 @@ def test_a_stale_ref_never_presses_another_button(session: LiveSession, served, 
     assert after.epoch == before.epoch  # no navigation: the same document, new nodes
     new_alpha = ref_of(after, "button", "Alpha")
     assert new_alpha != alpha
+    # the old node was in no later snapshot: its record is gone, the ref stays stale
+    assert session.book.issued(alpha) is None
+    assert "later snapshot" in failed_with(session.do("click", ref=alpha), Codes.REF_STALE)
     assert session.do("click", ref=new_alpha).outcome is StepOutcome.SUCCEEDED
     wait_until(lambda: presses["alpha"] == 1, 10, "the press of the new Alpha")
     assert presses["beta"] == 0
@@ -245,3 +250,27 @@ def test_a_ref_outside_a_session_is_refused(session: LiveSession, demo) -> None:
     failed_with(session.do("click", ref=ref), Codes.INVALID_STEP_INPUT)
     session.state.browser.refs = session.book
     assert session.do("click", ref=ref).outcome is StepOutcome.SUCCEEDED
+
+
+TABS = """<!doctype html><title>Tabs</title><a href="/other" target="_blank">Open</a>
+<button onclick="fetch('/press/first', {method: 'POST'})">First</button>"""
+
+
+def test_another_tab_starts_a_new_epoch(session: LiveSession, served, presses: PressCounter) -> None:
+    """Refs belong to the page they were issued on: once another tab is the session's page, the
+    old refs are stale (also after switching back), and the new page's refs are new strings."""
+    base = served({"/": TABS, "/other": "<!doctype html><title>Other</title><button>Second</button>"})
+    session.do("navigate", url=f"{base}/")
+    first = session.snapshot()
+    assert session.do("click", ref=ref_of(first, "link", "Open"), opens="tab").outcome is StepOutcome.SUCCEEDED
+    assert session.page.url == f"{base}/other"
+
+    assert "another tab" in failed_with(session.do("click", ref=ref_of(first, "button", "First")), Codes.REF_STALE)
+    second = session.snapshot()
+    assert second.epoch > first.epoch and not set(first.refs) & set(second.refs)
+    assert session.do("switch_tab", to=0).outcome is StepOutcome.SUCCEEDED
+    failed_with(session.do("click", ref=ref_of(first, "button", "First")), Codes.REF_STALE)
+    failed_with(session.do("click", ref=ref_of(second, "button", "Second")), Codes.REF_STALE)
+    assert presses["first"] == 0
+    assert session.do("click", ref=ref_of(session.snapshot(), "button", "First")).outcome is StepOutcome.SUCCEEDED
+    wait_until(lambda: presses["first"] == 1, 10, "the press of First")
