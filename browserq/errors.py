@@ -153,6 +153,9 @@ class Codes:
         "the run's lease expired too many times: its worker kept stopping (poison)",
     )
     WORKER_LOST = _code("WORKER_LOST", ErrorClass.RETRY_RUN, "the worker died mid-run")
+    LIMITS_UNAVAILABLE = _code(
+        "LIMITS_UNAVAILABLE", ErrorClass.WAIT, "the Redis of the rate limits stopped answering mid-run"
+    )
     INTERNAL = _code("INTERNAL", ErrorClass.PERMANENT, "a bug in browserq")
     OUTPUT_TOO_LARGE = _code(
         "OUTPUT_TOO_LARGE", ErrorClass.PERMANENT, "a step's or the run's outputs exceed the size limit"

@@ -240,8 +240,8 @@ class StepAttempt:
             failure = StepFailed(failure.code, f"{failure.message} (nothing matches {selector_text(selector)})")
         if browser.page_dropped:
             failure = StepFailed(failure.code, f"{failure.message}; {DROPPED}")
-        if browser.gate is not None and browser.gate.error is not None:  # the rate limit, not the page, stopped it
-            failure = browser.gate.error  # type: ignore[assignment]  # LimitsUnavailable is no StepFailed: as before
+        if browser.gate is not None and (gated := browser.gate.error) is not None:  # no rate budget; no limits Redis
+            failure = gated if isinstance(gated, StepFailed) else StepFailed(Codes.LIMITS_UNAVAILABLE, str(gated))
         failure = domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
         if browser.crashed and not isinstance(failure, InfrastructureError):
             failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
