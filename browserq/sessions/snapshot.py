@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from playwright.async_api import Frame, Page
 
+from browserq.browsers.errors import translate
 from browserq.redact import Redactor
 from browserq.sessions.aria_lines import AriaLine, parse_lines
 from browserq.sessions.refs import IssuedRef, Mark, RefBook
@@ -63,11 +64,18 @@ class Snapshotter:
     async def take(self, page: Page, *, interactive: bool = False, budget: int = DEFAULT_BUDGET,
                    timeout_ms: float = 30_000) -> Snapshot:
         """The page's tree now. A navigation while it was read means another read (refs from a
-        document that is gone are never handed out as current)."""
+        document that is gone are never handed out as current). A page that cannot answer fails
+        like a step (``StepFailed``: TIMEOUT, PAGE_CRASHED…; an InfrastructureError when the
+        browser is gone), never with Playwright's exception."""
         budget = max(MIN_BUDGET, int(budget))
         for _ in range(MAX_TRIES):
             mark = self.book.mark(page)
-            lines = parse_lines(await page.aria_snapshot(mode="ai", timeout=timeout_ms))
+            try:
+                raw = await page.aria_snapshot(mode="ai", timeout=timeout_ms)
+            except Exception as exc:
+                browser = page.context.browser
+                raise translate(exc, browser_connected=browser is None or browser.is_connected()) from exc
+            lines = parse_lines(raw)
             frames = await _frames(page, lines)
             if self.book.unchanged_since(mark, list(frames.values())):
                 break

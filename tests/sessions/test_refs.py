@@ -274,3 +274,12 @@ def test_another_tab_starts_a_new_epoch(session: LiveSession, served, presses: P
     assert presses["first"] == 0
     assert session.do("click", ref=ref_of(session.snapshot(), "button", "First")).outcome is StepOutcome.SUCCEEDED
     wait_until(lambda: presses["first"] == 1, 10, "the press of First")
+
+
+def test_a_snapshot_of_a_closed_page_fails_like_a_step(session: LiveSession, demo) -> None:
+    session.do("navigate", url=f"{demo.url}/login")
+    page = session.page
+    session.run(page.close())
+    with pytest.raises(StepFailed) as failed:
+        session.run(session.snapshots.take(page))
+    assert failed.value.code is Codes.PAGE_CRASHED, failed.value
