@@ -169,6 +169,11 @@ class Codes:
     EXECUTION_CRASHED = _code(
         "EXECUTION_CRASHED", ErrorClass.PERMANENT, "executing the run crashed repeatedly (poison)"
     )
+    REF_STALE = _code(
+        "REF_STALE", ErrorClass.PERMANENT,
+        "a session's ref names a node that left the page, or a page that navigated since: snapshot again",
+    )
+    REF_UNKNOWN = _code("REF_UNKNOWN", ErrorClass.PERMANENT, "a ref that this session's snapshots never issued")
 
     @classmethod
     def all(cls) -> list[ErrorCode]:
