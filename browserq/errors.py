@@ -182,6 +182,11 @@ class Codes:
     SESSION_CAPACITY = _code(
         "SESSION_CAPACITY", ErrorClass.WAIT, "no worker process had room for another session"
     )
+    REF_STALE = _code(
+        "REF_STALE", ErrorClass.PERMANENT,
+        "a session's ref names a node that left the page, or a page that navigated since: snapshot again",
+    )
+    REF_UNKNOWN = _code("REF_UNKNOWN", ErrorClass.PERMANENT, "a ref that this session's snapshots never issued")
 
     @classmethod
     def all(cls) -> list[ErrorCode]:

@@ -7,7 +7,9 @@ the text of the viewer page (its action list); it fails if the viewer cannot loa
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ def viewer_text(trace: Path, expected: list[str]) -> str:
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("playwright")), "show-trace", "--host", "127.0.0.1", "--port", "0", str(trace)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # the playwright wrapper starts node: stop both, or node is orphaned
     )
     try:
         assert server.stdout is not None
@@ -41,7 +44,7 @@ def viewer_text(trace: Path, expected: list[str]) -> str:
             browser.close()
             return text
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(10)
 
 
