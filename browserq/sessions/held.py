@@ -16,14 +16,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from browserq.errors import Codes, InfrastructureError, StepFailed
 from browserq.redact import Redactor
 from browserq.redact import active as active_redactor
 from browserq.runner import RunRequest, StepOutcome
 from browserq.runner.attempt import StepAttempt
 from browserq.runner.state import RunState
+from browserq.sessions.commands import command_step as build_step
+from browserq.sessions.refs import RefBook
+from browserq.sessions.snapshot import Snapshotter
 from browserq.templates import ACTIONS, ActionStep
 
 #: Actions a session does not take as commands (a handoff belongs to a template's plan).
@@ -38,7 +39,7 @@ class HeldSession:
     """What this process knows of a session it holds (the rest is in its run's records)."""
 
     run_id: str
-    token: int  # the lease's fencing token: the session's epoch on this holder
+    token: int  # the lease's fencing token (a new holder's is higher)
     request: RunRequest
     state: RunState
     redactor: Redactor
@@ -52,6 +53,8 @@ class HeldSession:
     closing: str | None = None  # why it is closing, once it is
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     keeper: Any = None  # the future of its keeper on the runtime loop
+    refs: RefBook | None = None  # the refs its snapshots issued (their epoch is the session's)
+    snapshots: Snapshotter | None = None
     #: Command step records a previous holder left (by step id): a command delivered again is
     #: answered from them, never run twice.
     known: dict[str, Any] = field(default_factory=dict)
@@ -60,38 +63,41 @@ class HeldSession:
 
     @property
     def epoch(self) -> int:
-        return self.token
+        """The session's epoch: its refs' (main-frame navigations, tab switches), started by each
+        holder above every epoch an earlier holder can have reached (see :func:`holder_epoch`)."""
+        return self.refs.epoch if self.refs is not None else holder_epoch(self.token)
 
     def idle_for(self, now: float) -> float:
         return 0.0 if self.busy else now - self.last_used
 
 
 def command_step(action: Any, fields: dict[str, Any], *, command_id: str, side_effect: bool) -> ActionStep:
-    """The step a command stands for; ``INVALID_STEP_INPUT`` when it is no valid step.
-
-    SEAM (agent refs): a command's ``ref=`` is resolved by the refs' command builder
-    (``browserq.sessions.commands.command_step`` on the refs branch), which this call becomes;
-    until then ``ref=`` is refused here."""
+    """The step a command stands for, built by the session's command builder
+    (:func:`browserq.sessions.commands.command_step`: the template language's step models, a
+    ``ref=`` aimed at a snapshot's node); ``INVALID_STEP_INPUT`` / ``REF_UNKNOWN`` when it is no
+    valid step. The command's id becomes the step's id; an action that wants ``into:`` gets one."""
     step_class = ACTIONS.get(action) if isinstance(action, str) and action not in NOT_COMMANDS else None
     if step_class is None:
         known = ", ".join(sorted(set(ACTIONS) - NOT_COMMANDS))
         raise StepFailed(Codes.INVALID_STEP_INPUT, f"unknown action {action!r}; one of: {known}")
-    if "ref" in fields:
-        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{action}: ref= needs a snapshot; give a selector")
-    values = {**fields, "action": action, "id": command_id}
+    values = {**fields, "id": command_id}
     into = step_class.model_fields.get("into")
     if into is not None and into.is_required() and "into" not in fields:
         values["into"] = COMMAND_OUTPUT
     if side_effect:
         values["side_effect"] = True
-    try:
-        return step_class.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or action}: {error['msg']}"
-            for error in exc.errors(include_url=False)
-        )
-        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{action}: {problems}") from None
+    ref = values.pop("ref", None)
+    return build_step(action, ref=None if ref is None else str(ref), **values)
+
+
+#: Epochs one holder may go through before the next holder's range: a takeover's epoch is above
+#: every epoch of the holders before it, so a ref of theirs can never name a node of the new one.
+EPOCHS_PER_HOLDER = 1_000_000
+
+
+def holder_epoch(token: int) -> int:
+    """The first epoch of the holder with lease ``token`` (tokens only grow)."""
+    return token * EPOCHS_PER_HOLDER
 
 
 def failure_reply(failure: StepFailed, epoch: int) -> dict[str, Any]:
@@ -159,6 +165,23 @@ class CommandRunner:
             if not reply["ok"] and stop_on_error:
                 break
         return {"ok": all(r["ok"] for r in results), "results": results, "epoch": held.epoch}
+
+    async def snapshot(self, held: HeldSession, message: dict[str, Any]) -> dict[str, Any]:
+        """The page's accessibility tree with refs: ``{text, epoch, url, truncated}``."""
+        assert held.snapshots is not None and held.state.browser.page is not None
+        options: dict[str, Any] = {"interactive": bool(message.get("interactive"))}
+        if isinstance(message.get("budget"), int):
+            options["budget"] = message["budget"]
+        try:
+            with active_redactor(held.redactor):
+                snap = await held.snapshots.take(held.state.browser.page, **options)
+        except StepFailed as failed:
+            if isinstance(failed, InfrastructureError):
+                raise
+            return failure_reply(failed, held.epoch)
+        held.last_used = time.monotonic()
+        return {"ok": True, "epoch": snap.epoch, "output": {
+            "text": snap.text, "epoch": snap.epoch, "url": snap.url, "truncated": snap.truncated}}
 
 
 __all__ = ["NOT_COMMANDS", "CommandRunner", "HeldSession", "command_step", "failure_reply"]

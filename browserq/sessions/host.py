@@ -25,13 +25,15 @@ from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
 from browserq.runner.heartbeat import heartbeat
-from browserq.sessions.held import CommandRunner, HeldSession, failure_reply
+from browserq.sessions.held import CommandRunner, HeldSession, failure_reply, holder_epoch
+from browserq.sessions.refs import RefBook
 from browserq.sessions.routing import (
     REPLY_QUEUE_PREFIX,
     CommandConsumer,
     Publisher,
     command_queue_name,
 )
+from browserq.sessions.snapshot import Snapshotter
 from browserq.store import LeaseBusy, RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
@@ -120,6 +122,11 @@ class SessionHost:
                            redactor=redactor, queue=command_queue_name(request.run_id),
                            idle_timeout_s=min(idle, self.settings.session_idle_timeout_s),
                            life_deadline=time.monotonic() + min(life, self.settings.session_max_lifetime_s))
+        held.refs = RefBook(epoch=holder_epoch(held.token))  # no ref of an earlier holder resolves here
+        assert state.browser.page is not None
+        held.refs.watch(state.browser.page)
+        state.browser.refs = held.refs
+        held.snapshots = Snapshotter(held.refs, redactor)
         held.next_path = 1 + max((int(s.step_path) for s in known.values() if s.step_path.isdigit()), default=-1)
         held.known = dict(known)
         return held
@@ -206,6 +213,8 @@ class SessionHost:
                 try:
                     if kind == "batch":
                         return await self.commands.batch(held, body)
+                    if kind == "snapshot":
+                        return await self.commands.snapshot(held, body)
                     return await self.commands.command(held, body)
                 except InfrastructureError as lost:
                     await self._close(held, "failed", lost.code.code, f"its browser was lost: {lost.message}")

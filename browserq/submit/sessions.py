@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -34,6 +35,17 @@ from browserq.tasks.session_task import SESSION_TASK_NAME
 
 #: How long past a command's own timeout the client waits for its reply.
 REPLY_MARGIN_S = 30.0
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """What ``s.snapshot()`` gives: the tree's ``text`` (``[ref=…]`` on each node to act on), the
+    ``epoch`` and ``url`` it was taken at, and whether the text budget cut it."""
+
+    text: str
+    epoch: int
+    url: str
+    truncated: bool = False
 
 
 class Session:
@@ -69,6 +81,15 @@ class Session:
 
     def press(self, **fields: Any) -> Any:
         return self.do("press", **fields)
+
+    def snapshot(self, *, interactive: bool = False, budget: int | None = None) -> SessionSnapshot:
+        """The page's accessibility tree as text with a ref on each node to act on
+        (``s.click(ref="e…")``); ``epoch``: refs from another epoch are REF_STALE."""
+        body: dict[str, Any] = {"kind": "snapshot", "interactive": interactive}
+        if budget is not None:
+            body["budget"] = budget
+        out = self._request(body, self._step_timeout_s)["output"]
+        return SessionSnapshot(str(out["text"]), int(out["epoch"]), str(out["url"]), bool(out.get("truncated")))
 
     def steps(self, steps: list[Mapping[str, Any]], *, stop_on_error: bool = True, timeout_s: float = 60.0) -> list[Any]:
         """A batch with one time budget; returns each step's output. A failed step raises
@@ -159,6 +180,9 @@ class AsyncSession:
 
     async def press(self, **fields: Any) -> Any:
         return await self._call("press", **fields)
+
+    async def snapshot(self, **options: Any) -> SessionSnapshot:
+        return await self._call("snapshot", **options)
 
     async def steps(self, steps: list[Mapping[str, Any]], **options: Any) -> list[Any]:
         return await self._call("steps", steps, **options)
@@ -254,4 +278,4 @@ def _failure(reply: Mapping[str, Any]) -> CommandFailed:
                          retryable=bool(error.get("retryable")), epoch=reply.get("epoch"))
 
 
-__all__ = ["AsyncSession", "Session", "open_session", "open_session_async"]
+__all__ = ["AsyncSession", "Session", "SessionSnapshot", "open_session", "open_session_async"]
