@@ -37,9 +37,12 @@ __version__ = "0.1.0"
 __all__ = [
     "BrokerUnavailable",
     "BrowserqError",
+    "CommandFailed",
     "ConfigError",
     "ParamError",
     "RunFailed",
+    "SessionCapacity",
+    "SessionClosed",
     "StepFailed",
     "TemplateError",
     "TemplateInvalid",
@@ -48,6 +51,8 @@ __all__ = [
     "app",
     "batch_summary",
     "cancel_run",
+    "open_session",
+    "open_session_async",
     "resolve_run",
     "run_batch",
     "run_template",
@@ -63,6 +68,15 @@ def __getattr__(name: str) -> Any:
         from browserq.submit.reviews import resolve_run
 
         return resolve_run
+    if name in {"open_session", "open_session_async"}:
+        from browserq import celery_app  # the producer's door is installed with the app
+        from browserq.submit import sessions
+
+        return getattr(sessions, name)
+    if name in {"CommandFailed", "SessionClosed", "SessionCapacity"}:
+        from browserq.sessions import errors
+
+        return getattr(errors, name)
     if name in {"run_batch", "batch_summary"}:
         from browserq.submit import batches
 

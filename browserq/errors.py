@@ -34,6 +34,10 @@
     ├── ResolveRefused           a resolution that would re-run an unknown step blindly, or
     │                            start where no retry can               execute/errors.py
     ├── WorkerUnusable           no browser in this process; it exits [INFRASTRUCTURE] execute/errors.py
+    ├── SessionError             an agent session could not do what was asked   sessions/errors.py
+    │   ├── CommandFailed        one command failed (code, retryable, epoch); the session goes on
+    │   ├── SessionClosed        the session is closed, expired or its worker is lost (why)
+    │   └── SessionCapacity      no room for another session now (retry_after_s)     [WAIT]
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]
         │   └── BrowserUnusable  no working browser even after a relaunch     browsers/errors.py
@@ -168,6 +172,15 @@ class Codes:
     )
     EXECUTION_CRASHED = _code(
         "EXECUTION_CRASHED", ErrorClass.PERMANENT, "executing the run crashed repeatedly (poison)"
+    )
+    SESSION_IDLE = _code(
+        "SESSION_IDLE", ErrorClass.PERMANENT, "a session received no command for its idle_timeout_s: closed"
+    )
+    SESSION_LIFETIME = _code(
+        "SESSION_LIFETIME", ErrorClass.PERMANENT, "a session reached its max_lifetime_s: closed"
+    )
+    SESSION_CAPACITY = _code(
+        "SESSION_CAPACITY", ErrorClass.WAIT, "no worker process had room for another session"
     )
     REF_STALE = _code(
         "REF_STALE", ErrorClass.PERMANENT,

@@ -120,6 +120,13 @@ class Settings(BaseSettings):
     lease_ttl_s: float = Field(
         30.0, ge=1, description="A running run's lease lasts this long; renewed every third of it."
     )
+    session_max_per_process: int = Field(25, ge=1, le=1000, description="Agent sessions one worker process holds at most (an idle one holds a browser context and no Celery slot); one more is refused SESSION_CAPACITY.")
+    session_max_per_fleet: int = Field(0, ge=0, description="Agent sessions open (queued or running) in the whole fleet at most; open_session() past it raises SessionCapacity (0: no fleet cap).")
+    session_idle_timeout_s: float = Field(300.0, gt=0, le=86_400, description="A session with no command for this long is closed (recorded SESSION_IDLE); open_session(idle_timeout_s=) may ask for less.")
+    session_max_lifetime_s: float = Field(3600.0, gt=0, le=86_400, description="A session is closed this long after it opened, busy or not (recorded SESSION_LIFETIME); open_session(max_lifetime_s=) may ask for less.")
+    session_open_timeout_s: float = Field(60.0, gt=0, description="How long open_session() waits for a worker process to take the session before it gives up with SessionCapacity (the run is cancelled).")
+    session_capacity_retry_s: float = Field(5.0, gt=0, description="The retry_after_s a SessionCapacity suggests.")
+    session_side_effect_actions: list[str] = Field(default_factory=list, description="Actions whose session commands are always side effects (written ahead before dispatch, never replayed), as if sent with side_effect=True; e.g. [\"click\", \"press\"].")
     journal_flush_ms: int = Field(
         1000, ge=0, le=60_000,
         description="Hold back step and artifact records that need not be durable at once and write them "

@@ -49,9 +49,12 @@ SIZE_EXEMPT_PREFIXES = ("browserq.demo",)
 PUBLIC_ALL = [
     "BrokerUnavailable",
     "BrowserqError",
+    "CommandFailed",
     "ConfigError",
     "ParamError",
     "RunFailed",
+    "SessionCapacity",
+    "SessionClosed",
     "StepFailed",
     "TemplateError",
     "TemplateInvalid",
@@ -60,6 +63,8 @@ PUBLIC_ALL = [
     "app",
     "batch_summary",
     "cancel_run",
+    "open_session",
+    "open_session_async",
     "resolve_run",
     "run_batch",
     "run_template",
@@ -90,12 +95,15 @@ ENV_VARS = [
     "BROWSERQ_PROXY_STICKY_TTL_S", "BROWSERQ_PROXY_STRATEGY", "BROWSERQ_QUEUE", "BROWSERQ_RATE_LIMITS",
     "BROWSERQ_READY_FILE", "BROWSERQ_REQUEUE_AFTER_S", "BROWSERQ_RESULT_BACKEND", "BROWSERQ_RETENTION_S", "BROWSERQ_RUN_RETRIES",
     "BROWSERQ_RUN_RETRY_BACKOFF_MAX_S", "BROWSERQ_RUN_RETRY_BACKOFF_S", "BROWSERQ_RUN_TIME_LIMIT_MARGIN_S",
-    "BROWSERQ_S3_ENDPOINT_URL", "BROWSERQ_SCHEDULES_FILE", "BROWSERQ_SECRET_KEY", "BROWSERQ_SNAPSHOT_CONSOLE_LINES",
+    "BROWSERQ_S3_ENDPOINT_URL", "BROWSERQ_SCHEDULES_FILE", "BROWSERQ_SECRET_KEY",
+    "BROWSERQ_SESSION_CAPACITY_RETRY_S", "BROWSERQ_SESSION_IDLE_TIMEOUT_S", "BROWSERQ_SESSION_MAX_LIFETIME_S",
+    "BROWSERQ_SESSION_MAX_PER_FLEET", "BROWSERQ_SESSION_MAX_PER_PROCESS", "BROWSERQ_SESSION_OPEN_TIMEOUT_S",
+    "BROWSERQ_SESSION_SIDE_EFFECT_ACTIONS", "BROWSERQ_SNAPSHOT_CONSOLE_LINES",
     "BROWSERQ_SNAPSHOT_NETWORK_ENTRIES", "BROWSERQ_STEALTH", "BROWSERQ_STEP_LOG_LEVEL", "BROWSERQ_STEP_RETRIES",
     "BROWSERQ_STEP_RETRY_DELAY_S", "BROWSERQ_SWEEP_INTERVAL_S", "BROWSERQ_SWEEP_IN_WORKERS", "BROWSERQ_TEMPLATES_DIR",
     "BROWSERQ_TENANT_CAPS", "BROWSERQ_TENANT_SLOT_TTL_S", "BROWSERQ_TENANT_WAIT_S", "BROWSERQ_UPLOADS_DIR", "BROWSERQ_WEBHOOK_ALLOWED_HOSTS", "BROWSERQ_WEBHOOK_ALLOWED_NETWORKS", "BROWSERQ_WEBHOOK_MAX_ATTEMPTS", "BROWSERQ_WEBHOOK_SECRET", "BROWSERQ_WEBHOOK_THREADS", "BROWSERQ_WEBHOOK_TIMEOUT_S",
 ]
-TASK_NAMES = ["browserq.deliver_webhook", "browserq.run_template", "browserq.sweep"]
+TASK_NAMES = ["browserq.deliver_webhook", "browserq.open_session", "browserq.run_template", "browserq.sweep"]
 
 #: The run's life, top to bottom: a module may import from its own layer and the layers below it.
 #: (``templates`` is not in the chain: it is the vocabulary every layer reads, see its own test.)

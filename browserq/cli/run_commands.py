@@ -31,6 +31,7 @@ from browserq.cli.render import (
 from browserq.cli.services import masked_db, open_store, resolve_run_id
 from browserq.cli.terminal import json_text
 from browserq.errors import BrowserqError
+from browserq.sessions.template import SESSION_TEMPLATE
 from browserq.settings import Settings, get_settings
 
 #: The installed ``browserq`` package (the bundled templates sit inside it, or next to it).
@@ -170,8 +171,13 @@ def runs(
     status: Annotated[RunStatusChoice | None, typer.Option(case_sensitive=False, help="Only runs in this status.")] = None,
     template: Annotated[str | None, typer.Option(help="Only runs of this template name.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
+    kind: Annotated[str | None, typer.Option(help="Only runs of this kind: 'session' (agent sessions).")] = None,
 ) -> None:
     """List recent runs, newest first (tab-separated, full values, when stdout is not a terminal)."""
+    if kind is not None:
+        if kind != "session" or template not in (None, SESSION_TEMPLATE):
+            raise typer.BadParameter("--kind takes 'session' (a session's runs are of template 'session')")
+        template = SESSION_TEMPLATE
     rows = open_store().list_runs(limit=limit, status=status.value if status else None, template=template)
     if as_json:
         print(json_text([_run_json(r) for r in rows], indent=2, default=str))

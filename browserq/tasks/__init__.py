@@ -7,6 +7,7 @@
     celery_states.py  the task's Celery state follows the run (and a revoke cancels the run)
     observers.py who hooks into what: run observers, meters, the store's webhook relay
     worker.py    this worker process's runtime and sweeper thread
+    session_task.py  ``browserq.open_session``: a worker process takes an agent session and holds it
     signals.py   migrate before the fork, a browser per child, secrets kept out of Celery
 
 Importing the package connects the signals: ``celery -A browserq.celery_app`` does.
@@ -25,6 +26,7 @@ from browserq.tasks.app import (
 )
 from browserq.tasks.celery_states import RunTemplateRequest, record_revoke, run_id_of, settle
 from browserq.tasks.run_task import RunTemplateTask, install_admission, run_template
+from browserq.tasks.session_task import SESSION_TASK_NAME, open_session, session_host
 from browserq.tasks.signals import redacted_call  # importing it connects the worker signals
 from browserq.tasks.sweep import sweep, sweep_stuck_runs
 from browserq.tasks.webhooks import deliver_webhook, queued_relay, threaded_relay
@@ -32,6 +34,7 @@ from browserq.tasks.worker import worker_runtime
 
 __all__ = [
     "HARD_LIMIT_GRACE_S",
+    "SESSION_TASK_NAME",
     "SWEEP_TASK_NAME",
     "TASK_NAME",
     "WEBHOOK_TASK_NAME",
@@ -41,11 +44,13 @@ __all__ = [
     "celery_config",
     "deliver_webhook",
     "install_admission",
+    "open_session",
     "queued_relay",
     "record_revoke",
     "redacted_call",
     "run_id_of",
     "run_template",
+    "session_host",
     "settle",
     "sweep",
     "sweep_queue",

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import structlog
 
+from browserq.sessions.template import SESSION_TEMPLATE
 from browserq.settings import Settings, get_settings
 from browserq.store import RunView, Store
 from browserq.store.states import HELD_VALUES
@@ -18,6 +19,7 @@ from browserq.tasks.app import SWEEP_TASK_NAME, app, time_limits
 from browserq.tasks.observers import client_relay
 from browserq.tasks.retention import prune_expired
 from browserq.tasks.run_task import run_template
+from browserq.tasks.session_task import open_session
 from browserq.tasks.webhooks import relay_overdue
 
 log = structlog.get_logger(__name__)
@@ -54,7 +56,13 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
 
 
 def send_again(store: Store, run: RunView, settings: Settings) -> None:
-    """Send a fresh message for a recorded run (the sweeper's re-send, a resolved run's retry)."""
+    """Send a fresh message for a recorded run (the sweeper's re-send, a resolved run's retry).
+    A session is sent to be opened again: its next holder takes it over from its last checkpoint
+    and consumes its command queue, where its client's commands wait (no client is told)."""
+    if run.template_name == SESSION_TEMPLATE:
+        open_session.apply_async(kwargs={"run_id": run.id}, queue=run.queue or settings.queue)
+        store.mark_enqueued(run.id)
+        return
     run_template.apply_async(
         args=[f"{run.template_name}@{run.template_version}"],
         kwargs={"run_id": run.id},

@@ -42,6 +42,13 @@ _runtime: Runtime | None = None
 _sweeper: FleetSweeper | None = None
 #: Held while the runtime starts or stops: the task threads of ``--pool threads`` share it.
 _runtime_lock = threading.RLock()
+#: What else this process holds on its runtime and lets go first when it stops (session hosts).
+_on_stop: list[Callable[[], None]] = []
+
+
+def on_process_stop(release: Callable[[], None]) -> None:
+    """Call ``release`` when this process stops, before its runtime stops."""
+    _on_stop.append(release)
 
 
 def worker_runtime() -> Runtime:
@@ -88,6 +95,11 @@ def _start_sweeper(settings: Settings, sweep: Callable[[Store, Settings], int]) 
 def stop_process() -> None:
     """At the child's shutdown: stop the sweeper, close the browser (no Chromium left behind)."""
     global _runtime, _sweeper
+    while _on_stop:
+        try:
+            _on_stop.pop()()
+        except Exception as exc:
+            log.warning("could not let go of what this process holds", error=str(exc)[:300])
     with _runtime_lock:
         if _sweeper is not None:
             _sweeper.stop()
@@ -141,5 +153,5 @@ def exit_without_browser(exc: BaseException) -> NoReturn:
     raise SystemExit(EXIT_NO_BROWSER) from exc
 
 
-__all__ = ["EXIT_NO_BROWSER", "NO_BROWSER_PAUSE_S", "exit_without_browser", "runs_in_this_process",
+__all__ = ["EXIT_NO_BROWSER", "NO_BROWSER_PAUSE_S", "exit_without_browser", "on_process_stop", "runs_in_this_process",
            "start_in_worker", "start_process", "stop_in_worker", "stop_process", "worker_runtime"]

@@ -1,0 +1,76 @@
+"""The ``browserq.open_session`` task: a worker process takes an agent session and holds it.
+
+The task leases the session's run, opens its context and has this process consume the session's
+command queue (:class:`browserq.sessions.host.SessionHost`), replies "opened" to the client and
+RETURNS: an idle session holds one browser context and no Celery slot, so template runs keep
+flowing through the same worker. The sweeper re-sends this task (no client waiting) for a session
+whose worker was lost: the next holder takes it over from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import structlog
+from celery import Task
+
+from browserq.errors import ConfigError
+from browserq.sessions.host import SessionHost
+from browserq.store import LeaseBusy
+from browserq.tasks.app import app
+from browserq.tasks.worker import exit_without_browser, on_process_stop, worker_runtime
+
+log = structlog.get_logger(__name__)
+
+SESSION_TASK_NAME = "browserq.open_session"
+#: Opening a context takes well under this; a hung open is cut by Celery.
+OPEN_SOFT_LIMIT_S = 120.0
+
+_host: SessionHost | None = None
+_host_lock = threading.Lock()  # threads-pool tasks share the process's host
+
+
+def session_host() -> SessionHost:
+    """This process's session host, built on first use (its consumer thread with it)."""
+    global _host
+    with _host_lock:
+        if _host is None:
+            _host = SessionHost.for_runtime(worker_runtime())
+            on_process_stop(_stop_host)
+        return _host
+
+
+def _stop_host() -> None:
+    global _host
+    with _host_lock:
+        if _host is not None:
+            _host.stop()
+            _host = None
+
+
+@app.task(bind=True, name=SESSION_TASK_NAME, soft_time_limit=OPEN_SOFT_LIMIT_S,
+          time_limit=OPEN_SOFT_LIMIT_S + 30)
+def open_session(self: Task, run_id: str, reply_to: str | None = None,
+                 correlation_id: str | None = None) -> dict[str, Any]:
+    """Hold the session ``run_id`` in this process; replies to ``reply_to`` when a client waits."""
+    try:
+        host = session_host()
+    except ConfigError as exc:  # Chromium would not start in this process
+        exit_without_browser(exc)
+    structlog.contextvars.bind_contextvars(run_id=run_id, task_id=self.request.id)
+    try:
+        with _host_lock:  # one open at a time per process: the capacity count stays true
+            status = host.open(run_id, reply_to=reply_to, correlation_id=correlation_id)
+    except LeaseBusy as busy:
+        # A live worker holds it (a duplicate message): nothing to do. Should that worker be lost,
+        # its lease expires and the sweeper sends the session again; a retry here would only spin
+        # for the session's whole life.
+        log.info("session held by another live worker; this message is dropped", holder=busy.holder)
+        status = "held elsewhere"
+    finally:
+        structlog.contextvars.unbind_contextvars("run_id", "task_id")
+    return {"run_id": run_id, "session": status}
+
+
+__all__ = ["SESSION_TASK_NAME", "open_session", "session_host"]
