@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import warnings
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import cmdline, is_alive, signal_pid
 from tests.support.redis import use_server
 from tests.support.servers import RedisServer
+
+PREFIX = "bq-tests-"
 
 _KEY = pytest.StashKey["Isolation"]()
 
@@ -30,7 +34,9 @@ class Isolation:
     def __init__(self, worker: str) -> None:
         # pytest's own tmp_path base stays where it was (kept after the run, as usual).
         os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
-        self.tmp = Path(tempfile.mkdtemp(prefix=f"bq-tests-{worker}-"))
+        reap_orphans(Path(tempfile.gettempdir()))
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{worker}-"))
+        (self.tmp / "owner").write_text(str(os.getpid()))
         self.saved_tmpdir = os.environ.get("TMPDIR")
         os.environ["TMPDIR"] = str(self.tmp)
         tempfile.tempdir = None  # gettempdir() reads TMPDIR again
@@ -52,6 +58,27 @@ class Isolation:
             os.environ["TMPDIR"] = self.saved_tmpdir
         tempfile.tempdir = None
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def reap_orphans(root: Path) -> None:
+    """Stop the servers and remove the directories of test processes that died without cleaning
+    up (killed by a timeout or a second Ctrl-C): their ``redis-server`` daemons and RabbitMQ nodes
+    outlive them otherwise."""
+    for directory in root.glob(f"{PREFIX}*"):
+        try:
+            owner = int((directory / "owner").read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours, or still being made
+        if is_alive(owner):
+            continue
+        for pidfile in [*directory.glob("bq-redis-*/redis.pid"), *directory.glob("bq-rabbit-*/rabbit.pid")]:
+            try:
+                pid = int(pidfile.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            if b"redis-server" in cmdline(pid) or b"beam" in cmdline(pid):
+                signal_pid(pid, signal.SIGKILL)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def is_xdist_controller(config: pytest.Config) -> bool:
