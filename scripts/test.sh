@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up and run the whole test-suite (slow end-to-end and chaos tests included) against real
-# Chromium, PostgreSQL, Redis and RabbitMQ, in parallel xdist workers (TEST_WORKERS, default 6).
+# Chromium, PostgreSQL, Redis and RabbitMQ, in parallel xdist workers (TEST_WORKERS, default 4).
 # Extra arguments go to pytest after ours, e.g. -m "not slow", or -n 0 to run serially.
 # docs/testing.md: how the workers are kept apart.
 set -euo pipefail
@@ -13,6 +13,6 @@ echo "==> ruff"
 .venv/bin/ruff check browserq tests bench scripts
 echo "==> mypy"
 .venv/bin/mypy
-WORKERS=${TEST_WORKERS:-6}
+WORKERS=${TEST_WORKERS:-4}
 echo "==> running tests ($WORKERS parallel workers; -n 0 runs them serially)"
 exec .venv/bin/python -m pytest -n "$WORKERS" --dist worksteal "$@"
