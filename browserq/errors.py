@@ -153,6 +153,9 @@ class Codes:
         "the run's lease expired too many times: its worker kept stopping (poison)",
     )
     WORKER_LOST = _code("WORKER_LOST", ErrorClass.RETRY_RUN, "the worker died mid-run")
+    LIMITS_UNAVAILABLE = _code(
+        "LIMITS_UNAVAILABLE", ErrorClass.WAIT, "the Redis of the rate limits stopped answering mid-run"
+    )
     INTERNAL = _code("INTERNAL", ErrorClass.PERMANENT, "a bug in browserq")
     OUTPUT_TOO_LARGE = _code(
         "OUTPUT_TOO_LARGE", ErrorClass.PERMANENT, "a step's or the run's outputs exceed the size limit"
@@ -166,6 +169,11 @@ class Codes:
     EXECUTION_CRASHED = _code(
         "EXECUTION_CRASHED", ErrorClass.PERMANENT, "executing the run crashed repeatedly (poison)"
     )
+    REF_STALE = _code(
+        "REF_STALE", ErrorClass.PERMANENT,
+        "a session's ref names a node that left the page, or a page that navigated since: snapshot again",
+    )
+    REF_UNKNOWN = _code("REF_UNKNOWN", ErrorClass.PERMANENT, "a ref that this session's snapshots never issued")
 
     @classmethod
     def all(cls) -> list[ErrorCode]:

@@ -57,6 +57,8 @@ class StepContext:
     tabs: Any = None
     #: The run's file limits and artifacts (``download``, ``upload``): an ``actions.files.RunFiles``.
     files: Any = None
+    #: A live session's refs (``selector: "ref=e4.17"``): an ``actions.refs.RefResolver``; None in a run.
+    refs: Any = None
 
     @property
     def timeout_ms(self) -> float:

@@ -12,6 +12,7 @@ from browserq.actions.evaluate import evaluate
 from browserq.actions.extract import extract, get
 from browserq.actions.input import check, click, fill, hover, press, select, type_text, uncheck
 from browserq.actions.navigation import navigate, scroll, wait
+from browserq.actions.refs import ref_guarded, ref_of
 from browserq.actions.screenshot import screenshot
 from browserq.actions.tabs import close_tab, switch_tab
 from browserq.actions.upload import upload
@@ -44,8 +45,9 @@ ACTION_HANDLERS: dict[str, Action] = {
 
 
 def handler_for(step: ActionStep) -> Action:
-    """The coroutine that runs ``step``'s action."""
-    return ACTION_HANDLERS[step.action]
+    """The coroutine that runs ``step``'s action (on a session ref's node, when it names one)."""
+    handler = ACTION_HANDLERS[step.action]
+    return ref_guarded(handler) if ref_of(getattr(step, "selector", None)) else handler
 
 
 def element_selector(step: ActionStep) -> str | LocatorSpec | None:

@@ -62,7 +62,7 @@ MISSING_CHECK_TIMEOUT_S = 6.0
 #: Failures that happen before an action reaches the page: nothing can have taken effect.
 _BEFORE_DISPATCH = frozenset({
     Codes.SELECTOR_NOT_FOUND, Codes.INVALID_STEP_INPUT, Codes.URL_DENIED, Codes.DOMAIN_DENIED,
-    Codes.PATH_DENIED, Codes.EVAL_DISABLED, Codes.UPLOAD_FILE_MISSING,
+    Codes.PATH_DENIED, Codes.EVAL_DISABLED, Codes.UPLOAD_FILE_MISSING, Codes.REF_STALE, Codes.REF_UNKNOWN,
 })
 
 
@@ -240,8 +240,8 @@ class StepAttempt:
             failure = StepFailed(failure.code, f"{failure.message} (nothing matches {selector_text(selector)})")
         if browser.page_dropped:
             failure = StepFailed(failure.code, f"{failure.message}; {DROPPED}")
-        if browser.gate is not None and browser.gate.error is not None:  # the rate limit, not the page, stopped it
-            failure = browser.gate.error  # type: ignore[assignment]  # LimitsUnavailable is no StepFailed: as before
+        if browser.gate is not None and (gated := browser.gate.error) is not None:  # no rate budget; no limits Redis
+            failure = gated if isinstance(gated, StepFailed) else StepFailed(Codes.LIMITS_UNAVAILABLE, str(gated))
         failure = domain_failure(state) or failure  # ERR_BLOCKED_BY_CLIENT: the guard's
         if browser.crashed and not isinstance(failure, InfrastructureError):
             failure = StepFailed(Codes.PAGE_CRASHED, first_line(exc))
@@ -338,8 +338,7 @@ class StepAttempt:
             artifact_base=state.journal.artifact_base,
             untraced=trace.paused if trace is not None else not_traced,
             max_output_bytes=self.settings.max_step_output_bytes,
-            tabs=state.browser.tabs,
-            files=state.files,
+            tabs=state.browser.tabs, files=state.files, refs=state.browser.refs,
         )
 
     def _bounded_output(self, step: ActionStep, output: Any, state: RunState) -> Any:

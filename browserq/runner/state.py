@@ -133,6 +133,7 @@ class BrowserParts:
     storage: StorageReader | None = None  # reads the context's storage for checkpoints
     tabs: Tabs | None = None  # every page of the run; sets page and watchdog to the current one
     dialogs: DialogAnswerer | None = None  # answers alert/confirm/prompt; keeps them for the record
+    refs: Any = None  # a live session's refs (browserq.sessions.RefBook); None in a template run
 
 
 @dataclass

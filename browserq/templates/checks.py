@@ -18,7 +18,7 @@ from browserq.templates.conditions import expression_refs
 from browserq.templates.file_params import FILE_VALUE_KEYS
 from browserq.templates.file_steps import upload_path_problems
 from browserq.templates.interpolate import NOT_INTERPOLATED, MalformedReference, Ref, parse
-from browserq.templates.locators import selector_length
+from browserq.templates.locators import REF_IN_TEMPLATE, selector_length, session_only_problem
 from browserq.templates.messages import did_you_mean
 from browserq.templates.regex import describe_url_pattern, url_pattern_problem
 from browserq.templates.source import Location, NodeIndex, Problem, format_location
@@ -122,6 +122,8 @@ class TemplateChecker:
         for key, value in step.items():
             if key not in NOT_INTERPOLATED:
                 self._refs(value, (*loc, key), in_repeat=in_repeat)
+        if "ref" in step:
+            self.add((*loc, "ref"), REF_IN_TEMPLATE)
         for key in SELECTOR_KEYS:
             self._selector(step.get(key), (*loc, key))
         fields = step.get("fields")
@@ -276,6 +278,8 @@ class TemplateChecker:
 
     # --- single values -------------------------------------------------------------------
     def _selector(self, value: Any, loc: Location) -> None:
+        if (session_only := session_only_problem(value)) is not None:
+            self.add(loc, session_only)
         length = selector_length(value)  # a locator mapping: its readable form's length
         if length is not None and length > self.max_selector_length:
             self.add(

@@ -22,7 +22,7 @@ from pydantic import (
     Tag,
 )
 
-from browserq.templates.interpolate import NUMBER_TAG, REFERENCE_TAG, has_references
+from browserq.templates.interpolate import NUMBER_TAG, REFERENCE_TAG, number_form
 from browserq.templates.locators import Selector  # noqa: F401 (re-exported: steps import it from here)
 from browserq.templates.params import show
 
@@ -129,10 +129,6 @@ MAX_SETTLE_MS = 60_000
 MAX_WAIT_MS = 600_000
 MAX_EXTRACT_LIMIT = 100_000
 
-def _number_form(value: Any) -> str:
-    return REFERENCE_TAG if isinstance(value, str) and has_references(value) else NUMBER_TAG
-
-
 _Number = TypeVar("_Number")
 #: A numeric step field that may be ``${param}`` (or any text with a reference): kept as text at
 #: load, it is checked with the number's own bounds once rendered — the runner re-validates every
@@ -140,7 +136,7 @@ _Number = TypeVar("_Number")
 #: Field(ge=1)]]``: the number's form, or text.
 Interpolable = Annotated[
     Annotated[_Number, Tag(NUMBER_TAG)] | Annotated[str, Tag(REFERENCE_TAG)],
-    Discriminator(_number_form),
+    Discriminator(number_form),
 ]
 
 

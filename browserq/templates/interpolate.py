@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -28,6 +28,11 @@ NOT_INTERPOLATED = frozenset({"id", "action", "into", "when"})
 #: The tags of a numeric step field's two forms (``fields.interpolable``): a number, or text
 #: with a reference; error locations drop them.
 NUMBER_TAG, REFERENCE_TAG = "number", "reference"
+
+
+def number_form(value: Any) -> str:
+    """Which form a numeric step field (``fields.Interpolable``) holds: a reference, or the number."""
+    return REFERENCE_TAG if isinstance(value, str) and has_references(value) else NUMBER_TAG
 #: What a rendered numeric field must be, by pydantic error type (and its bound's ctx key).
 _RULES = {
     "less_than_equal": ("at most", "le"),
@@ -229,7 +234,7 @@ def render_step(step: StepT, scope: Mapping[str, Any]) -> StepT:
     data = step.model_dump(exclude_unset=True)
     rendered = {k: v if k in NOT_INTERPOLATED else render(v, scope) for k, v in data.items()}
     try:
-        return type(step).model_validate(rendered)
+        result = type(step).model_validate(rendered)
     except ValidationError as exc:
         details = "; ".join(
             _rendered_problem(err, data, rendered) for err in exc.errors(include_url=False)
@@ -237,15 +242,36 @@ def render_step(step: StepT, scope: Mapping[str, Any]) -> StepT:
         raise StepFailed(
             Codes.INVALID_STEP_INPUT, f"step fields are invalid after interpolation: {details}"
         ) from None
+    # A value is rendered once: a param whose text is itself ``${b}`` stays that text, which a
+    # numeric field took as a reference again. It gave a string (its value is not shown).
+    if still_text := [k for k in data if _number_field(type(step), k) and isinstance(getattr(result, k), str)]:
+        details = "; ".join(f"{k}: {data[k]} gave a string, but {k} must be a number" for k in still_text)
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"step fields are invalid after interpolation: {details}")
+    return result
+
+
+def _number_field(model: type[BaseModel], name: str) -> bool:
+    """Whether ``name`` is a numeric field that may be written ``${...}`` (``fields.Interpolable``)."""
+    field = model.model_fields.get(name)
+    return field is not None and _takes_number_form([*field.metadata, field.annotation])
+
+
+def _takes_number_form(parts: Sequence[Any]) -> bool:
+    """Whether a field's metadata or annotation (``Interpolable | None`` too) holds the number form."""
+    for part in parts:
+        if getattr(part, "discriminator", None) is number_form:
+            return True
+        if (args := get_args(part)) and _takes_number_form(args):
+            return True
+    return False
 
 
 def rendered_number(value: NumberT | str, field: str) -> NumberT:
-    """A numeric field of a rendered step (``fields.Interpolable``): :func:`render_step`
-    re-validated it, so it is text only when its reference rendered to text that is itself a
-    reference (``${a}`` with ``a = "${b}"``). That fails like any arithmetic on text would
-    (TypeError); the value is not shown, it may be a secret."""
+    """A numeric field of a step :func:`render_step` gave back: a number (it refuses text that is
+    still a reference), narrowed for the type checker. A step that was never rendered fails as
+    render_step would; the value is not shown, it may be a secret."""
     if isinstance(value, str):
-        raise TypeError(f"{field} rendered to text, not a number")
+        raise StepFailed(Codes.INVALID_STEP_INPUT, f"{field} is text, not a number: the step was not rendered")
     return value
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -142,12 +143,33 @@ def _check_role(role: str) -> None:
     raise ValueError(f"unknown ARIA role {role!r} ({hint})")
 
 
+#: Why a template cannot aim at a session's ref.
+REF_IN_TEMPLATE = (
+    "a ref (from a session's snapshot, [ref=…]) only means something in the live session that "
+    "issued it, and goes stale when the page changes; a template aims with selector: CSS, text=…, "
+    "or a locator mapping such as {role: button, name: Send}"
+)
+#: A selector naming a ref: browserq's ``ref=`` or Playwright's ``aria-ref=`` (also after ``>>``).
+_REF_SELECTOR = re.compile(r"^\s*ref\s*=|(?:^|>>)\s*aria-ref\s*=")
+
+
+def session_only_problem(value: Any) -> str | None:
+    """Why a selector cannot be used outside a live session (it names a ref), or None."""
+    if isinstance(value, str) and _REF_SELECTOR.search(value):
+        return f"selector {value!r}: {REF_IN_TEMPLATE}"
+    if isinstance(value, dict) and "ref" in value:
+        return f"ref in a locator mapping: {REF_IN_TEMPLATE}"
+    return None
+
+
 def _key_problem(err: Any) -> str:
     """One pydantic error inside a locator mapping, phrased for an author."""
     loc = [str(part) for part in err["loc"]]
     key = loc[0] if loc else ""
     where = f"{'.'.join(loc)}: " if loc else ""
     kind = err["type"]
+    if kind == "extra_forbidden" and key == "ref":
+        return f"ref in a locator mapping: {REF_IN_TEMPLATE}"
     if kind == "extra_forbidden":
         close = difflib.get_close_matches(key, LocatorSpec.KEYS, n=1, cutoff=0.6)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -245,10 +267,12 @@ def selector_length(value: Any) -> int | None:
 __all__ = [
     "ARIA_ROLES",
     "MAX_NTH",
+    "REF_IN_TEMPLATE",
     "TARGETS",
     "LocatorSpec",
     "Selector",
     "as_selector",
     "selector_length",
     "selector_text",
+    "session_only_problem",
 ]

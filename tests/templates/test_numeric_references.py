@@ -129,3 +129,15 @@ def test_a_run_uses_interpolated_numbers_and_fails_on_one_out_of_range(
         "click_count: ${outputs.clicks} gave the integer 11, but click_count must be at most 10"
     )
     assert message in bad.error_message
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_reference_that_renders_to_another_reference_is_a_string_not_a_number(field: str) -> None:
+    """A value is rendered once: a param whose text is ``${secret_b}`` stays text, and a numeric
+    field refuses it as INVALID_STEP_INPUT (it was a TypeError), naming field and reference only."""
+    step = next(s for s, f in zip(template(STEPS).template.steps, FIELDS, strict=True) if f == field)
+    with pytest.raises(StepFailed) as caught:
+        render_step(step, {"n": "${secret_b}"})
+    assert caught.value.code.code == "INVALID_STEP_INPUT"
+    assert f"{field}: ${{n}} gave a string, but {field} must be a number" in caught.value.message
+    assert "secret_b" not in caught.value.message
