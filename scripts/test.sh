@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run the whole test-suite (slow end-to-end and chaos tests included) against real
-# Chromium, PostgreSQL, Redis and RabbitMQ. Extra arguments go to pytest, e.g. -m "not slow".
+# Chromium, PostgreSQL, Redis and RabbitMQ, in parallel xdist workers (TEST_WORKERS, default 4).
+# Extra arguments go to pytest after ours, e.g. -m "not slow", or -n 0 to run serially.
+# docs/testing.md: how the workers are kept apart.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
@@ -11,5 +13,6 @@ echo "==> ruff"
 .venv/bin/ruff check browserq tests bench scripts
 echo "==> mypy"
 .venv/bin/mypy
-echo "==> running tests"
-exec .venv/bin/python -m pytest "$@"
+WORKERS=${TEST_WORKERS:-4}
+echo "==> running tests ($WORKERS parallel workers; -n 0 runs them serially)"
+exec .venv/bin/python -m pytest -n "$WORKERS" --dist worksteal "$@"

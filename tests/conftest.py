@@ -20,7 +20,7 @@ from browserq.demo.site import DemoSite
 from browserq.execute.runtime import Runtime
 from browserq.settings import Settings, load_settings
 from browserq.templates import LoadedTemplate, load_template_text
-from tests.support import REPO
+from tests.support import REPO, isolation
 from tests.support.postgres import ADMIN_URL as PG_ADMIN_URL  # noqa: F401 (imported from here)
 from tests.support.postgres import create_database, drop_database, scratch_name
 
@@ -29,6 +29,15 @@ _create_database, _drop_database = create_database, drop_database
 
 #: A fixed Fernet key for tests (never used outside them).
 TEST_SECRET_KEY = "fDjCt0XlBxDNrVPs6M3Xv7p2YbNwqS1mJ0rFqkU5bBk="
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest process (each xdist worker) gets a Redis and a TMPDIR of its own."""
+    isolation.begin(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    isolation.end(config)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from tests.support import REPO
+from tests.support import redis as suite_redis
 from tests.support.http import free_port, serve_http
 from tests.support.polling import poll, wait_until
 from tests.support.postgres import (
@@ -38,7 +39,15 @@ from tests.support.processes import (
     stop,
     tagged_pids,
 )
-from tests.support.redis import LIMITS_DB, delete_prefix, redis_url, wait_for_redis
+from tests.support.redis import (
+    LIMITS_DB,
+    MACHINE_SERVER,
+    delete_prefix,
+    redis_url,
+    server,
+    wait_for_redis,
+)
+from tests.support.servers import RedisServer, port_open
 from tests.support.templates import template_file, write_templates
 from tests.support.workers import browserq_env, read_log, spawn_logged, wait_for_log
 
@@ -118,6 +127,31 @@ def test_delete_prefix_deletes_only_that_prefix() -> None:
     finally:
         client.delete(other + "a")
         client.close()
+
+
+def test_the_suites_redis_databases_are_distinct_and_exist() -> None:
+    """One number per suite that must see every key of its database, each one of Redis's 16."""
+    numbers = {name: value for name, value in vars(suite_redis).items() if name.endswith("_DB")}
+    assert len(numbers) >= 5 and len(set(numbers.values())) == len(numbers), numbers
+    assert all(0 <= n < 16 for n in numbers.values()), numbers
+
+
+def test_this_process_has_a_redis_of_its_own() -> None:
+    """Two xdist workers (or two people's runs) never share the suites' fixed database numbers:
+    each pytest process points them at a redis-server it started (tests/support/isolation.py)."""
+    assert server() != MACHINE_SERVER and port_open(int(server().rsplit(":", 1)[1]))
+    another = RedisServer().start()
+    try:
+        assert another.url != server()
+        redis.Redis.from_url(f"{another.url}/0").set("mine", 1)
+        assert redis.Redis.from_url(redis_url(0)).get("mine") is None  # not this process's server
+        another.stop()
+        assert not another.answers()
+        another.start()  # the same port again, empty: a restart
+        assert redis.Redis.from_url(f"{another.url}/0").get("mine") is None
+    finally:
+        another.close()
+    assert not another.dir.exists()
 
 
 def test_wait_for_redis_fails_with_the_url_when_nothing_answers() -> None:

@@ -64,11 +64,6 @@ ORDER_PATHS = (
     + [f"5[{p}].{i}" for p in (1, 2, 3) for i in (0, 1)]
     + ["6", "7", "8", "9", "10"]
 )
-#: The exact command scripts/services.sh starts Redis with (this Redis keeps nothing on disk).
-REDIS_START = [
-    "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
-    "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log",
-]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

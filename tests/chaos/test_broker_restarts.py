@@ -1,12 +1,15 @@
 """Restart the broker while runs execute. This Redis keeps nothing on disk, so the messages of the
 queued runs vanish and the sweeper (beat) must send them again; RabbitMQ keeps its durable queue
-but drops every connection, redelivering unacknowledged messages of runs still executing."""
+but drops every connection, redelivering unacknowledged messages of runs still executing.
+
+The brokers restarted are private to the test (:mod:`tests.support.servers`): a Redis and a second
+RabbitMQ node on ports of their own, so the rest of the suite (other xdist workers, other people's
+tests on this machine) keeps its brokers while these go down.
+"""
 
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,9 +19,6 @@ import redis
 
 from browserq.store import Store
 from tests.chaos.conftest import (
-    AMQP_URL,
-    REDIS_START,
-    REDIS_URL,
     check_orders,
     producer,
     running_runs,
@@ -26,6 +26,7 @@ from tests.chaos.conftest import (
     wait_finished,
     wait_for,
 )
+from tests.support.servers import RabbitNode, RedisServer, port_open
 
 pytestmark = [pytest.mark.slow, pytest.mark.chaos]
 
@@ -33,65 +34,61 @@ RUNS = 8
 OUTAGE_S = 3
 
 
-def port_open(port: int) -> bool:
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    server = RedisServer().start()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
+        yield server
+    finally:
+        server.close()
 
 
-def redis_answers() -> bool:
+@pytest.fixture
+def private_rabbitmq() -> Iterator[RabbitNode]:
+    assert RabbitNode.available(), "RabbitMQ is not installed (/usr/lib/rabbitmq/bin/rabbitmq-server)"
+    node = RabbitNode().start()
     try:
-        return bool(redis.Redis.from_url(REDIS_URL, socket_timeout=1).ping())
-    except redis.RedisError:
-        return False
+        yield node
+    finally:
+        node.close()
 
 
 @contextmanager
-def redis_down() -> Iterator[None]:
+def redis_down(server: RedisServer) -> Iterator[None]:
     """Stop Redis (nothing saved) for the body; it is started again even if the test fails."""
     try:
-        subprocess.run(["redis-cli", "shutdown", "nosave"], check=False, capture_output=True, timeout=10)
-        wait_for(lambda: not port_open(6379), 10, "Redis to stop")
+        server.stop()
         yield
     finally:
-        if not redis_answers():
-            subprocess.run(REDIS_START, check=True, capture_output=True, timeout=30)
-        wait_for(redis_answers, 30, "Redis to come back")
-
-
-def rabbitmq_answers() -> bool:
-    done = subprocess.run(["rabbitmqctl", "await_startup", "--timeout", "2"], check=False, capture_output=True, timeout=30)
-    return done.returncode == 0 and port_open(5672)
+        if not server.answers():
+            server.start()
 
 
 @contextmanager
-def rabbitmq_down() -> Iterator[None]:
+def rabbitmq_down(node: RabbitNode) -> Iterator[None]:
     """``rabbitmqctl stop_app`` for the body; ``start_app`` afterwards, even if the test fails."""
     try:
-        subprocess.run(["rabbitmqctl", "stop_app"], check=True, capture_output=True, timeout=90)
-        wait_for(lambda: not port_open(5672), 20, "RabbitMQ to stop listening")
+        node.ctl("stop_app", check=True)
+        wait_for(lambda: not port_open(node.port), 20, "RabbitMQ to stop listening")
         yield
     finally:
-        subprocess.run(["rabbitmqctl", "start_app"], check=False, capture_output=True, timeout=120)
-        if not rabbitmq_answers():  # the node itself died: start it the way scripts/services.sh does
-            subprocess.run(["rabbitmq-server", "-detached"], check=False, capture_output=True, timeout=30)
-        wait_for(rabbitmq_answers, 120, "RabbitMQ to come back", interval=1)
+        node.ctl("start_app", timeout_s=120)
+        wait_for(node.answers, 120, "RabbitMQ to come back", interval=1)
 
 
 def test_redis_restart_loses_queued_messages_the_sweeper_resends_them(
-    make_cluster, demo, pg_url: str, store: Store, report
+    private_redis: RedisServer, make_cluster, demo, pg_url: str, store: Store, report
 ) -> None:
-    cluster = make_cluster(REDIS_URL)
+    broker_url = f"{private_redis.url}/0"
+    cluster = make_cluster(broker_url)
     cluster.start_worker("w1", concurrency=2)
     cluster.start_beat()
     demo.latency_ms = 150
     with producer(cluster, pg_url):
         run_ids = submit_orders(demo, RUNS)
     wait_for(lambda: len(running_runs(store, run_ids)) >= 2, 60, "two runs under way")
-    waiting = redis.Redis.from_url(REDIS_URL).llen(cluster.queue)
-    with redis_down():
+    waiting = redis.Redis.from_url(broker_url).llen(cluster.queue)
+    with redis_down(private_redis):
         time.sleep(OUTAGE_S)
     final = wait_finished(store, run_ids, timeout=120)
     figures = check_orders(store, demo, run_ids, final)
@@ -107,8 +104,10 @@ def test_redis_restart_loses_queued_messages_the_sweeper_resends_them(
     assert requeued >= waiting
 
 
-def test_rabbitmq_restart_loses_nothing(make_cluster, demo, pg_url: str, store: Store, report) -> None:
-    cluster = make_cluster(AMQP_URL)
+def test_rabbitmq_restart_loses_nothing(
+    private_rabbitmq: RabbitNode, make_cluster, demo, pg_url: str, store: Store, report
+) -> None:
+    cluster = make_cluster(private_rabbitmq.url)
     cluster.start_worker("w1", concurrency=2)
     cluster.start_beat()
     demo.latency_ms = 150
@@ -116,7 +115,7 @@ def test_rabbitmq_restart_loses_nothing(make_cluster, demo, pg_url: str, store: 
         run_ids = submit_orders(demo, RUNS)
     wait_for(lambda: len(running_runs(store, run_ids)) >= 2, 60, "two runs under way")
     try:
-        with rabbitmq_down():
+        with rabbitmq_down(private_rabbitmq):
             time.sleep(OUTAGE_S)
         final = wait_finished(store, run_ids, timeout=120)
         figures = check_orders(store, demo, run_ids, final)
@@ -131,5 +130,4 @@ def test_rabbitmq_restart_loses_nothing(make_cluster, demo, pg_url: str, store: 
             starts = [t for t in store.transitions(run_id) if t.to_status == "running"]
             assert len(starts) == store.get_run(run_id).attempt
     finally:
-        cluster.close()
-        subprocess.run(["rabbitmqctl", "delete_queue", cluster.queue], check=False, capture_output=True, timeout=30)
+        cluster.close()  # before the node goes: its queues go with it

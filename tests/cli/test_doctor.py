@@ -83,7 +83,7 @@ def test_all_green_against_the_real_services(tmp_path: Path, env: dict[str, str]
         "artifacts", "schedules")}, report
     details = {check["name"]: check["detail"] for check in report["checks"]}
     assert "opened about:blank" in details["browser launch"]
-    assert "limits and beat lock: redis://127.0.0.1:6379/8 answers" in details["redis"]
+    assert f"limits and beat lock: {redis_url(LIMITS_DB)} answers" in details["redis"]
     assert "wrote, read back and deleted" in details["artifacts"]
     assert not (tmp_path / "artifacts" / ".doctor").exists()  # the probe and its folder are gone
 
@@ -168,7 +168,7 @@ def test_the_beat_locks_redis_is_checked(tmp_path: Path, env: dict[str, str]) ->
     done = doctor(tmp_path, {**no_beat, "BROWSERQ_LIMITS_REDIS_URL": down})
     assert done.returncode == 0 and lines(done)["redis"].startswith("⚠ beat lock: cannot reach"), done.stdout
     fine = lines(doctor(tmp_path, env))["redis"]
-    assert fine == "✓ beat lock: redis://127.0.0.1:6379/8 answers", fine
+    assert fine == f"✓ beat lock: {redis_url(LIMITS_DB)} answers", fine
 
 
 def test_a_hung_server_is_a_cross_after_a_timeout_not_a_hang(tmp_path: Path, env: dict[str, str]) -> None:

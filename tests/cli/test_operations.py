@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import browserq
+from tests.support.redis import REALISM_DB, redis_url
 
 
 def test_db_upgrade_and_keygen(tmp_path: Path) -> None:
@@ -23,7 +24,7 @@ def test_identities_and_proxies_commands(tmp_path: Path) -> None:
     listed = browserq(tmp_path, "identities", "list")
     assert "alice" in listed.stdout and "shoppers" in listed.stdout
     proxies = browserq(tmp_path, "proxies", BROWSERQ_PROXIES="http://user:hunter22@127.0.0.1:3128",
-                       BROWSERQ_PROXY_REDIS_URL="redis://127.0.0.1:6379/9")
+                       BROWSERQ_PROXY_REDIS_URL=redis_url(REALISM_DB))
     assert proxies.returncode == 0 and "127.0.0.1:3128" in proxies.stdout and "hunter22" not in proxies.stdout
     shown = browserq(tmp_path, "settings", BROWSERQ_PROXIES="http://user:hunter22@127.0.0.1:3128")
     assert "hunter22" not in shown.stdout

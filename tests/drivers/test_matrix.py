@@ -17,28 +17,29 @@ from browserq.drivers import DRIVERS
 
 REPO = Path(__file__).resolve().parents[2]
 FORKS = [name for name in DRIVERS if name != "playwright"]
-SUITES = ("tests/actions", "tests/stealth/test_detector.py", "tests/stealth/test_workers.py",
-          "tests/stealth/test_public_pages.py",
-          "tests/runner/test_evidence.py")
+#: The suites each fork runs, in two groups of about equal length: each (fork, group) is a test of
+#: its own, so that pytest-xdist runs the four pytest subprocesses on four workers at once (each
+#: waits on Chromium more than it computes) instead of one worker holding the whole matrix.
+SUITES = {
+    "actions": ("tests/actions",),
+    "stealth-evidence": ("tests/stealth/test_detector.py", "tests/stealth/test_workers.py",
+                         "tests/stealth/test_public_pages.py", "tests/runner/test_evidence.py"),
+}
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_every_action_test_passes_under_each_fork() -> None:
-    """Both forks at once (each suite waits on Chromium more than it computes): half the time."""
-    runs = {
-        driver: subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES],
-            cwd=REPO, env={**os.environ, "BROWSERQ_DRIVER": driver},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        for driver in FORKS
-    }
-    outcomes = {driver: (proc.communicate(timeout=840)[0], proc.returncode) for driver, proc in runs.items()}
-    for driver, (out, code) in outcomes.items():
-        tail = "\n".join(out.splitlines()[-40:])
-        assert code == 0, f"under BROWSERQ_DRIVER={driver}:\n{tail}"
-        assert " passed" in tail and "failed" not in tail.splitlines()[-1], tail
+@pytest.mark.parametrize("group", list(SUITES))
+@pytest.mark.parametrize("driver", FORKS)
+def test_every_action_test_passes_under_each_fork(driver: str, group: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES[group]],
+        cwd=REPO, env={**os.environ, "BROWSERQ_DRIVER": driver},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=840,
+    )
+    tail = "\n".join(done.stdout.splitlines()[-40:])
+    assert done.returncode == 0, f"under BROWSERQ_DRIVER={driver}:\n{tail}"
+    assert " passed" in tail and "failed" not in tail.splitlines()[-1], tail
 
 
 def test_the_chosen_driver_is_the_one_running_and_an_unknown_one_is_refused() -> None:

@@ -14,8 +14,9 @@ from browserq.proxies import REFUSED, Proxy
 from tests.conftest import make_settings, template
 from tests.proxies.servers import HttpProxy
 from tests.support.polling import wait_until
+from tests.support.redis import REALISM_DB, redis_url
 
-PROXY_REDIS = "redis://127.0.0.1:6379/9"
+PROXY_REDIS = redis_url(REALISM_DB)  # this process's own Redis
 
 VISIT = """
 params:

@@ -14,7 +14,7 @@ from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
 from tests.store.tcp_proxy import TcpProxy
 from tests.support.http import serve_http
-from tests.support.redis import LIMITS_DB, wait_for_redis
+from tests.support.redis import LIMITS_DB, server, wait_for_redis
 
 PAGES = {
     "/a": b"<html><body><a id='next' href='/b'>next</a></body></html>",
@@ -23,8 +23,9 @@ PAGES = {
 
 
 def test_the_limits_redis_gone_mid_run_makes_the_run_wait_then_finish(tmp_path: Path) -> None:
-    wait_for_redis(f"redis://127.0.0.1:6379/{LIMITS_DB}")
-    proxy = TcpProxy("127.0.0.1", 6379).start()
+    redis_port = int(server().rsplit(":", 1)[1])  # this process's own Redis (tests/support/isolation.py)
+    wait_for_redis(f"redis://127.0.0.1:{redis_port}/{LIMITS_DB}")
+    proxy = TcpProxy("127.0.0.1", redis_port).start()
     served_a = threading.Event()
 
     class Pages(BaseHTTPRequestHandler):

@@ -9,8 +9,9 @@ import sqlalchemy as sa
 from browserq.execute.runtime import Runtime
 from tests.conftest import make_settings, template
 from tests.proxies.servers import HttpProxy, RefusingProxy
+from tests.support.redis import REALISM_DB, redis_url
 
-PROXY_REDIS = "redis://127.0.0.1:6379/9"
+PROXY_REDIS = redis_url(REALISM_DB)  # this process's own Redis
 
 VISIT = """
 params:

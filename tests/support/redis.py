@@ -1,18 +1,25 @@
-"""The machine's Redis: which database number each suite owns, waiting until it answers, and
-emptying what a test wrote (by key prefix or by database; never FLUSHALL - others share it).
+"""The suite's Redis: which server and database number each suite uses, waiting until it
+answers, and emptying what a test wrote (by key prefix or by database; never FLUSHALL).
 
-A suite gets a database of its own where it must see "every key": the secrets test scans all keys
-of its database for leaks, the limits and proxy tests delete their prefixes.
+The server is this test process's own ``redis-server`` (tests/conftest.py starts one per pytest
+process, so per xdist worker: :mod:`tests.support.servers`), else the machine's at 127.0.0.1:6379.
+Within it a suite gets a database of its own where it must see "every key": the secrets test scans
+all keys of its database for leaks, the limits and proxy tests delete their prefixes. Two xdist
+workers never share a server, so the fixed numbers below never collide across workers.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 import redis
 
-SERVER = "redis://127.0.0.1:6379"
+#: The machine's Redis (scripts/services.sh), used when this process has none of its own.
+MACHINE_SERVER = "redis://127.0.0.1:6379"
+#: The environment variable that names this process's own server (inherited by subprocesses).
+SERVER_VARIABLE = "BQ_TEST_REDIS_SERVER"
 #: Database numbers in use (one place, so two suites never pick the same one).
 BROKER_DB = 0  # Celery broker / result backend of the e2e and chaos workers
 PROXIES_DB = 7  # tests/proxies (BROWSERQ_TEST_PROXY_REDIS)
@@ -21,8 +28,21 @@ REALISM_DB = 9  # proxy state of tests/runner/test_realism.py and the CLI proxie
 SECRETS_DB = 14  # tests/secrets/test_everywhere.py: every key of it is checked for leaks
 
 
+def server() -> str:
+    """``redis://host:port`` of the Redis the suite uses in this process."""
+    return os.environ.get(SERVER_VARIABLE) or MACHINE_SERVER
+
+
+def use_server(url: str | None) -> None:
+    """Point :func:`redis_url` at ``url`` (``None``: back to the machine's Redis)."""
+    if url is None:
+        os.environ.pop(SERVER_VARIABLE, None)
+    else:
+        os.environ[SERVER_VARIABLE] = url
+
+
 def redis_url(db: int) -> str:
-    return f"{SERVER}/{db}"
+    return f"{server()}/{db}"
 
 
 def wait_for_redis(url: str, timeout_s: float = 10.0, interval_s: float = 0.5) -> None:
