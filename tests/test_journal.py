@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event, text
 
 from browserq.errors import Codes, StepFailed
-from browserq.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal
+from browserq.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal, RunRecords
 from browserq.redact import Redactor
 from browserq.store import ArtifactDir, IdentityLeaseLost, LeaseLost, Store, StoreUnavailable
 
@@ -47,7 +47,7 @@ def _leased_run(store: Store) -> tuple[str, int]:
 
 def _journal(store: Store, tmp_path: Path, run_id: str, token: int | None, **kwargs: Any) -> RunJournal:
     return RunJournal(
-        store,
+        RunRecords.of(store),
         ArtifactDir(tmp_path / "artifacts"),
         run_id=run_id,
         run_attempt=1,

@@ -110,10 +110,8 @@ class Runtime:
         self.rate_limiter = RateLimiter.from_settings(self.settings, waited=meters.rate_limit_waited)
         self.tenants = TenantLimiter.from_settings(self.settings)
         # The runner's journals write only these repositories (the runner never names the Store).
-        records = RunRecords(steps=self.store.steps, leases=self.store.leases,
-                             identity_leases=self.store.identity_leases, handoffs=self.store.handoffs)
         self.runner = TemplateRunner(
-            self.pool, records, self.artifacts, self.settings, listener, self.secret_box,
+            self.pool, RunRecords.of(self.store), self.artifacts, self.settings, listener, self.secret_box,
             rate_limiter=self.rate_limiter,
             proxies=self.proxies,
             checkpoint_box=self.checkpoint_box,

@@ -11,11 +11,15 @@ journal, and never through the rest of the store.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from browserq.store.handoffs import Handoffs
 from browserq.store.identity_leases import IdentityLeases
 from browserq.store.leases import Leases
 from browserq.store.steps import Steps
+
+if TYPE_CHECKING:
+    from browserq.store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +30,12 @@ class RunRecords:
     leases: Leases  # the run's lease: its heartbeat
     identity_leases: IdentityLeases  # the leased identity's storage and proxy
     handoffs: Handoffs  # waits for people and the live view (journal/handoffs.py, follow links)
+
+    @classmethod
+    def of(cls, store: Store) -> RunRecords:
+        """The four repositories of ``store`` a run's journal writes."""
+        return cls(steps=store.steps, leases=store.leases, identity_leases=store.identity_leases,
+                   handoffs=store.handoffs)
 
 
 __all__ = ["RunRecords"]
