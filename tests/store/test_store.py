@@ -106,7 +106,7 @@ def test_the_old_spelling_names_the_new_one() -> None:
         for attribute, names in REPOSITORIES.items():
             for name in names:
                 assert moved_methods()[name] == attribute
-                assert callable(getattr(getattr(store, attribute), name)) or name in {"masked_url"}
+                assert callable(getattr(getattr(store, attribute), name))
         with pytest.raises(AttributeError, match="has no attribute 'no_such_thing'"):
             _ = store.no_such_thing  # type: ignore[attr-defined]
     finally:
