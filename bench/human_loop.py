@@ -125,11 +125,11 @@ def wait_for(what: Callable[[], Any], timeout_s: float, about: str) -> Any:
 
 
 def waiting_ids(runtime: Runtime) -> set[str]:
-    return {r.id for r in runtime.store.list_runs(limit=50, status="waiting_for_human")}
+    return {r.id for r in runtime.store.runs.list_runs(limit=50, status="waiting_for_human")}
 
 
 def link_for(runtime: Runtime, run_id: str) -> str:
-    link = runtime.store.mint_live_token(run_id, purpose="bench", ttl_s=60)
+    link = runtime.store.handoffs.mint_live_token(run_id, purpose="bench", ttl_s=60)
     assert link, f"no live-view link for run {run_id}"
     return link
 

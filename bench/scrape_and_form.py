@@ -367,7 +367,7 @@ class ViaBrowserq:
         """Step rows and artifacts of the last iteration's runs (read after the timed loop)."""
         store = self.runtime.store
         return {
-            kind: {"step_rows": len(store.steps(run_id)), "artifacts": len(store.artifacts(run_id))}
+            kind: {"step_rows": len(store.steps.steps(run_id)), "artifacts": len(store.steps.artifacts(run_id))}
             for kind, run_id in self.last_run_ids.items()
         }
 

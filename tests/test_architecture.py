@@ -11,6 +11,7 @@ violation that no longer occurs fails the test too.
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
 import io
@@ -642,6 +643,71 @@ def test_the_store_rule_sees_every_way_to_name_it() -> None:
         assert list(_names_store(ast.parse(source))), source
     for source in ("from browserq.journal import RunJournal", "x: ArtifactStore", "store = 1"):
         assert not list(_names_store(ast.parse(source))), source
+
+
+# --- compose, don't inherit -----------------------------------------------------------------------
+#: What a class in browserq/store or browserq/runner may subclass: the language's and libraries'
+#: kinds of class (typing constructs, enums, the ORM's declarative base and column types, the
+#: database driver's connection), the ORM base every model derives from, and exceptions (the
+#: project's error tree, the builtins). Never another class of methods: parts are composed.
+MIXIN_FREE_PACKAGES = ("browserq.store", "browserq.runner")
+ALLOWED_BASES = frozenset({
+    "object", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum", "StrEnum", "IntEnum", "Flag", "IntFlag",
+    "DeclarativeBase", "TypeDecorator", "Base",  # the ORM: its declarative base, column types, and our models' base
+    "psycopg.Connection",  # store/answering.py: the driver's connection with an answer deadline
+})
+
+
+def _allowed_base(name: str, errors: frozenset[str]) -> bool:
+    builtin = getattr(builtins, name, None)
+    is_exception = isinstance(builtin, type) and issubclass(builtin, BaseException)
+    return name in ALLOWED_BASES or name in errors or is_exception
+
+
+def _mixin_bases(tree: ast.AST, errors: frozenset[str]) -> Iterator[tuple[int, str, str]]:
+    """``(line, class, base)`` for each base of a class in ``tree`` outside the allowlist (a
+    subscript counts by its origin: ``Generic[T]`` is ``Generic``)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for base in node.bases:
+            origin = base.value if isinstance(base, ast.Subscript) else base
+            name = ast.unparse(origin)
+            if not _allowed_base(name, errors):
+                yield node.lineno, node.name, name
+
+
+def _error_names() -> frozenset[str]:
+    return frozenset(cls.__name__ for cls in (BrowserqError, *_all_error_classes()))
+
+
+def test_the_mixin_reader_finds_mixins() -> None:
+    errors = _error_names()
+
+    def found(source: str) -> list[str]:
+        return [f"{cls}({base})" for _, cls, base in _mixin_bases(ast.parse(source), errors)]
+
+    assert found("class Plumbing: ...\nclass RunMethods(Plumbing): ...\n") == ["RunMethods(Plumbing)"]
+    assert found("class Store(SchemaMethods, RunMethods): ...\n") == ["Store(SchemaMethods)", "Store(RunMethods)"]
+    assert found("class Walker(runner_base.RunnerBase): ...\n") == ["Walker(runner_base.RunnerBase)"]
+    allowed = ("class Runs:\n    def __init__(self, db): self.db = db\n"
+               "class Run(Base): ...\nclass Lost(StoreError): ...\nclass Bad(ValueError): ...\n"
+               "class S(StrEnum): ...\nclass P(Protocol): ...\nclass G(Generic[T]): ...\n"
+               "class T(TypedDict): ...\nclass D(TypeDecorator[datetime]): ...\n")
+    assert found(allowed) == []
+
+
+def test_no_mixins_in_the_store_or_the_runner() -> None:
+    """The store's repositories and the runner's parts get their collaborators in their
+    constructors; none inherits another's methods (they were 13 and 8 mixins over a base)."""
+    errors = _error_names()
+    found = {
+        f"mixin: {name}.{cls}({base})": f"{module.path.relative_to(PACKAGE_DIR.parent)}:{line} {cls} subclasses {base}"
+        for name, module in _modules().items()
+        if any(name == p or name.startswith(f"{p}.") for p in MIXIN_FREE_PACKAGES)
+        for line, cls, base in _mixin_bases(module.tree, errors)
+    }
+    _check("mixin", found)
 
 
 def test_actions_reach_the_store_only_through_the_journal() -> None:

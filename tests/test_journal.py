@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event, text
 
 from browserq.errors import Codes, StepFailed
-from browserq.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal
+from browserq.journal import MAX_RECORDED_OUTPUT_BYTES, RunJournal, RunRecords
 from browserq.redact import Redactor
 from browserq.store import ArtifactDir, IdentityLeaseLost, LeaseLost, Store, StoreUnavailable
 
@@ -26,28 +26,28 @@ SECRET = "hunter2-very-secret"
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     url = f"sqlite:///{tmp_path / 'journal.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
     store = Store(url)
-    store.upgrade()
+    store.schema.upgrade()
     yield store
     store.dispose()
 
 
 def _leased_run(store: Store) -> tuple[str, int]:
     """A run of its own, leased: (run id, the lease's fencing token)."""
-    template_id = store.save_template(
+    template_id = store.templates.save_template(
         name="journal", version="1", content_hash="a" * 64, body="name: journal\n", source="t.yaml"
     )
     run_id = uuid.uuid4().hex
-    store.create_run(
+    store.runs.create_run(
         run_id=run_id, template_id=template_id, template_name="journal", template_version="1",
         params={}, timeout_s=30.0,
     )
-    lease = store.acquire_lease(run_id, owner="worker-a", ttl_s=30.0)
+    lease = store.leases.acquire_lease(run_id, owner="worker-a", ttl_s=30.0)
     return run_id, lease.token
 
 
 def _journal(store: Store, tmp_path: Path, run_id: str, token: int | None, **kwargs: Any) -> RunJournal:
     return RunJournal(
-        store,
+        RunRecords.of(store),
         ArtifactDir(tmp_path / "artifacts"),
         run_id=run_id,
         run_attempt=1,
@@ -81,7 +81,7 @@ def test_a_step_is_recorded_as_it_happened_and_redacted(store: Store, tmp_path: 
         await journal.flush()
 
     asyncio.run(scenario())
-    first, second = store.steps(run_id)
+    first, second = store.steps.steps(run_id)
     assert (first.step_path, first.status, first.action) == ("0", "succeeded", "fill")
     assert SECRET not in str(first.inputs) and SECRET not in (first.url_before or "")
     assert SECRET not in str(first.output) and first.url_after == "https://site.test/home"
@@ -103,7 +103,7 @@ def test_a_checkpoint_is_stored_with_the_step_that_ends_it(store: Store, tmp_pat
                                     checkpoint=checkpoint, durable=True)
 
     asyncio.run(scenario())
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None and run.checkpoint is not None and run.checkpoint["seq"] == 1
 
 
@@ -119,7 +119,7 @@ def test_a_large_output_is_summarized_in_the_step_record(store: Store, tmp_path:
         await journal.step_finished(record, status="succeeded", url_after=None, output=big)
 
     asyncio.run(scenario())
-    (recorded,) = store.steps(run_id)
+    (recorded,) = store.steps.steps(run_id)
     assert recorded.output["truncated"] is True and recorded.output["type"] == "list"
     assert recorded.output["bytes"] > MAX_RECORDED_OUTPUT_BYTES
 
@@ -139,7 +139,7 @@ def test_an_artifact_is_written_and_linked_to_its_step(store: Store, tmp_path: P
     record, (linked, loose) = asyncio.run(scenario())
     assert SECRET not in linked.path and journal.artifact_base == tmp_path / "artifacts" / run_id
     assert (journal.artifact_base.parent / linked.path).read_bytes() == b"png-bytes"
-    by_kind = {a.kind: a for a in store.artifacts(run_id)}
+    by_kind = {a.kind: a for a in store.steps.artifacts(run_id)}
     assert by_kind["screenshot"].step_attempt_id == record.attempt_id and by_kind["screenshot"].size == 9
     assert by_kind["console"].step_attempt_id is None and by_kind["console"].path == loose.path
 
@@ -150,21 +150,21 @@ def test_writes_are_fenced_by_the_lease(store: Store, tmp_path: Path) -> None:
     with store.engine.begin() as conn:  # the lease expires; another worker takes the run
         conn.execute(text("UPDATE runs SET lease_expires_at = :past WHERE id = :id"),
                      {"past": "2000-01-01 00:00:00", "id": run_id})
-    store.acquire_lease(run_id, owner="worker-b", ttl_s=30.0)
+    store.leases.acquire_lease(run_id, owner="worker-b", ttl_s=30.0)
     stale = _journal(store, tmp_path, run_id, token)
 
     with pytest.raises(LeaseLost):
         asyncio.run(stale.step_started(path="0", step_id=None, attempt=1, action="get", inputs={}, url_before=None))
     with pytest.raises(LeaseLost):
         asyncio.run(stale.renew_lease(30.0))
-    assert store.steps(run_id) == []
+    assert store.steps.steps(run_id) == []
 
 
 def test_renewing_the_lease_reports_a_requested_cancel(store: Store, tmp_path: Path) -> None:
     run_id, token = _leased_run(store)
     journal = _journal(store, tmp_path, run_id, token)
     assert asyncio.run(journal.renew_lease(30.0)) is None
-    store.request_cancel(run_id, reason="operator said stop")
+    store.cancellation.request_cancel(run_id, reason="operator said stop")
     assert asyncio.run(journal.renew_lease(30.0)) == "operator said stop"
 
 
@@ -186,23 +186,23 @@ def test_a_refused_step_record_is_replaced_and_fails_the_step(store: Store, tmp_
     finally:
         _drop_refusal(store)
     assert raised.value.code is Codes.STORE_WRITE_FAILED and "had succeeded" in raised.value.message
-    (recorded,) = store.steps(run_id)
+    (recorded,) = store.steps.steps(run_id)
     assert (recorded.status, recorded.error_code, recorded.retryable) == ("failed", "STORE_WRITE_FAILED", False)
 
 
 def test_identity_storage_and_proxy_are_fenced_by_the_identity_lease(store: Store, tmp_path: Path) -> None:
     run_id, token = _leased_run(store)
     name = f"visitor-{uuid.uuid4().hex[:8]}"
-    store.upsert_identity(name=name)
-    identity = store.acquire_identity(run_id=run_id, owner="worker-a", ttl_s=30.0, name=name)
+    store.identities.upsert_identity(name=name)
+    identity = store.identity_leases.acquire_identity(run_id=run_id, owner="worker-a", ttl_s=30.0, name=name)
     journal = _journal(store, tmp_path, run_id, token, identity=identity)
     asyncio.run(journal.identity_storage("gAAAAA-a-fernet-token"))
     asyncio.run(journal.identity_proxy("proxy-2"))
-    view = store.get_identity(name)
+    view = store.identities.get_identity(name)
     assert view is not None and view.proxy_id == "proxy-2" and view.storage_saved_at is not None
 
-    store.release_identity(name, token=identity.token)  # then another run is granted it
-    store.acquire_identity(run_id=_leased_run(store)[0], owner="worker-b", ttl_s=30.0, name=name)
+    store.identity_leases.release_identity(name, token=identity.token)  # then another run is granted it
+    store.identity_leases.acquire_identity(run_id=_leased_run(store)[0], owner="worker-b", ttl_s=30.0, name=name)
     with pytest.raises(IdentityLeaseLost):
         asyncio.run(journal.identity_proxy("proxy-3"))
 
@@ -270,20 +270,20 @@ def test_held_back_records_are_written_in_one_transaction_at_flush(store: Store,
         await journal.step_finished(second, status="failed", url_after=None,
                                     failure=StepFailed(Codes.SELECTOR_NOT_FOUND, "no #go"))
         assert commits == []
-        assert store.steps(run_id) == [] and store.artifacts(run_id) == []
+        assert store.steps.steps(run_id) == [] and store.steps.artifacts(run_id) == []
         commits.clear()  # (the reads commit too)
         await journal.flush()
         return first, second
 
     first, second = asyncio.run(scenario())
     assert len(commits) == 1
-    steps = store.steps(run_id)
+    steps = store.steps.steps(run_id)
     assert [(s.id, s.step_path, s.status) for s in steps] == [
         (first.attempt_id, "0", "succeeded"), (second.attempt_id, "1", "failed")
     ]
     assert steps[1].error_code == "SELECTOR_NOT_FOUND" and steps[0].duration_ms is not None
     assert steps[0].finished_at is not None and steps[0].finished_at >= steps[0].started_at
-    (shot,) = store.artifacts(run_id)
+    (shot,) = store.steps.artifacts(run_id)
     assert shot.step_attempt_id == second.attempt_id
 
 
@@ -299,12 +299,12 @@ def test_a_durable_record_writes_everything_before_it_with_it(store: Store, tmp_
         await journal.step_finished(read, status="succeeded", url_after=None)
         submit = await _step(journal, "1", durable=True)
         assert len(commits) == 1
-        assert [(s.step_path, s.status) for s in store.steps(run_id)] == [("0", "succeeded"), ("1", "started")]
+        assert [(s.step_path, s.status) for s in store.steps.steps(run_id)] == [("0", "succeeded"), ("1", "started")]
         commits.clear()
         await journal.step_finished(submit, status="succeeded", url_after=None,
                                     checkpoint={"path": "1", "seq": 1})  # durable: a checkpoint
-        assert len(commits) == 1 and store.steps(run_id)[1].status == "succeeded"
-        run = store.get_run(run_id)
+        assert len(commits) == 1 and store.steps.steps(run_id)[1].status == "succeeded"
+        run = store.runs.get_run(run_id)
         assert run is not None and run.checkpoint == {"path": "1", "seq": 1}
 
     asyncio.run(scenario())
@@ -318,19 +318,19 @@ def test_the_background_flush_writes_held_back_records(store: Store, tmp_path: P
         record = await _step(journal, "0")
         await journal.step_finished(record, status="succeeded", url_after=None)
         for _ in range(200):  # a condition polled, not a timing assert
-            if store.steps(run_id):
+            if store.steps.steps(run_id):
                 break
             await asyncio.sleep(0.05)
-        assert [(s.step_path, s.status) for s in store.steps(run_id)] == [("0", "succeeded")]
+        assert [(s.step_path, s.status) for s in store.steps.steps(run_id)] == [("0", "succeeded")]
         later = await _step(journal, "1")  # arms the next background flush
         for _ in range(200):
-            if len(store.steps(run_id)) == 2:
+            if len(store.steps.steps(run_id)) == 2:
                 break
             await asyncio.sleep(0.05)
-        assert store.steps(run_id)[1].id == later.attempt_id and later.attempt_id is not None
+        assert store.steps.steps(run_id)[1].id == later.attempt_id and later.attempt_id is not None
         await journal.step_finished(later, status="succeeded", url_after=None)
         await journal.flush()
-        assert store.steps(run_id)[1].status == "succeeded"
+        assert store.steps.steps(run_id)[1].status == "succeeded"
 
     asyncio.run(scenario())
 
@@ -343,12 +343,12 @@ def test_flush_ms_zero_writes_every_record_at_once(store: Store, tmp_path: Path)
     async def scenario() -> None:
         record = await _step(journal, "0")
         assert len(commits) == 1
-        assert [s.status for s in store.steps(run_id)] == ["started"] and record.attempt_id is not None
+        assert [s.status for s in store.steps.steps(run_id)] == ["started"] and record.attempt_id is not None
         await journal.artifact(record, "screenshot", "shot.png", b"png", "image/png")
-        assert store.artifacts(run_id)[0].step_attempt_id == record.attempt_id
+        assert store.steps.artifacts(run_id)[0].step_attempt_id == record.attempt_id
         commits.clear()
         await journal.step_finished(record, status="succeeded", url_after=None)
-        assert len(commits) == 1 and [s.status for s in store.steps(run_id)] == ["succeeded"]
+        assert len(commits) == 1 and [s.status for s in store.steps.steps(run_id)] == ["succeeded"]
 
     asyncio.run(scenario())
 
@@ -364,7 +364,7 @@ def test_a_lost_lease_surfaces_from_the_flush_and_every_call_after(store: Store,
         with store.engine.begin() as conn:  # another worker takes the run
             conn.execute(text("UPDATE runs SET lease_expires_at = :past WHERE id = :id"),
                          {"past": "2000-01-01 00:00:00", "id": run_id})
-        store.acquire_lease(run_id, owner="worker-b", ttl_s=30.0)
+        store.leases.acquire_lease(run_id, owner="worker-b", ttl_s=30.0)
         with pytest.raises(LeaseLost):
             await journal.flush()
         with pytest.raises(LeaseLost):
@@ -379,7 +379,7 @@ def test_a_lost_lease_surfaces_from_the_flush_and_every_call_after(store: Store,
             pytest.fail("the background flush's LeaseLost never surfaced")
 
     asyncio.run(scenario())
-    assert store.steps(run_id) == [] and store.artifacts(run_id) == []
+    assert store.steps.steps(run_id) == [] and store.steps.artifacts(run_id) == []
 
 
 def test_a_refused_held_back_record_is_replaced_and_the_rest_kept(store: Store, tmp_path: Path) -> None:
@@ -405,7 +405,7 @@ def test_a_refused_held_back_record_is_replaced_and_the_rest_kept(store: Store, 
     finally:
         _drop_refusal(store)
     assert raised.value.code is Codes.STORE_WRITE_FAILED and "had succeeded" in raised.value.message
-    assert [(s.step_path, s.status, s.error_code) for s in store.steps(run_id)] == [
+    assert [(s.step_path, s.status, s.error_code) for s in store.steps.steps(run_id)] == [
         ("0", "succeeded", None), ("1", "failed", "STORE_WRITE_FAILED"), ("2", "failed", "TIMEOUT"),
     ]
 
@@ -439,7 +439,7 @@ def test_a_refusal_met_in_the_background_surfaces_at_the_next_flush(store: Store
                                                  inputs={}, url_before=None)
             await journal.step_finished(refused, status="succeeded", url_after=None)
             for _ in range(200):
-                if store.steps(run_id):
+                if store.steps.steps(run_id):
                     break
                 await asyncio.sleep(0.05)
             await journal.artifact(refused, "console", "console.json", b"[]", "application/json")
@@ -451,9 +451,9 @@ def test_a_refusal_met_in_the_background_surfaces_at_the_next_flush(store: Store
         asyncio.run(scenario())
     finally:
         _drop_refusal(store)
-    (step,) = store.steps(run_id)
+    (step,) = store.steps.steps(run_id)
     assert (step.status, step.error_code) == ("failed", "STORE_WRITE_FAILED")
-    assert store.artifacts(run_id)[0].step_attempt_id == step.id
+    assert store.steps.artifacts(run_id)[0].step_attempt_id == step.id
 
 
 def test_a_step_ending_after_a_background_refusal_is_recorded_before_it_surfaces(
@@ -468,7 +468,7 @@ def test_a_step_ending_after_a_background_refusal_is_recorded_before_it_surfaces
 
     async def rows(n: int) -> None:
         for _ in range(200):  # a condition polled, not a timing assert
-            if len(store.steps(run_id)) >= n:
+            if len(store.steps.steps(run_id)) >= n:
                 return
             await asyncio.sleep(0.05)
         pytest.fail(f"the background flush did not write {n} rows")
@@ -498,11 +498,11 @@ def test_a_step_ending_after_a_background_refusal_is_recorded_before_it_surfaces
         asyncio.run(scenario())
     finally:
         _drop_refusal(store)
-    assert [(s.step_path, s.status, s.error_code) for s in store.steps(run_id)] == [
+    assert [(s.step_path, s.status, s.error_code) for s in store.steps.steps(run_id)] == [
         ("0", "failed", "STORE_WRITE_FAILED"), ("1", "failed", "TIMEOUT"),
         ("2", "failed", "STORE_WRITE_FAILED"), ("3", "started", None),
     ]
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None and run.checkpoint == {"path": "1", "seq": 1}
 
 
@@ -521,13 +521,13 @@ def test_a_batch_write_renews_the_lease_so_the_heartbeat_needs_no_transaction(
     commits = _commits(store)
 
     async def scenario() -> None:
-        expires = store.get_run(run_id).lease_expires_at  # type: ignore[union-attr]
+        expires = store.runs.get_run(run_id).lease_expires_at  # type: ignore[union-attr]
         await _step(journal, "0")
-        assert store.get_run(run_id).lease_expires_at > expires  # type: ignore[union-attr,operator]
+        assert store.runs.get_run(run_id).lease_expires_at > expires  # type: ignore[union-attr,operator]
         commits.clear()
         assert await journal.renew_lease(30.0) is None
         assert commits == []
-        store.request_cancel(run_id, reason="operator said stop")
+        store.cancellation.request_cancel(run_id, reason="operator said stop")
         await _step(journal, "1")
         commits.clear()
         assert await journal.renew_lease(30.0) == "operator said stop"

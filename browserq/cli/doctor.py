@@ -64,7 +64,7 @@ def check_database(settings: Settings, found: Findings) -> Check:
     try:
         store = Store(settings.database_url, retry_window_s=0)
         try:
-            current = store.current_revision()
+            current = store.schema.current_revision()
         finally:
             store.dispose()
     except Exception as exc:

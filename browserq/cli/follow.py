@@ -54,7 +54,7 @@ class RunWatch:
         self._of: int | None = None
 
     def run(self) -> Any:
-        run = self.store.get_run(self.run_id)
+        run = self.store.runs.get_run(self.run_id)
         assert run is not None, self.run_id
         return run
 
@@ -88,7 +88,7 @@ class RunWatch:
         return info if meta.get("status") == "PROGRESS" and isinstance(info, dict) else None
 
     def _from_steps(self, run: Any) -> Where:
-        steps = [s for s in self.store.steps(self.run_id) if s.run_attempt == run.attempt]
+        steps = [s for s in self.store.steps.steps(self.run_id) if s.run_attempt == run.attempt]
         if not steps:
             return Where("running")
         last = steps[-1]
@@ -103,7 +103,7 @@ class RunWatch:
             try:
                 from browserq.templates import load_template_text
 
-                body = self.store.get_template_body(run.template_id).body
+                body = self.store.templates.get_template_body(run.template_id).body
                 self._of = len(load_template_text(body, source="<stored>").template.steps)
             except Exception:
                 self._of = 0

@@ -24,7 +24,7 @@ WAITING = "waiting_for_human"
 
 def live_link(store: Any, run_id: str, purpose: str, ttl_s: float | None = None) -> str | None:
     """A fresh one-time link to the run's live view, or None when nobody is asked to look."""
-    return store.mint_live_token(run_id, purpose=purpose, ttl_s=ttl_s or get_settings().live_token_ttl_s)
+    return store.handoffs.mint_live_token(run_id, purpose=purpose, ttl_s=ttl_s or get_settings().live_token_ttl_s)
 
 
 @friendly_errors
@@ -37,7 +37,7 @@ def live(
     running run, view only, when the workers set BROWSERQ_LIVE_VIEW_WHILE_RUNNING)."""
     store = open_store()
     full_id = resolve_run_id(store, run_id)
-    run = store.get_run(full_id)
+    run = store.runs.get_run(full_id)
     assert run is not None
     if run.status not in (WAITING, "running"):
         _refuse(f"run {full_id} is {run.status}: there is nothing to show (a live view exists while a run "
@@ -50,7 +50,7 @@ def live(
         _refuse(f"run {full_id} waits for a person, but its worker serves no live view (it could not listen: "
                 "see its log for BROWSERQ_LIVE_VIEW_HOST/PORT)")
     print(link)  # plain, for `open "$(browserq live RUN)"`
-    handoff = store.open_handoff(full_id)
+    handoff = store.handoffs.open_handoff(full_id)
     if handoff is not None and handoff.kind == "watch":
         err_console.print("one-time link; view only, while the run runs", highlight=False)
     elif handoff is not None:
@@ -78,8 +78,8 @@ def human_loop_data(store: Any, run: Any) -> dict[str, Any]:
     from browserq.webhooks.targets import shown_url
 
     hooks = [{**{k: v for k, v in asdict(d).items() if k != "payload"}, "url": shown_url(d.url)}
-             for d in store.webhook_deliveries(run.id)]
-    return {"handoffs": [asdict(h) for h in store.handoffs(run.id)], "webhooks": hooks}
+             for d in store.webhooks.webhook_deliveries(run.id)]
+    return {"handoffs": [asdict(h) for h in store.handoffs.handoffs(run.id)], "webhooks": hooks}
 
 
 def _refuse(message: str) -> NoReturn:
@@ -91,7 +91,7 @@ def print_handoffs(store: Any, run: Any) -> None:
     """The run's waits for people (``show``), a fresh live-view link while it waits, and how
     its webhook events were delivered."""
     _print_webhooks(store, run)
-    handoffs = [h for h in store.handoffs(run.id) if h.kind != "watch"]
+    handoffs = [h for h in store.handoffs.handoffs(run.id) if h.kind != "watch"]
     if not handoffs:
         return
     console.print(Text("Handoffs", style="bold"))
@@ -115,7 +115,7 @@ def print_handoffs(store: Any, run: Any) -> None:
 def _print_webhooks(store: Any, run: Any) -> None:
     from browserq.webhooks.targets import shown_url
 
-    deliveries = store.webhook_deliveries(run.id)
+    deliveries = store.webhooks.webhook_deliveries(run.id)
     if not deliveries:
         return
     console.print(Text("Webhooks", style="bold"))

@@ -128,8 +128,8 @@ def db_upgrade() -> None:
     """Create or upgrade the schema to the newest migration."""
     settings = get_settings()
     store = cli_store(settings)
-    store.upgrade()
-    console.print(f"database {masked_db(settings)} at revision {store.current_revision()}")
+    store.schema.upgrade()
+    console.print(f"database {masked_db(settings)} at revision {store.schema.current_revision()}")
 
 
 @friendly_errors
@@ -191,7 +191,7 @@ def keygen() -> None:
 @friendly_errors
 def identities_list(pool: Annotated[str | None, typer.Option(help="Only this pool.")] = None) -> None:
     """Identities with their pool, proxy, storage and lease."""
-    rows = open_store().list_identities(pool=pool)
+    rows = open_store().identities.list_identities(pool=pool)
     table = Table(title=f"Identities ({len(rows)})", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("name", "pool", "region", "proxy", "storage saved", "uses", "leased to", "disabled"):
         table.add_column(column, overflow="fold")
@@ -211,12 +211,12 @@ def identities_add(
     region: Annotated[str | None, typer.Option(help="Region hint for locale/timezone, e.g. de.")] = None,
 ) -> None:
     """Create (or update) an identity."""
-    view = open_store().upsert_identity(name=name, pool=pool, region=region)
+    view = open_store().identities.upsert_identity(name=name, pool=pool, region=region)
     console.print(f"identity {view.name}" + (f" in pool {view.pool}" if view.pool else ""))
 
 
 @friendly_errors
 def identities_disable(name: str, reason: Annotated[str, typer.Option()] = "disabled by operator") -> None:
     """Stop runs from using an identity (e.g. its account was banned)."""
-    open_store().disable_identity(name, reason)
+    open_store().identities.disable_identity(name, reason)
     console.print(f"identity {name} disabled: {reason}")

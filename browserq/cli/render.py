@@ -146,7 +146,7 @@ def step_printer(verbose: bool = True) -> Callable[[Any], None]:
 
 def print_outcome(outcome: Any, store: Any) -> None:
     """A finished run: status, duration, error, warnings, then its outputs."""
-    run = store.get_run(outcome.run_id)
+    run = store.runs.get_run(outcome.run_id)
     style = STATUS_STYLE.get(outcome.status, "")
     piped = plain()  # lines are not folded at 80 columns, outputs are whole JSON (like `show`)
     console.print()
@@ -243,7 +243,7 @@ def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) 
         console.print(f"  error     {run_view.error_code} at step {run_view.error_step_path}: {run_view.error_message}", style="red")
     for warning in run_view.warnings or []:
         console.print(f"  warning   {warning_text(warning)}", style="yellow", highlight=False)
-    history = store.transitions(run_view.id)
+    history = store.transitions.transitions(run_view.id)
     if history:
         console.print("  history   " + "  →  ".join(
             f"{t.to_status} ({t.at.strftime('%H:%M:%S')}{', ' + t.reason if t.reason and (t.to_status != 'queued' or t.from_status == 'needs_review') else ''})"
@@ -305,7 +305,7 @@ def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> 
         tsv("error", f"{run.error_code} at step {run.error_step_path}: {run.error_message}")
     for warning in run.warnings or []:
         tsv("warning", warning_text(warning))
-    history = store.transitions(run.id)
+    history = store.transitions.transitions(run.id)
     if history:
         tsv("history", "  →  ".join(
             f"{t.to_status} ({iso(t.at)}{', ' + t.reason if t.reason and (t.to_status != 'queued' or t.from_status == 'needs_review') else ''})"

@@ -178,7 +178,7 @@ def runs(
         if kind != "session" or template not in (None, SESSION_TEMPLATE):
             raise typer.BadParameter("--kind takes 'session' (a session's runs are of template 'session')")
         template = SESSION_TEMPLATE
-    rows = open_store().list_runs(limit=limit, status=status.value if status else None, template=template)
+    rows = open_store().runs.list_runs(limit=limit, status=status.value if status else None, template=template)
     if as_json:
         print(json_text([_run_json(r) for r in rows], indent=2, default=str))
         return
@@ -210,10 +210,10 @@ def show(
         from browserq.cli.follow import follow_run
 
         follow_run(store, run_id)
-    run_view = store.get_run(run_id)
+    run_view = store.runs.get_run(run_id)
     assert run_view is not None
-    steps = store.steps(run_id)
-    artifacts = store.artifacts(run_id)
+    steps = store.steps.steps(run_id)
+    artifacts = store.steps.artifacts(run_id)
     if as_json:
         from dataclasses import asdict
 
@@ -245,11 +245,11 @@ def cancel(
 
     store = open_store(relay_webhooks=True)  # the run's cancelled webhook leaves at once
     full_id = resolve_run_id(store, run_id)
-    before = store.get_run(full_id)
+    before = store.runs.get_run(full_id)
     if before is not None and before.status in FINISHED:
         console.print(f"run {full_id} already ended: {before.status}")
         return
-    view = store.request_cancel(full_id, reason=reason)
+    view = store.cancellation.request_cancel(full_id, reason=reason)
     if view.status in ("running", "waiting_for_human"):
         view = cancel_if_orphaned(store, view, reason) or view
     if view.status == "cancelled":
@@ -263,7 +263,7 @@ def cancel(
 @friendly_errors
 def batch(batch_id: Annotated[str, typer.Argument(help="The batch id run_batch returned.")]) -> None:
     """Show a batch: counts per status, success rate, circuit breaker."""
-    summary = open_store().batch_summary(batch_id)
+    summary = open_store().batches.batch_summary(batch_id)
     table = Table(title=f"Batch {batch_id}", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("total", "queued", "running", "completed", "failed", "needs_review", "cancelled", "success"):
         table.add_column(column, justify="right")

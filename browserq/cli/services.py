@@ -39,7 +39,7 @@ def open_store(settings: Settings | None = None, *, relay_webhooks: bool = False
     settings = settings or get_settings()
     store = cli_store(settings, relay_webhooks=relay_webhooks)
     if settings.auto_migrate:
-        store.upgrade()
+        store.schema.upgrade()
     return store
 
 
@@ -52,7 +52,7 @@ def masked_db(settings: Settings) -> str:
 
 def resolve_run_id(store: Any, run_id: str) -> str:
     """The full id of the one run ``run_id`` is a prefix of; exits 2 naming the problem otherwise."""
-    matches = store.run_ids_starting_with(run_id)
+    matches = store.runs.run_ids_starting_with(run_id)
     if len(matches) > 1:
         fail(f"{run_id!r} matches several runs ({', '.join(m[:12] for m in matches)}…); give more of the id")
     if not matches:

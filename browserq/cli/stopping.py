@@ -72,7 +72,7 @@ class SignalStop:
 
     def _request(self, run_id: str, signum: int) -> None:
         try:
-            self.store.request_cancel(run_id, reason=REASONS[signal.Signals(signum)])
+            self.store.cancellation.request_cancel(run_id, reason=REASONS[signal.Signals(signum)])
             log.warning(
                 "stopping the run",
                 run_id=run_id,
@@ -102,12 +102,12 @@ def cancel_if_orphaned(store: Store, view: RunView, reason: str) -> RunView | No
     """A running (or waiting) run nobody holds any more — its process is gone from this host,
     or its lease expired — is cancelled at once (the request would never be seen); else None."""
     owner = view.lease_owner
-    expired = view.lease_expires_at is not None and view.lease_expires_at <= store.database_now()
+    expired = view.lease_expires_at is not None and view.lease_expires_at <= store.leases.database_now()
     gone = owner is not None and holder_dead(owner)
     if not (gone or expired):
         return None
     why = f"its process {owner} is gone" if gone else "its lease expired: no worker holds it"
-    return store.transition(
+    return store.transitions.transition(
         view.id,
         "cancelled",
         reason=f"cancelled: {reason} ({why})",

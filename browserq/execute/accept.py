@@ -195,7 +195,7 @@ def check_run_options(
 
 def check_template_pin(store: Store, loaded: LoadedTemplate) -> None:
     """``TemplateChanged`` if runs used ``loaded``'s name@version with another body."""
-    pinned = store.template_pin(loaded.name, loaded.version)
+    pinned = store.templates.template_pin(loaded.name, loaded.version)
     if pinned is not None and pinned != loaded.canonical_hash:
         raise TemplateChanged(loaded.ref, loaded.source, loaded.canonical_hash, pinned)
 
@@ -217,7 +217,7 @@ def record_run(
     artifacts: ArtifactStore | None = None,
 ) -> None:
     """Store the exact template body and the run (secret params encrypted, or not kept at all).
-    ``enqueued``: the caller sends its message at once (see ``Store.create_run``). The files of
+    ``enqueued``: the caller sends its message at once (see ``store.runs.create_run``). The files of
     ``file`` params go to ``artifacts`` first, then are recorded as the run's input artifacts.
 
     The first run of a ``name@version`` pins it to the template's content hash; a later body with
@@ -239,7 +239,7 @@ def record_run(
             try:
                 record_input_files(store, prepared, written)
             except BaseException:
-                store.delete_run(prepared.run_id)
+                store.runs.delete_run(prepared.run_id)
                 raise
     except BaseException:
         discard_input_files(artifacts, prepared)
@@ -251,7 +251,7 @@ def _create(store: Store, prepared: PreparedRun, template_id: int, secrets_token
             identity: str | None, identity_pool: str | None, tenant: str | None, enqueued: bool,
             notify_url: str | None = None) -> None:
     loaded = prepared.loaded
-    store.create_run(
+    store.runs.create_run(
         run_id=prepared.run_id,
         template_id=template_id,
         template_name=loaded.name,
@@ -293,7 +293,7 @@ def saved_template_id(store: Store, loaded: LoadedTemplate) -> int:
         known = _saved_templates.get(store, {}).get(key)
     if known is not None:
         return known
-    template_id = store.save_template(
+    template_id = store.templates.save_template(
         name=loaded.name,
         version=loaded.version,
         content_hash=loaded.content_hash,
@@ -321,8 +321,8 @@ def check_identity_request(
             "(generate one with `browserq keygen`)"
         )
     if identity is not None:
-        store.upsert_identity(name=identity)
-    elif not store.list_identities(pool=identity_pool):
+        store.identities.upsert_identity(name=identity)
+    elif not store.identities.list_identities(pool=identity_pool):
         raise ConfigError(
             f"identity pool {identity_pool!r} has no identities; add some with "
             f"`browserq identities add NAME --pool {identity_pool}`"

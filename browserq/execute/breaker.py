@@ -16,7 +16,7 @@ log = structlog.get_logger(__name__)
 def check_batch(store: Store, batch_id: str) -> None:
     """Trip the batch's circuit breaker when too many of its first runs failed; close the batch
     when its last run ended."""
-    summary = store.batch_summary(batch_id)
+    summary = store.batches.batch_summary(batch_id)
     breaker = summary.breaker or {}
     min_runs = int(breaker.get("min_runs", 0) or 0)
     limit = breaker.get("max_failure_rate")
@@ -28,10 +28,10 @@ def check_batch(store: Store, batch_id: str) -> None:
                 f"circuit breaker: {failed} of the first {summary.finished} runs failed "
                 f"({rate:.0%} > {float(limit):.0%})"
             )
-            if store.trip_breaker(batch_id, reason=reason):
-                cancelled = store.cancel_batch_remaining(batch_id, reason=reason)
+            if store.batches.trip_breaker(batch_id, reason=reason):
+                cancelled = store.batches.cancel_batch_remaining(batch_id, reason=reason)
                 log.warning("batch circuit breaker tripped", batch_id=batch_id, cancelled=cancelled)
-    store.finish_batch_if_done(batch_id)
+    store.batches.finish_batch_if_done(batch_id)
 
 
 __all__ = ["check_batch"]

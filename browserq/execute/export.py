@@ -39,26 +39,26 @@ def _plain(value: Any) -> Any:
 
 def export_run(store: Store, artifacts: ArtifactStore, run_id: str, target: Path) -> int:
     """Write the run's zip to ``target``; returns how many artifact files it holds."""
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     if run is None:
         raise ConfigError(f"no run {run_id!r} to export")
     record = _plain(run)
     if record.get("notify_url"):
         record["notify_url"] = shown_url(record["notify_url"])
     deliveries = []
-    for delivery in store.webhook_deliveries(run_id):
+    for delivery in store.webhooks.webhook_deliveries(run_id):
         item = _plain(delivery)
         item["url"] = shown_url(item["url"])
-        item["attempts_made"] = _plain(store.webhook_attempts(delivery.id))
+        item["attempts_made"] = _plain(store.webhooks.webhook_attempts(delivery.id))
         deliveries.append(item)
-    files = store.artifacts(run_id)
+    files = store.steps.artifacts(run_id)
     tmp = target.with_name(f".{target.name}.tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         documents = {
             "run.json": record,
-            "steps.json": _plain(store.steps(run_id)),
-            "transitions.json": _plain(store.transitions(run_id)),
-            "handoffs.json": _plain(store.handoffs(run_id)),
+            "steps.json": _plain(store.steps.steps(run_id)),
+            "transitions.json": _plain(store.transitions.transitions(run_id)),
+            "handoffs.json": _plain(store.handoffs.handoffs(run_id)),
             "webhooks.json": deliveries,
             "artifacts.json": _plain(files),
         }

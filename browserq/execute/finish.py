@@ -61,7 +61,7 @@ class RunEnds:
                 f"the database refused the run's result ({first_line(exc)}); the run had ended {ended}",
                 outcome.error_step_path,
             )
-            self.store.finish_run(
+            self.store.transitions.finish_run(
                 run_id, status="failed", outputs=None, error_code=outcome.error_code,
                 error_message=outcome.error_message, error_step_path=outcome.error_step_path,
                 token=token, worker=self.owner,
@@ -77,7 +77,7 @@ class RunEnds:
             self._without_tail(run_id, token, outcome)
 
     def _without_tail(self, run_id: str, token: int, outcome: RunOutcome) -> RunOutcome:
-        refusal = write_batch(self.store, run_id, token, outcome.journal_tail, None)
+        refusal = write_batch(self.store.steps, run_id, token, outcome.journal_tail, None)
         if refusal is not None:
             return RunOutcome(run_id, "failed", {}, refusal.code.code, refusal.message, outcome.error_step_path)
         return replace(outcome, journal_tail=[])
@@ -101,7 +101,7 @@ class RunEnds:
 
     def _record(self, run_id: str, token: int, outcome: RunOutcome) -> None:
         records, _ = store_records(outcome.journal_tail)
-        self.store.finish_run(
+        self.store.transitions.finish_run(
             run_id,
             status=outcome.status,
             outputs=outcome.outputs,
@@ -134,7 +134,7 @@ class RunEnds:
         cancelled when a cancellation was asked for (Celery's terminate records one before it
         signals the process), else as a timeout. Never raises."""
         try:
-            run = self.store.get_run(run_id)  # fresh: was a cancellation asked for meanwhile?
+            run = self.store.runs.get_run(run_id)  # fresh: was a cancellation asked for meanwhile?
             if run is not None and run.cancel_requested_at is not None:
                 outcome = RunOutcome(run_id, "cancelled", {}, Codes.CANCELLED.code, run.cancel_reason or "cancelled")
             else:
@@ -157,7 +157,7 @@ class RunEnds:
         detail = clean_text(f"{type(exc).__name__}: {first_line(exc)}")
         log.error("run execution crashed", run_id=run_id, error=detail, exc_info=exc)
         try:
-            run = self.store.get_run(run_id)
+            run = self.store.runs.get_run(run_id)
             if run is None:
                 raise exc
             if run.status in FINISHED:
@@ -168,27 +168,27 @@ class RunEnds:
                 raise exc  # someone else holds it now: not ours to record
             token = run.lease_token if ours else None
             crashes = 1 + sum(
-                1 for t in self.store.transitions(run_id) if (t.reason or "").startswith(CRASH_REASON)
+                1 for t in self.store.transitions.transitions(run_id) if (t.reason or "").startswith(CRASH_REASON)
             )
             if crashes < MAX_EXECUTION_CRASHES and held:
                 countdown = backoff_s(0, self.settings.run_retry_backoff_s, self.settings.run_retry_backoff_max_s)
                 reason = f"{CRASH_REASON} ({crashes} of {MAX_EXECUTION_CRASHES}): {detail}"
-                self.store.transition(
+                self.store.transitions.transition(
                     run_id, "retrying", reason=reason, worker=self.owner, token=token,
                     fields={"error_code": code.code, "error_message": detail},
                 )
-                self.store.release_lease(run_id, token=run.lease_token)
+                self.store.leases.release_lease(run_id, token=run.lease_token)
                 return RetryLater(RunOutcome(run_id, "retrying", {}, code.code, detail), countdown)
             message = (
                 f"executing the run crashed {crashes} time(s); it is failed so that it cannot crash "
                 f"forever. Last crash: {detail}"
             )
-            self.store.finish_run(
+            self.store.transitions.finish_run(
                 run_id, status="failed", outputs=None, error_code=code.code, error_message=message,
                 token=token, worker=self.owner, reason=f"{CRASH_REASON} ({crashes}): {detail}",
             )
             if token is not None:
-                self.store.release_lease(run_id, token=token)
+                self.store.leases.release_lease(run_id, token=token)
             return recorded_outcome(self.store, run_id)
         except Exception as inner:
             if inner is exc:

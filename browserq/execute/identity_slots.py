@@ -38,13 +38,13 @@ class IdentitySlots:
         self.leased = leased
         #: Stores before ``acquire_identity(exclude=…)`` existed pick the least recently used
         #: identity of the pool, which is another one whenever another is free.
-        self.can_exclude = "exclude" in inspect.signature(store.acquire_identity).parameters
+        self.can_exclude = "exclude" in inspect.signature(store.identity_leases.acquire_identity).parameters
 
     def excluded(self, run: RunView, attempt: int) -> list[str]:
         """Identities this attempt must not get: the one the last rotation moved away from."""
         if not run.identity_pool or run.identity or attempt <= 1:
             return []
-        return excluded_identities(t.reason or "" for t in self.store.transitions(run.id))
+        return excluded_identities(t.reason or "" for t in self.store.transitions.transitions(run.id))
 
     def lease(self, request: RunRequest, run: RunView) -> RunRequest:
         """The request with the identity the run asked for leased to it and its storage loaded.
@@ -60,7 +60,7 @@ class IdentitySlots:
             log.info("this store cannot exclude identities; taking the pool's least recently used",
                      run_id=run.id, excluded=exclude)
         try:
-            identity = self.store.acquire_identity(
+            identity = self.store.identity_leases.acquire_identity(
                 run_id=run.id, owner=self.owner,
                 ttl_s=run.timeout_s + (run.human_wait_s or 0.0) + self.settings.run_time_limit_margin_s
                 + IDENTITY_LEASE_EXTRA_S,
@@ -81,7 +81,7 @@ class IdentitySlots:
 
     def release(self, request: RunRequest) -> None:
         if request.identity is not None:
-            self.store.release_identity(request.identity.name, token=request.identity.token)
+            self.store.identity_leases.release_identity(request.identity.name, token=request.identity.token)
 
     def _tell(self, result: str) -> None:
         if self.leased is not None:

@@ -45,7 +45,7 @@ def write_input_files(artifacts: ArtifactStore | None, prepared: PreparedRun) ->
 def record_input_files(store: Store, prepared: PreparedRun, written: list[tuple[str, StoredFile]]) -> None:
     """The artifact rows of the files :func:`write_input_files` stored (the run row exists)."""
     for name, stored in written:
-        store.add_artifact(
+        store.steps.add_artifact(
             run_id=prepared.run_id, step_attempt_id=None, kind=INPUT_KIND, path=stored.path,
             content_type=prepared.files[name].content_type, size=stored.size, sha256=stored.sha256,
         )

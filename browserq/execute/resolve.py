@@ -2,7 +2,7 @@
 
 A side effect whose outcome is unknown stops the run (``needs_review``): browserq never runs it
 again on its own. The person resolves it one of three ways, each recorded as a transition with
-who decided and why (:meth:`browserq.store.Store.resolve_review`):
+who decided and why (:meth:`browserq.store.reviews.Reviews.resolve_review`):
 
     completed          it happened and nothing more is needed: the run ends completed
     failed             the run ends failed (its OUTCOME_UNKNOWN error kept)
@@ -63,7 +63,7 @@ def resolve_review(store: Store, settings: Settings, run_id: str, review: Review
     for a retry that would re-run the unknown step without the person saying so, or start where
     no retry can. A retry is only recorded here: the caller sends it to a worker or runs it.
     """
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     if run is None:
         raise StoreError(f"no such run {run_id!r}")
     if run.status != "needs_review":
@@ -79,7 +79,7 @@ def resolve_review(store: Store, settings: Settings, run_id: str, review: Review
                 f"a step to retry from goes with a retry, not with {review.outcome}"
             )
         cleared = {"error_code": None, "error_message": None, "error_step_path": None}
-        return store.resolve_review(
+        return store.reviews.resolve_review(
             run_id,
             review.outcome,
             by=review.by,
@@ -94,7 +94,7 @@ def resolve_review(store: Store, settings: Settings, run_id: str, review: Review
             "or failed, and run the template again if needed"
         )
     decision, checkpoint = retry_plan(run, loaded, review)
-    return store.resolve_review(
+    return store.reviews.resolve_review(
         run_id,
         "queued",
         by=review.by,

@@ -104,7 +104,7 @@ def prune_runs(
     after: tuple[datetime, str] | None = None  # a dry run pages past what it counted
     batches = 0
     while max_batches is None or batches < max_batches:
-        found = store.prunable_runs(
+        found = store.retention.prunable_runs(
             finished_before=cutoff, statuses=statuses, limit=batch_size, after=after
         )
         if not found:
@@ -132,7 +132,7 @@ def _prune_batch(
         for path in run.artifact_paths:
             artifacts.delete(path)
         shutil.rmtree(artifacts.scratch_dir(run.id), ignore_errors=True)  # what no row names
-    deleted, rows = store.delete_finished_runs([r.id for r in found])
+    deleted, rows = store.retention.delete_finished_runs([r.id for r in found])
     gone = [r for r in found if r.id in set(deleted)]
     for run in gone:
         if forget is not None:

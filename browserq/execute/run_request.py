@@ -47,7 +47,7 @@ class StoredTemplates:
             if found is not None:
                 self._parsed.move_to_end(template_id)
                 return found
-        record = self.store.get_template_body(template_id)
+        record = self.store.templates.get_template_body(template_id)
         loaded = load_template_text(
             record.body,
             source=f"{record.name}@{record.version} (stored)",
@@ -98,7 +98,7 @@ def build_request(
     """
     run_id = lease.run_id
     unknown = unknown_side_effects(store, lease, loaded) if lease.attempt > 1 else frozenset()
-    run = lease.run if lease.run is not None else store.get_run(run_id)
+    run = lease.run if lease.run is not None else store.runs.get_run(run_id)
     if run is None:
         raise StoreError(f"run {run_id!r} vanished from the store while it was leased")
     # A resolved run's record may hold only the person's decision (no checkpoint was taken yet).
@@ -128,9 +128,9 @@ def build_request(
 
 def unknown_side_effects(store: Store, lease: Lease, loaded: LoadedTemplate) -> frozenset[str]:
     """Side-effect steps an earlier attempt started and never finished (marked ``unknown`` now)."""
-    store.mark_interrupted_steps(lease.run_id, before_attempt=lease.attempt)
+    store.steps.mark_interrupted_steps(lease.run_id, before_attempt=lease.attempt)
     latest: dict[str, str] = {}
-    for record in store.steps(lease.run_id):  # ordered: the last record of a path wins
+    for record in store.steps.steps(lease.run_id):  # ordered: the last record of a path wins
         latest[record.step_path] = record.status
     return frozenset(
         path for path, status in latest.items() if status == "unknown" and is_side_effect(loaded, path)
@@ -159,7 +159,7 @@ def is_side_effect(loaded: LoadedTemplate, path: str) -> bool:
 
 def recorded_outcome(store: Store, run_id: str) -> RunOutcome:
     """The outcome the store holds for ``run_id`` (StoreError if the run is gone)."""
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     if run is None:
         raise StoreError(f"run {run_id!r} vanished from the store")
     return outcome_of(run)

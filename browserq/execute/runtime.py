@@ -50,6 +50,7 @@ from browserq.execute.run_request import (
     outcome_of,
     recorded_outcome,
 )
+from browserq.journal import RunRecords
 from browserq.limits import RateLimiter, TenantBusy, TenantLimiter
 from browserq.proxies import ProxyManager, ProxySpares
 from browserq.run_events import Observers, RunEnded, RunObserver, RunStarted
@@ -108,8 +109,9 @@ class Runtime:
                                 meter=meters.pool)
         self.rate_limiter = RateLimiter.from_settings(self.settings, waited=meters.rate_limit_waited)
         self.tenants = TenantLimiter.from_settings(self.settings)
+        # The runner's journals write only these repositories (the runner never names the Store).
         self.runner = TemplateRunner(
-            self.pool, self.store, self.artifacts, self.settings, listener, self.secret_box,
+            self.pool, RunRecords.of(self.store), self.artifacts, self.settings, listener, self.secret_box,
             rate_limiter=self.rate_limiter,
             proxies=self.proxies,
             checkpoint_box=self.checkpoint_box,
@@ -128,7 +130,7 @@ class Runtime:
         if self._started:
             return self
         if self.settings.auto_migrate:
-            self.store.upgrade()
+            self.store.schema.upgrade()
         self.artifacts.check()  # a bucket that cannot be used: one ConfigError now, not one per run
         self.loop.start()
         self.loop.loop.set_default_executor(ThreadPoolExecutor(IO_THREADS, thread_name_prefix="browserq-io"))
@@ -261,7 +263,7 @@ class Runtime:
     def _lease(self, run_id: str) -> Lease | RunOutcome:
         """The run's lease for this attempt, or the outcome of a run that already ended."""
         try:
-            return self.store.acquire_lease(
+            return self.store.leases.acquire_lease(
                 run_id, owner=self.owner, ttl_s=self.settings.lease_ttl_s, holder_dead=holder_dead
             )
         except RunAlreadyFinished as finished:
@@ -325,7 +327,7 @@ class Runtime:
     ) -> RunOutcome | RetryLater | None:
         """Take the decision for how the attempt ended, and carry it out."""
         allowed = loaded.template.settings.run_retries
-        handovers = self.store.handovers(run.id) if lease.attempt > 1 else 0  # they spend no retry
+        handovers = self.store.handoffs.handovers(run.id) if lease.attempt > 1 else 0  # they spend no retry
         budget = Budget(
             used=max(0, lease.attempt - 1 - lease.takeovers - handovers),
             allowed=self.settings.run_retries if allowed is None else allowed,
@@ -338,10 +340,10 @@ class Runtime:
         if isinstance(decision, Finish):
             return self.ends.finish(run.id, lease.token, decision.outcome, run.batch_id)
         if isinstance(decision, ResumeNow):
-            self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner, token=lease.token)
+            self.store.transitions.transition(run.id, "retrying", reason=decision.reason, worker=self.owner, token=lease.token)
             return _RESUME
         # Leaving ``running`` under our own token gives the lease back in the same transaction.
-        self.store.transition(run.id, "retrying", reason=decision.reason, worker=self.owner,
+        self.store.transitions.transition(run.id, "retrying", reason=decision.reason, worker=self.owner,
                               token=lease.token, fields=decision.fields)
         return RetryLater(decision.outcome, decision.countdown_s)
 
@@ -360,7 +362,7 @@ class Runtime:
         """The run waited for a person in a worker that is stopping: re-enqueue it at once, from
         its last checkpoint. Fenced by its own lease, so neither a lost worker (no takeover) nor
         a retry spent (see :meth:`_act`); the caller sends the new message."""
-        self.store.transition(run_id, "retrying", worker=self.owner, token=token, reason=(
+        self.store.transitions.transition(run_id, "retrying", worker=self.owner, token=token, reason=(
             f"{HANDOVER_REASON}: its worker is stopping while the run waits for a person; it waits "
             "again on another worker, resumed from its last checkpoint"))
         log.info("run handed over: this worker is stopping", run_id=run_id)
@@ -368,7 +370,7 @@ class Runtime:
 
     def _hand_back(self, run_id: str, token: int, reason: str) -> None:
         """Give the run back for another process, then say this one must go."""
-        self.store.transition(run_id, "retrying", reason=f"worker has no usable browser: {reason}",
+        self.store.transitions.transition(run_id, "retrying", reason=f"worker has no usable browser: {reason}",
                               worker=self.owner, token=token)  # gives the lease back, too
         log.error("worker has no usable browser; run handed back", run_id=run_id, reason=reason[:300])
         raise WorkerUnusable(

@@ -1,5 +1,5 @@
 """The records the journal holds back, and how a batch of them reaches the store: in ONE
-transaction (:meth:`browserq.store.Store.write_steps`), or — when the database refuses that
+transaction (:meth:`browserq.store.steps.Steps.write_steps`), or — when the database refuses that
 transaction — one record at a time, so the refused record is found and replaced by a minimal one
 that says so (``STORE_WRITE_FAILED``), and every other record is still kept.
 
@@ -17,12 +17,11 @@ from typing import Any
 import structlog
 
 from browserq.errors import Codes, StepFailed, StoreError
-from browserq.journal.records import RunRecords
 from browserq.store import LeaseLost, StoreUnavailable
 from browserq.store.leases import LeaseSeen
 from browserq.store.models import utcnow
 from browserq.store.plumbing import first_line
-from browserq.store.steps import ArtifactRow, StepEnd, StepRow
+from browserq.store.steps import ArtifactRow, StepEnd, StepRow, Steps
 
 log = structlog.get_logger(__name__)
 
@@ -80,7 +79,7 @@ class LeaseWatch:
 
 
 def write_batch(
-    store: RunRecords, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None,
+    store: Steps, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None,
     watch: LeaseWatch | None = None,
 ) -> StepFailed | None:
     """Write ``entries`` in one transaction; return the ``STORE_WRITE_FAILED`` failure when the
@@ -134,7 +133,7 @@ def store_records(entries: Sequence[Entry]) -> tuple[list[StepRow | StepEnd | Ar
 
 
 def _store(
-    store: RunRecords, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
+    store: Steps, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
 ) -> None:
     """The entries as store records, written together; the ids of new step rows resolved."""
     records, refs = store_records(entries)
@@ -149,7 +148,7 @@ def _store(
         record.attempt_id = written.ids[index]
 
 
-def _replace(store: RunRecords, run_id: str, token: int | None, entry: Entry, exc: StoreError) -> StepFailed:
+def _replace(store: Steps, run_id: str, token: int | None, entry: Entry, exc: StoreError) -> StepFailed:
     """Replace a refused record by a minimal one that says so; return the failure to raise."""
     record = entry.record
     if entry.artifact is not None or record is None:

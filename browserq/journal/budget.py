@@ -17,8 +17,8 @@ from pathlib import Path
 import structlog
 
 from browserq.errors import Codes, StepFailed, StoreError
-from browserq.journal.records import RunRecords
 from browserq.store.artifacts import ArtifactStore, StoredFile
+from browserq.store.steps import Steps
 
 log = structlog.get_logger(__name__)
 
@@ -75,12 +75,12 @@ class ArtifactBudget:
         self.store.delete(relative)
 
 
-def budgeted(store: RunRecords, artifacts: ArtifactStore, run_id: str, limit: int) -> ArtifactBudget:
+def budgeted(steps: Steps, artifacts: ArtifactStore, run_id: str, limit: int) -> ArtifactBudget:
     """``artifacts`` within ``limit`` bytes for the run, counting what its earlier attempts stored."""
 
     def earlier() -> int:
         try:
-            return sum(row.size for row in store.artifacts(run_id))
+            return sum(row.size for row in steps.artifacts(run_id))
         except StoreError as exc:  # the database is away: this attempt's own bytes still count
             log.warning("earlier artifacts of the run not counted", run_id=run_id, error=str(exc))
             return 0

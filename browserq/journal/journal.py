@@ -14,7 +14,7 @@ The durability contract (what the runner may rely on):
 * A record passed with ``durable=False`` (the default) — step starts and ends, artifact rows — is
   held back until the next durable record, :meth:`RunJournal.flush`, or at most ``flush_ms``
   (``BROWSERQ_JOURNAL_FLUSH_MS``) after it happened (a background flush); all that is held back
-  is written in ONE transaction (:meth:`browserq.store.Store.write_steps`), together with the
+  is written in ONE transaction (:meth:`browserq.store.steps.Steps.write_steps`), together with the
   durable record that asked for it. Records reach the store in the order they happened, so a
   durable record also makes every earlier one durable. A step whose start and end are both held
   back becomes one finished row. Before the runner returns a run's outcome it calls
@@ -90,7 +90,7 @@ class RunJournal:
 
     def __init__(
         self,
-        store: RunRecords,
+        records: RunRecords,
         artifacts: ArtifactStore,
         *,
         run_id: str,
@@ -103,13 +103,13 @@ class RunJournal:
     ) -> None:
         if flush_ms < 0:
             raise ValueError(f"flush_ms must be >= 0, got {flush_ms}")
-        self.store, self.artifacts = store, artifacts
+        self.records, self.artifacts = records, artifacts
         self.run_id, self.run_attempt = run_id, run_attempt
         self.token = token  # the run lease's fencing token: every write carries it
         self.redactor = redactor
         self.identity = identity
         self.flush_ms = flush_ms
-        self.handoffs = HandoffRecords(store, run_id=run_id, run_attempt=run_attempt, token=token)  # people's waits
+        self.handoffs = HandoffRecords(records.handoffs, run_id=run_id, run_attempt=run_attempt, token=token)  # people's waits
         self._pending: list[Entry] = []
         self._open: dict[StepRecord, Entry] = {}  # held-back starts a step end joins
         self._lock = asyncio.Lock()  # one batch at a time, in order
@@ -232,7 +232,7 @@ class RunJournal:
         elif watch.renewed_at is not None and time.monotonic() - watch.renewed_at < min(ttl_s / 3, FRESH_RENEWAL_S):
             return None  # a batch write renewed it (and saw no cancel request) just now
         try:
-            view = await self._write(self.store.renew_lease, self.run_id, token=self.token, ttl_s=ttl_s)
+            view = await self._write(self.records.leases.renew_lease, self.run_id, token=self.token, ttl_s=ttl_s)
         except LeaseLost as exc:
             self._lose(exc)
             raise
@@ -245,7 +245,7 @@ class RunJournal:
         """The identity's browser storage (encrypted), for its next run. Durable when it returns."""
         assert self.identity is not None
         await self._write(
-            self.store.save_identity_storage,
+            self.records.identity_leases.save_identity_storage,
             self.identity.name,
             token=self.identity.token,
             storage_encrypted=storage_encrypted,
@@ -255,7 +255,7 @@ class RunJournal:
         """The identity got another sticky proxy (its old one is cooling down or gone)."""
         assert self.identity is not None
         await self._write(
-            self.store.set_identity_proxy, self.identity.name, token=self.identity.token, proxy_id=proxy_id
+            self.records.identity_leases.set_identity_proxy, self.identity.name, token=self.identity.token, proxy_id=proxy_id
         )
 
     # --- barriers ------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ class RunJournal:
             if not entries:
                 return
             write = asyncio.ensure_future(
-                asyncio.to_thread(write_batch, self.store, self.run_id, self.token, entries, own, self._watch)
+                asyncio.to_thread(write_batch, self.records.steps, self.run_id, self.token, entries, own, self._watch)
             )
             try:
                 refusal = await asyncio.shield(write)

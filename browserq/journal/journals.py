@@ -1,7 +1,8 @@
-"""Where the runner's journals come from: the one object that holds the store for the runner.
+"""Where the runner's journals come from: the one object that holds the store's repositories for
+the runner.
 
-:class:`TemplateRunner <browserq.runner.TemplateRunner>` is handed the store (as the
-:class:`RunRecords` its runs' records need) only to hand it here: every record a run makes goes
+:class:`TemplateRunner <browserq.runner.TemplateRunner>` is handed the :class:`RunRecords` (the
+repositories its runs' records need) only to hand them here: every record a run makes goes
 through the :class:`RunJournal` that :meth:`Journals.open` gives it, and the live view's follow
 links (per process, not per run) come from :meth:`Journals.live_follow`. The runner itself never names the store
 (``tests/test_architecture.py`` keeps it so).
@@ -23,10 +24,10 @@ if TYPE_CHECKING:
     from browserq.live.session import Follow
 
 class Journals:
-    """Opens one :class:`RunJournal` per run attempt over the store and the artifact store."""
+    """Opens one :class:`RunJournal` per run attempt over the run records and the artifact store."""
 
-    def __init__(self, store: RunRecords, artifacts: ArtifactStore, settings: Settings) -> None:
-        self._store = store
+    def __init__(self, records: RunRecords, artifacts: ArtifactStore, settings: Settings) -> None:
+        self._records = records
         self.artifacts = artifacts
         self.settings = settings  # read at each open: BROWSERQ_JOURNAL_FLUSH_MS, the artifact budget
 
@@ -36,8 +37,8 @@ class Journals:
     ) -> RunJournal:
         """The journal of one run attempt; its artifacts count against the run's artifact budget."""
         return RunJournal(
-            self._store,
-            budgeted(self._store, self.artifacts, run_id, self.settings.max_run_artifact_bytes),
+            self._records,
+            budgeted(self._records.steps, self.artifacts, run_id, self.settings.max_run_artifact_bytes),
             run_id=run_id,
             run_attempt=run_attempt,
             token=token,
@@ -51,7 +52,7 @@ class Journals:
         """How this process's live-view server lets a person's page follow a run elsewhere."""
         from browserq.live.session import store_follow  # the live view loads only when needed
 
-        return store_follow(self._store, ttl_s)
+        return store_follow(self._records.handoffs, ttl_s)
 
 
 __all__ = ["Journals"]

@@ -1,55 +1,41 @@
-"""What the journals write to: the store's calls a run attempt's records need, and no other.
+"""What the journals write to: the store's repositories a run attempt's records need, and no other.
 
-:class:`RunRecords` is a protocol: the :class:`browserq.store.Store` meets it, and the runner is
-handed one only to pass it to :class:`browserq.journal.Journals`. Everything the runner keeps
-reaches the database through these calls, made by the journal (step attempts and artifacts in
-batches, the lease, the identity, waits for people and their live-view links).
+:class:`RunRecords` holds them: the step attempts and artifact rows (written in batches, and the
+run's artifact budget read from them), the run's lease (its heartbeat), the identity leased to it
+(its storage and proxy) and the waits for people with their live-view links. Whoever builds the
+runner hands it one (``browserq.execute.runtime``); the runner only passes it on to
+:class:`browserq.journal.Journals`, so everything it keeps reaches the database through the
+journal, and never through the rest of the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from browserq.store.handoffs import FollowAnswer
-from browserq.store.steps import ArtifactRow, StepEnd, StepRow, WrittenSteps
-from browserq.store.views import ArtifactView, HandoffView, RunView
+from browserq.store.handoffs import Handoffs
+from browserq.store.identity_leases import IdentityLeases
+from browserq.store.leases import Leases
+from browserq.store.steps import Steps
+
+if TYPE_CHECKING:
+    from browserq.store import Store
 
 
-class RunRecords(Protocol):
-    """The store as the run journal sees it (each call is one transaction, synchronous)."""
+@dataclass(frozen=True, slots=True)
+class RunRecords:
+    """The repositories a run's journal writes (each call one synchronous transaction)."""
 
-    # step attempts, checkpoints and artifact rows, in batches (journal/batch.py)
-    def write_steps(
-        self, run_id: str, records: Sequence[StepRow | StepEnd | ArtifactRow], *, token: int | None = None,
-        checkpoint: dict[str, Any] | None = None, renew_ttl_s: float | None = None,
-    ) -> WrittenSteps: ...
+    steps: Steps  # step attempts, checkpoints and artifact rows, in batches (journal/batch.py)
+    leases: Leases  # the run's lease: its heartbeat
+    identity_leases: IdentityLeases  # the leased identity's storage and proxy
+    handoffs: Handoffs  # waits for people and the live view (journal/handoffs.py, follow links)
 
-    def artifacts(self, run_id: str) -> list[ArtifactView]: ...  # the run's artifact budget so far
-
-    # the run's lease (its heartbeat) and its identity
-    def renew_lease(self, run_id: str, *, token: int, ttl_s: float) -> RunView: ...
-    def save_identity_storage(self, name: str, *, token: int, storage_encrypted: str) -> None: ...
-    def set_identity_proxy(self, name: str, *, token: int, proxy_id: str | None) -> None: ...
-
-    # waits for people and the live view (journal/handoffs.py, the live view's follow links)
-    def begin_handoff(
-        self, run_id: str, *, token: int | None, run_attempt: int, step_path: str, kind: str, message: str,
-        until: str | None, timeout_s: float, live_base_url: str | None,
-    ) -> HandoffView: ...
-
-    def end_handoff(
-        self, run_id: str, *, token: int | None, handoff_id: int, outcome: str, inputs: int, resume: bool,
-        reason: str,
-    ) -> None: ...
-
-    def mint_live_token(self, run_id: str, *, purpose: str, ttl_s: float | None = None) -> str | None: ...
-    def redeem_live_token(self, token: str, *, handoff_id: int) -> bool: ...
-    def begin_watch(self, run_id: str, *, token: int | None, run_attempt: int, live_base_url: str,
-                    for_s: float) -> HandoffView: ...
-    def end_watch(self, handoff_id: int) -> None: ...
-    def mint_follow_token(self, run_id: str, *, handoff_id: int, ttl_s: float | None = None) -> str: ...
-    def follow_handoff(self, token: str, *, handoff_id: int, ttl_s: float | None = None) -> FollowAnswer: ...
+    @classmethod
+    def of(cls, store: Store) -> RunRecords:
+        """The four repositories of ``store`` a run's journal writes."""
+        return cls(steps=store.steps, leases=store.leases, identity_leases=store.identity_leases,
+                   handoffs=store.handoffs)
 
 
 __all__ = ["RunRecords"]

@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browserq.live.typed import TypedText
+
+if TYPE_CHECKING:
+    from browserq.store.handoffs import Handoffs
 
 
 @dataclass(frozen=True)
@@ -58,16 +61,16 @@ class Follow:
     answer: Callable[[str, int], Awaitable[dict[str, Any]]]
 
 
-def store_follow(store: Any, ttl_s: float) -> Follow:
-    """The :class:`Follow` of a run store (its ``mint_follow_token`` and ``follow_handoff``),
-    called off the event loop."""
+def store_follow(handoffs: Handoffs, ttl_s: float) -> Follow:
+    """The :class:`Follow` of the store's handoffs (their ``mint_follow_token`` and
+    ``follow_handoff``), called off the event loop."""
     import asyncio
 
     async def mint(run_id: str, handoff_id: int) -> str:
-        return await asyncio.to_thread(store.mint_follow_token, run_id, handoff_id=handoff_id, ttl_s=ttl_s)
+        return await asyncio.to_thread(handoffs.mint_follow_token, run_id, handoff_id=handoff_id, ttl_s=ttl_s)
 
     async def answer(secret: str, handoff_id: int) -> dict[str, Any]:
-        found = await asyncio.to_thread(store.follow_handoff, secret, handoff_id=handoff_id, ttl_s=ttl_s)
+        found = await asyncio.to_thread(handoffs.follow_handoff, secret, handoff_id=handoff_id, ttl_s=ttl_s)
         return {"state": found.state, "url": found.url, "status": found.status}
 
     return Follow(mint=mint, answer=answer)

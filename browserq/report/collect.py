@@ -51,15 +51,15 @@ def when(value: datetime | None) -> str:
 
 def build_report(store: Any, settings: Any, run_id: str, *, now: datetime | None = None) -> Report:
     """Everything the report page shows about run ``run_id``."""
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     if run is None:
         raise RunNotFound(run_id)
     now = now or datetime.now(UTC)
-    steps = store.steps(run_id)
+    steps = store.steps.steps(run_id)
     origin, _end = span(run, steps, now)
     files = artifact_store(settings)
     path_of = {s.id: s.step_path for s in steps}
-    screenshots, snapshots, traces, extras, lines = _artifacts(files, store.artifacts(run_id), path_of, origin)
+    screenshots, snapshots, traces, extras, lines = _artifacts(files, store.steps.artifacts(run_id), path_of, origin)
     error = f"{run.error_code} at step {run.error_step_path}: {run.error_message or ''}" if run.error_code else ""
     return Report(
         run_id=run.id,
@@ -69,7 +69,7 @@ def build_report(store: Any, settings: Any, run_id: str, *, now: datetime | None
         stats=stats(run, steps, len(run.outputs or {})),
         facts=facts(run),
         warnings=tuple(_warning(w) for w in run.warnings or []),
-        history=tuple(_transition(t) for t in store.transitions(run_id)),
+        history=tuple(_transition(t) for t in store.transitions.transitions(run_id)),
         timeline=build_timeline(run, steps, now),
         steps=step_lines(steps, origin),
         screenshots=screenshots,
@@ -90,7 +90,7 @@ def handoff_lines(store: Any, run_id: str, now: datetime) -> tuple[HandoffLine, 
         HandoffLine(h.step_path, h.kind, h.message, h.until or "Continue", when(h.started_at),
                     duration_text(((h.ended_at or now) - h.started_at).total_seconds() * 1000),
                     h.outcome or "waiting", h.inputs)
-        for h in store.handoffs(run_id) if h.kind != "watch"
+        for h in store.handoffs.handoffs(run_id) if h.kind != "watch"
     )
 
 
@@ -98,7 +98,7 @@ def webhook_lines(store: Any, run_id: str) -> tuple[WebhookLine, ...]:
     from browserq.webhooks.targets import shown_url
 
     return tuple(WebhookLine(d.event, shown_url(d.url), d.status, d.attempts, d.last_error or "")
-                 for d in store.webhook_deliveries(run_id))
+                 for d in store.webhooks.webhook_deliveries(run_id))
 
 
 def stats(run: Any, steps: list[Any], outputs: int) -> tuple[Fact, ...]:

@@ -58,13 +58,13 @@ log = structlog.get_logger(__name__)
 class TemplateRunner:
     """Runs template runs on a browser pool; records them through one journal per attempt.
 
-    ``store`` (the :class:`RunRecords` a run's records need) is handed on to :class:`Journals`
-    unopened: only the journals write to it."""
+    ``records`` (the :class:`RunRecords`: the store's repositories a run's records write) is
+    handed on to :class:`Journals` unopened: only the journals write to them."""
 
     def __init__(
         self,
         pool: BrowserPool,
-        store: RunRecords,
+        records: RunRecords,
         artifacts: ArtifactStore,
         settings: Settings,
         listener: StepListener | None = None,
@@ -89,7 +89,7 @@ class TemplateRunner:
             rate_limiter=rate_limiter,
             proxies=proxies if proxies is not None and proxies.enabled else None,
         )
-        self.journals = Journals(store, artifacts, settings)
+        self.journals = Journals(records, artifacts, settings)
         parts = self.parts
         recorder = StepRecorder(parts)
         self.context = ContextLease(parts)

@@ -48,7 +48,7 @@ def fire(schedule: Schedule, slot: datetime) -> Fired:
     from browserq.celery_app import producer_services, run_template  # the producer, installed
 
     key = slot_key(schedule.name, slot)
-    existing = producer_services().store.find_run_by_idempotency_key(key)
+    existing = producer_services().store.runs.find_run_by_idempotency_key(key)
     if existing is not None:
         return Fired(existing.id, key, joined=True)
     options = {"queue": schedule.queue} if schedule.queue else {}

@@ -74,7 +74,7 @@ class SessionHost:
             return self._refuse_full(run_id, reply_to, correlation_id)
         store = self.runtime.store
         try:
-            lease = store.acquire_lease(run_id, owner=self.runtime.owner, ttl_s=self.settings.lease_ttl_s,
+            lease = store.leases.acquire_lease(run_id, owner=self.runtime.owner, ttl_s=self.settings.lease_ttl_s,
                                         holder_dead=holder_dead)
         except RunAlreadyFinished as finished:
             self._reply(reply_to, correlation_id, {"ok": False, "closed": f"the session already ended "
@@ -93,7 +93,7 @@ class SessionHost:
         run, request = build_request(store, lease, loaded, params, names, checkpoint_box=self.runtime.checkpoint_box,
                                      lease_ttl_s=self.settings.lease_ttl_s)
         request = self.runtime.identities.lease(request, run)
-        known = {s.step_id: s for s in store.steps(run_id) if s.step_id} if lease.attempt > 1 else {}
+        known = {s.step_id: s for s in store.steps.steps(run_id) if s.step_id} if lease.attempt > 1 else {}
         try:
             held = self.runtime.loop.run(self._open_context(request, known), timeout=OPEN_TIMEOUT_S)
         except Exception as exc:  # no context: the run ends now, its client is told (never a hang)
@@ -152,7 +152,7 @@ class SessionHost:
     def _refuse_full(self, run_id: str, reply_to: str | None, correlation_id: str | None) -> str:
         why = (f"this worker process holds {len(self.sessions)} sessions, "
                f"BROWSERQ_SESSION_MAX_PER_PROCESS={self.settings.session_max_per_process}")
-        self.runtime.store.transition(run_id, "cancelled", reason=f"no room for the session: {why}",
+        self.runtime.store.transitions.transition(run_id, "cancelled", reason=f"no room for the session: {why}",
                                       fields={"error_code": Codes.SESSION_CAPACITY.code, "error_message": why})
         self._reply(reply_to, correlation_id, {"ok": False, "capacity": why,
                                                "retry_after_s": self.settings.session_capacity_retry_s})

@@ -1,5 +1,5 @@
-"""The run store: SQLAlchemy models, Alembic migrations, the ``Store`` facade over one repository
-per concern (runs, transitions, leases, steps, batches, identities; see
+"""The run store: SQLAlchemy models, Alembic migrations, the ``Store`` that holds one repository
+per concern (``store.runs``, ``store.transitions``, ``store.leases``, ``store.steps``, … ; see
 :mod:`browserq.store.store`), its errors (:mod:`browserq.store.errors`) and artifact files."""
 
 # The human-loop tables join the schema's metadata (migration 0007) whenever the store loads.
@@ -31,7 +31,7 @@ from browserq.store.models import (
     Run,
     RunStatus,
     RunTransition,
-    StepAttempt,
+    StepAttemptRecord,
     StepStatus,
     TemplateRecord,
 )
@@ -48,6 +48,19 @@ from browserq.store.views import (
     StepView,
     TransitionView,
 )
+
+#: Names this package exported under another name before: the old spelling says where it went.
+_RENAMED = {
+    "StepAttempt": "browserq.store.StepAttempt is now StepAttemptRecord (the row of one step attempt; "
+    "browserq.runner.StepAttempt is the executor that runs one step)",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        raise AttributeError(_RENAMED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LEGAL",
@@ -78,7 +91,7 @@ __all__ = [
     "RunStatus",
     "RunTransition",
     "RunView",
-    "StepAttempt",
+    "StepAttemptRecord",
     "StepStatus",
     "StepView",
     "Store",

@@ -10,16 +10,21 @@ from sqlalchemy import exc, func, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
-from browserq.store.cancellation import CancelMethods
+from browserq.store.cancellation import Cancellation
 from browserq.store.clock import db_now
 from browserq.store.models import Batch, Run, RunStatus, utcnow
-from browserq.store.plumbing import changed_rows, run_status_value
+from browserq.store.plumbing import Database, changed_rows, run_status_value
 from browserq.store.states import ACTIVE, FINISHED
 from browserq.store.views import BatchView, RunView, to_view
 
 
-class BatchMethods(CancelMethods):
-    """The batch repository of :class:`browserq.store.Store`."""
+class Batches:
+    """Batches, their counts and circuit breaker (``store.batches``); the rest of a batch is
+    cancelled through ``cancellation``."""
+
+    def __init__(self, db: Database, cancellation: Cancellation) -> None:
+        self.db = db
+        self.cancellation = cancellation
 
     def create_batch(
         self,
@@ -54,7 +59,7 @@ class BatchMethods(CancelMethods):
 
         action = f"creating batch {batch_id}"
         try:
-            self._tx(action, body, write=True, passthrough=(exc.IntegrityError,))
+            self.db.tx(action, body, write=True, passthrough=(exc.IntegrityError,))
         except exc.IntegrityError as e:
             raise StoreError(f"{action}: a batch with this id already exists") from e
 
@@ -95,7 +100,7 @@ class BatchMethods(CancelMethods):
 
     def _get_batch(self, s: Session, batch_id: str, action: str, *, lock: bool = False) -> Batch:
         query = select(Batch).where(Batch.id == batch_id)
-        batch = s.scalars(self._locked(query) if lock else query).one_or_none()
+        batch = s.scalars(self.db.locked(query) if lock else query).one_or_none()
         if batch is None:
             raise StoreError(f"{action}: no such batch {batch_id!r}")
         return batch
@@ -103,7 +108,7 @@ class BatchMethods(CancelMethods):
     def batch_summary(self, batch_id: str) -> BatchView:
         """The batch with its runs counted by status."""
         action = f"reading batch {batch_id}"
-        return self._read(action, lambda s: self._summary(s, self._get_batch(s, batch_id, action)))
+        return self.db.read(action, lambda s: self._summary(s, self._get_batch(s, batch_id, action)))
 
     def trip_breaker(self, batch_id: str, *, reason: str) -> bool:
         """Mark the batch's circuit breaker tripped; True only for the call that tripped it."""
@@ -121,7 +126,7 @@ class BatchMethods(CancelMethods):
             self._get_batch(s, batch_id, action)  # raises if there is no such batch
             return False
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def cancel_batch_remaining(self, batch_id: str, *, reason: str) -> int:
         """Cancel the batch's queued and retrying runs, request cancellation of its running
@@ -131,7 +136,7 @@ class BatchMethods(CancelMethods):
         def body(s: Session, _retried: bool) -> int:
             self._get_batch(s, batch_id, action)
             runs = s.scalars(
-                self._locked(
+                self.db.locked(
                     select(Run)
                     .where(
                         Run.batch_id == batch_id,
@@ -141,11 +146,11 @@ class BatchMethods(CancelMethods):
                 )
             ).all()
             now = db_now(s)  # a cancellation's time, as every run's transitions have it
-            changed = sum(1 for run in runs if self._cancel(s, run, reason, now))
+            changed = sum(1 for run in runs if self.cancellation.cancel_in(s, run, reason, now))
             s.flush()
             return changed
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def finish_batch_if_done(self, batch_id: str) -> BatchView:
         """Set the batch's ``finished_at`` once all its runs exist (or its breaker tripped) and
@@ -163,7 +168,7 @@ class BatchMethods(CancelMethods):
                 summary = self._summary(s, batch)
             return summary
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def batch_runs(
         self, batch_id: str, *, statuses: Iterable[RunStatus | str] = ()
@@ -173,10 +178,10 @@ class BatchMethods(CancelMethods):
         wanted = [run_status_value(status) for status in statuses]
         if wanted:
             query = query.where(Run.status.in_(wanted))
-        return self._read(
+        return self.db.read(
             f"reading runs of batch {batch_id}",
             lambda s: [to_view(RunView, run) for run in s.scalars(query)],
         )
 
 
-__all__ = ["BatchMethods"]
+__all__ = ["Batches"]

@@ -10,14 +10,19 @@ from sqlalchemy.orm import Session
 from browserq.errors import StoreError
 from browserq.store.clock import db_now
 from browserq.store.models import Run, RunStatus
+from browserq.store.plumbing import Database
 from browserq.store.states import AWAITING, HELD_VALUES
-from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
+from browserq.store.transitions import CANCELLED_CODE, Transitions
 from browserq.store.views import RunView, to_view
 
 
-class CancelMethods(TransitionMethods):
-    """Cancellation of :class:`browserq.store.Store` (one run here; a batch's rest in
-    :mod:`browserq.store.batches`)."""
+class Cancellation:
+    """Cancelling a run (``store.cancellation``; a batch's rest is :mod:`browserq.store.batches`',
+    through :meth:`cancel_in`); a cancel is a status change through ``transitions``."""
+
+    def __init__(self, db: Database, transitions: Transitions) -> None:
+        self.db = db
+        self.transitions = transitions
 
     def request_cancel(self, run_id: str, *, reason: str) -> RunView:
         """Cancel the run: at once when it is waiting (queued/retrying); when it is running, set
@@ -27,19 +32,20 @@ class CancelMethods(TransitionMethods):
         action = f"cancelling run {run_id}"
 
         def body(s: Session, _retried: bool) -> RunView:
-            run = self._lock_run(s, run_id)
+            run = self.db.lock_run(s, run_id)
             if run is None:
                 raise StoreError(f"{action}: no such run {run_id!r}")
-            self._cancel(s, run, reason, db_now(s))  # compared with the lease's clock
+            self.cancel_in(s, run, reason, db_now(s))  # compared with the lease's clock
             s.flush()
             return to_view(RunView, run)
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
-    def _cancel(self, s: Session, run: Run, reason: str, now: datetime) -> bool:
-        """Cancel or request cancellation of a locked run; True if anything changed."""
+    def cancel_in(self, s: Session, run: Run, reason: str, now: datetime) -> bool:
+        """(Inside the caller's transaction.) Cancel or request cancellation of a locked run;
+        True if anything changed."""
         if run.status in AWAITING:
-            self._apply_transition(
+            self.transitions.apply(
                 s,
                 run,
                 RunStatus.CANCELLED,
@@ -61,4 +67,4 @@ class CancelMethods(TransitionMethods):
         return False
 
 
-__all__ = ["CancelMethods"]
+__all__ = ["Cancellation"]

@@ -185,7 +185,7 @@ class IdentityNotFound(IdentityError):
 
 
 class IdentityDisabled(IdentityError):
-    """The identity was disabled (``Store.disable_identity``); ``reason`` says why.
+    """The identity was disabled (``store.identities.disable_identity``); ``reason`` says why.
     Not an :class:`IdentityBusy`: waiting does not help."""
 
     code = Codes.IDENTITY_UNAVAILABLE

@@ -4,15 +4,15 @@ The worker that holds the run begins a handoff (``running`` → ``waiting_for_hu
 its lease token, which it keeps: the lease is still renewed while the person works) and ends it
 (back to ``running`` when the run goes on; a timeout, a give-up or a cancel end the run from
 ``waiting_for_human`` through ``finish_run``). A wait that ends any other way (the sweeper, a
-takeover) is closed by :meth:`HandoffMethods._close_open_handoff` with the transition.
+takeover) is closed with the transition (:func:`browserq.store.handoff_rows.close_open_handoff`).
 
 A live-view token is 32 random bytes handed out once, in a URL; the database keeps its SHA-256
 only, so neither a backup nor an operator's query yields a link that works. It opens the view
-once (:meth:`~HandoffMethods.redeem_live_token`), before it expires and while its handoff is open.
+once (:meth:`~Handoffs.redeem_live_token`), before it expires and while its handoff is open.
 
 A *follow* token (kind ``follow``, kept hashed the same way) is what a person's open live-view page
 holds to find the run again when its worker dies: any live view answers it from the database
-(:meth:`~HandoffMethods.follow_handoff`) with a fresh link to the run's next wait, once.
+(:meth:`~Handoffs.follow_handoff`) with a fresh link to the run's next wait, once.
 """
 
 from __future__ import annotations
@@ -20,37 +20,29 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError
 from browserq.store.clock import db_now
+from browserq.store.handoff_rows import WATCH, open_handoff_row
 from browserq.store.human_models import Handoff, LiveToken
 from browserq.store.models import Run, RunStatus, RunTransition
+from browserq.store.plumbing import Database, moved_call
 from browserq.store.states import FINISHED, HELD_VALUES
-from browserq.store.transitions import TransitionMethods
+from browserq.store.transitions import Transitions
 from browserq.store.views import HandoffView, to_view
 
 #: How long a live-view link stays valid unless the caller says (BROWSERQ_LIVE_TOKEN_TTL_S).
 DEFAULT_LIVE_TOKEN_TTL_S = 900.0
 #: The purpose of a follow token (a page's way to the run's next wait, never a link itself).
 FOLLOW = "follow"
-#: The kind of a handoffs row that only shows a running run (no wait, no input).
-WATCH = "watch"
 #: How the reason of a handover's transition starts (a stopping worker re-enqueued a waiting run):
-#: counted by :meth:`HandoffMethods.handovers`, as a handover spends none of the run's retries.
+#: counted by :meth:`Handoffs.handovers`, as a handover spends none of the run's retries.
 HANDOVER_REASON = "handed over"
-#: The outcome a handoff gets when the run leaves waiting_for_human other than by its worker.
-_OUTCOME_OF = {
-    RunStatus.CANCELLED: "cancelled",
-    RunStatus.RUNNING: "interrupted",  # taken over: its new worker will ask again
-    RunStatus.QUEUED: "interrupted",
-    RunStatus.RETRYING: "interrupted",
-    RunStatus.FAILED: "interrupted",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class FollowAnswer:
@@ -78,8 +70,16 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-class HandoffMethods(TransitionMethods):
-    """Handoffs and live-view tokens of :class:`browserq.store.Store`."""
+class Handoffs:
+    """Waits for people and live-view tokens (``store.handoffs``); a wait's status changes go
+    through ``transitions``."""
+
+    if not TYPE_CHECKING:  # the Store's old ``handoffs(run_id)``: a clear error (hidden from mypy)
+        __call__ = moved_call("handoffs")
+
+    def __init__(self, db: Database, transitions: Transitions) -> None:
+        self.db = db
+        self.transitions = transitions
 
     def begin_handoff(
         self,
@@ -99,13 +99,13 @@ class HandoffMethods(TransitionMethods):
         action = f"handing run {run_id} to a person"
 
         def body(s: Session, retried: bool) -> HandoffView:
-            run = self._locked_run(s, run_id, token, action)
+            run = self._fenced_run(s, run_id, token, action)
             if retried and run.status == RunStatus.WAITING_FOR_HUMAN.value:
-                earlier = self._open_handoff(s, run_id)
+                earlier = open_handoff_row(s, run_id)
                 if earlier is not None and earlier.step_path == step_path:
                     return to_view(HandoffView, earlier)  # our earlier try committed
             now = db_now(s)
-            self._apply_transition(
+            self.transitions.apply(
                 s, run, RunStatus.WAITING_FOR_HUMAN, reason=f"waiting for a person: {message}",
                 worker=worker or run.worker, now=now, fenced=token is not None,
             )
@@ -122,7 +122,7 @@ class HandoffMethods(TransitionMethods):
                 event.payload = {**event.payload, "handoff": handoff_data(view)}
             return view
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def end_handoff(
         self,
@@ -142,7 +142,7 @@ class HandoffMethods(TransitionMethods):
         action = f"ending the handoff of run {run_id}"
 
         def body(s: Session, _retried: bool) -> None:
-            run = self._locked_run(s, run_id, token, action)
+            run = self._fenced_run(s, run_id, token, action)
             now = db_now(s)
             s.execute(
                 update(Handoff)
@@ -151,12 +151,12 @@ class HandoffMethods(TransitionMethods):
                 .execution_options(synchronize_session=False)
             )
             if resume and run.status == RunStatus.WAITING_FOR_HUMAN.value:
-                self._apply_transition(
+                self.transitions.apply(
                     s, run, RunStatus.RUNNING, reason=reason, worker=worker or run.worker,
                     now=now, fenced=token is not None,
                 )
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
     def begin_watch(self, run_id: str, *, token: int | None, run_attempt: int, live_base_url: str,
                     for_s: float) -> HandoffView:
@@ -165,7 +165,7 @@ class HandoffMethods(TransitionMethods):
         action = f"opening the live view of run {run_id}"
 
         def body(s: Session, _retried: bool) -> HandoffView:
-            self._locked_run(s, run_id, token, action)  # still its run
+            self._fenced_run(s, run_id, token, action)  # still its run
             now = db_now(s)
             row = Handoff(run_id=run_id, run_attempt=run_attempt, step_path="", kind=WATCH,
                           message="The run is running; this view shows its page.", until=None, started_at=now,
@@ -174,28 +174,28 @@ class HandoffMethods(TransitionMethods):
             s.flush()
             return to_view(HandoffView, row)
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def end_watch(self, handoff_id: int) -> None:
         """The run's execution ended here: its watch link stops working."""
-        self._tx(f"closing live view {handoff_id}", lambda s, _r: s.execute(
+        self.db.tx(f"closing live view {handoff_id}", lambda s, _r: s.execute(
             update(Handoff).where(Handoff.id == handoff_id, Handoff.ended_at.is_(None))
             .values(ended_at=db_now(s), outcome="ended").execution_options(synchronize_session=False)
         ), write=True)
 
-    def _locked_run(self, s: Session, run_id: str, token: int | None, action: str) -> Run:
+    def _fenced_run(self, s: Session, run_id: str, token: int | None, action: str) -> Run:
         """The run's row, locked and fenced by ``token`` (None: an in-process run, no lease)."""
-        run = self._lock_run(s, run_id)
+        run = self.db.lock_run(s, run_id)
         if run is None:
             raise StoreError(f"{action}: no such run {run_id!r}")
         if token is not None:
-            self._fence_run(run, token, action)
+            self.db.fence_run(run, token, action)
         return run
 
     def handoffs(self, run_id: str) -> list[HandoffView]:
         """The run's handoffs, oldest first."""
         query = select(Handoff).where(Handoff.run_id == run_id).order_by(Handoff.id)
-        return self._read(
+        return self.db.read(
             f"reading handoffs of run {run_id}",
             lambda s: [to_view(HandoffView, row) for row in s.scalars(query)],
         )
@@ -205,36 +205,16 @@ class HandoffMethods(TransitionMethods):
         query = select(func.count()).select_from(RunTransition).where(
             RunTransition.run_id == run_id, RunTransition.reason.startswith(HANDOVER_REASON)
         )
-        return self._read(f"counting handovers of run {run_id}", lambda s: int(s.scalar(query) or 0))
+        return self.db.read(f"counting handovers of run {run_id}", lambda s: int(s.scalar(query) or 0))
 
     def open_handoff(self, run_id: str) -> HandoffView | None:
         """The handoff the run waits in now, if any."""
 
         def body(s: Session) -> HandoffView | None:
-            row = self._open_handoff(s, run_id)
+            row = open_handoff_row(s, run_id)
             return None if row is None else to_view(HandoffView, row)
 
-        return self._read(f"reading the open handoff of run {run_id}", body)
-
-    @staticmethod
-    def _open_handoff(s: Session, run_id: str) -> Handoff | None:
-        query = (
-            select(Handoff)
-            .where(Handoff.run_id == run_id, Handoff.ended_at.is_(None))
-            .order_by(Handoff.id.desc())
-            .limit(1)
-        )
-        return s.scalars(query).first()
-
-    def _close_open_handoff(self, s: Session, run_id: str, to: RunStatus, now: datetime) -> None:
-        """The run leaves waiting_for_human by anything but its worker's own end of the wait
-        (a watch of the running run stays open: its worker closes it)."""
-        s.execute(
-            update(Handoff)
-            .where(Handoff.run_id == run_id, Handoff.ended_at.is_(None), Handoff.kind != WATCH)
-            .values(ended_at=now, outcome=_OUTCOME_OF.get(to, "interrupted"))
-            .execution_options(synchronize_session=False)
-        )
+        return self.db.read(f"reading the open handoff of run {run_id}", body)
 
     # --- live-view tokens ------------------------------------------------------------------------
     def mint_live_token(
@@ -248,7 +228,7 @@ class HandoffMethods(TransitionMethods):
         secret = secrets.token_urlsafe(32)
 
         def body(s: Session, _retried: bool) -> str | None:
-            handoff = self._open_handoff(s, run_id)
+            handoff = open_handoff_row(s, run_id)
             status = s.scalar(select(Run.status).where(Run.id == run_id))
             if handoff is None or handoff.live_base_url is None or status not in HELD_VALUES:
                 return None  # nobody waits, no view is served, or its worker is gone
@@ -262,7 +242,7 @@ class HandoffMethods(TransitionMethods):
             )
             return live_link(handoff.live_base_url, handoff.id, secret)
 
-        return self._tx(f"minting a live-view link for run {run_id}", body, write=True)
+        return self.db.tx(f"minting a live-view link for run {run_id}", body, write=True)
 
     def redeem_live_token(self, token: str, *, handoff_id: int) -> bool:
         """True once: the token is this open handoff's, unused and unexpired (it is now used)."""
@@ -272,7 +252,7 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> bool:
             now = db_now(s)
-            row = s.get(LiveToken, digest, with_for_update=self._pg)
+            row = s.get(LiveToken, digest, with_for_update=self.db.pg)
             if row is None or row.handoff_id != handoff_id or row.used_at is not None or row.purpose == FOLLOW:
                 return False
             if row.expires_at <= now:
@@ -283,7 +263,7 @@ class HandoffMethods(TransitionMethods):
             row.used_at = now
             return True
 
-        return self._tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
+        return self.db.tx(f"redeeming a live-view token of handoff {handoff_id}", body, write=True)
 
     def mint_follow_token(self, run_id: str, *, handoff_id: int, ttl_s: float | None = None) -> str:
         """A secret the page of ``handoff_id`` keeps to find the run's next wait: valid until
@@ -300,7 +280,7 @@ class HandoffMethods(TransitionMethods):
                             created_at=now, expires_at=max(now, handoff.deadline_at) + timedelta(seconds=ttl)))
             return secret
 
-        return self._tx(f"minting a follow token of handoff {handoff_id}", body, write=True)
+        return self.db.tx(f"minting a follow token of handoff {handoff_id}", body, write=True)
 
     def follow_handoff(self, token: str, *, handoff_id: int, ttl_s: float | None = None) -> FollowAnswer:
         """Where the page of ``handoff_id`` that holds ``token`` should go now. ``moved`` only to
@@ -313,14 +293,14 @@ class HandoffMethods(TransitionMethods):
 
         def body(s: Session, _retried: bool) -> FollowAnswer:
             now = db_now(s)
-            row = s.get(LiveToken, digest, with_for_update=self._pg)
+            row = s.get(LiveToken, digest, with_for_update=self.db.pg)
             if (row is None or row.purpose != FOLLOW or row.handoff_id != handoff_id or row.used_at is not None
                     or row.expires_at <= now):
                 return FollowAnswer("refused")
             status = s.scalar(select(Run.status).where(Run.id == row.run_id))
             if status is None or RunStatus(status) in FINISHED:
                 return FollowAnswer("ended", status=status)
-            handoff = self._open_handoff(s, row.run_id)
+            handoff = open_handoff_row(s, row.run_id)
             if (status != RunStatus.WAITING_FOR_HUMAN.value or handoff is None or handoff.kind == WATCH
                     or handoff.id <= handoff_id or handoff.live_base_url is None):
                 return FollowAnswer("waiting")
@@ -330,10 +310,10 @@ class HandoffMethods(TransitionMethods):
                             expires_at=min(now + timedelta(seconds=ttl), handoff.deadline_at)))
             return FollowAnswer("moved", url=live_link(handoff.live_base_url, handoff.id, secret))
 
-        return self._tx(f"following handoff {handoff_id}", body, write=True)
+        return self.db.tx(f"following handoff {handoff_id}", body, write=True)
 
 
 __all__ = [
-    "DEFAULT_LIVE_TOKEN_TTL_S", "FOLLOW", "HANDOVER_REASON", "WATCH", "FollowAnswer", "HandoffMethods", "live_link",
+    "DEFAULT_LIVE_TOKEN_TTL_S", "FOLLOW", "HANDOVER_REASON", "WATCH", "FollowAnswer", "Handoffs", "live_link",
     "token_hash",
 ]

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from browserq.store.errors import IdentityLeaseLost, IdentityNotFound
 from browserq.store.models import Identity, utcnow
-from browserq.store.plumbing import StoreBase, changed_rows
+from browserq.store.plumbing import Database, changed_rows
 from browserq.store.views import IdentityView, to_view
 
 #: Column widths, checked up front so SQLite (which does not enforce them) behaves like PostgreSQL.
@@ -46,25 +46,31 @@ def check_width(**values: object) -> None:
             raise ValueError(f"{key} is longer than {_WIDTHS[key]} characters: {value[:40]!r}...")
 
 
-class IdentityCatalogue(StoreBase):
-    """The identity catalogue of :class:`browserq.store.Store`."""
+def lock_identity(db: Database, s: Session, name: str) -> Identity | None:
+    """The identity's row, locked for the rest of the transaction (None: no such identity)."""
+    return s.scalars(db.locked(select(Identity).where(Identity.name == name))).one_or_none()
 
-    # --- row locking --------------------------------------------------------------------------
-    def _lock_identity(self, s: Session, name: str) -> Identity | None:
-        return s.scalars(self._locked(select(Identity).where(Identity.name == name))).one_or_none()
 
-    def _fenced_identity(self, s: Session, name: str, token: int, action: str) -> Identity:
-        """The locked identity row, if ``token`` is still its lease token (else lease lost)."""
-        row = self._lock_identity(s, name)
-        if row is None or row.lease_token != token:
-            raise IdentityLeaseLost(
-                name,
-                token,
-                current_token=None if row is None else row.lease_token,
-                holder_run_id=None if row is None else row.lease_run_id,
-                action=action,
-            )
-        return row
+def fenced_identity(db: Database, s: Session, name: str, token: int, action: str) -> Identity:
+    """The locked identity row, if ``token`` is still its lease token (else lease lost)."""
+    row = lock_identity(db, s, name)
+    if row is None or row.lease_token != token:
+        raise IdentityLeaseLost(
+            name,
+            token,
+            current_token=None if row is None else row.lease_token,
+            holder_run_id=None if row is None else row.lease_run_id,
+            action=action,
+        )
+    return row
+
+
+class Identities:
+    """The identity catalogue (``store.identities``); leasing one to a run is
+    ``store.identity_leases``' (:mod:`browserq.store.identity_leases`)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     # --- catalogue ----------------------------------------------------------------------------
     def upsert_identity(
@@ -94,7 +100,7 @@ class IdentityCatalogue(StoreBase):
         action = f"saving identity {name!r}"
 
         def body(s: Session, _retried: bool) -> IdentityView:
-            row = self._lock_identity(s, name)
+            row = lock_identity(self.db, s, name)
             if row is None:
                 row = Identity(
                     name=name,
@@ -111,24 +117,24 @@ class IdentityCatalogue(StoreBase):
             return to_view(IdentityView, row)
 
         try:
-            return self._tx(action, body, write=True, passthrough=(exc.IntegrityError,))
+            return self.db.tx(action, body, write=True, passthrough=(exc.IntegrityError,))
         except exc.IntegrityError:
             # Another caller created the same name between our select and our insert.
-            return self._tx(action, body, write=True)
+            return self.db.tx(action, body, write=True)
 
     def get_identity(self, name: str) -> IdentityView | None:
         def read(s: Session) -> IdentityView | None:
             row = s.get(Identity, name)
             return None if row is None else to_view(IdentityView, row)
 
-        return self._read(f"reading identity {name!r}", read)
+        return self.db.read(f"reading identity {name!r}", read)
 
     def list_identities(self, *, pool: str | None = None) -> list[IdentityView]:
         """Every identity (or those of ``pool``), by name."""
         query = select(Identity).order_by(Identity.name)
         if pool is not None:
             query = query.where(Identity.pool == pool)
-        return self._read(
+        return self.db.read(
             "listing identities",
             lambda s: [to_view(IdentityView, row) for row in s.scalars(query)],
         )
@@ -144,7 +150,7 @@ class IdentityCatalogue(StoreBase):
                 .execution_options(synchronize_session=False)
             )
 
-        self._tx(f"deleting identity {name!r}", body, write=True)
+        self.db.tx(f"deleting identity {name!r}", body, write=True)
 
     def disable_identity(self, name: str, reason: str) -> None:
         """Never lease the identity again (until :meth:`enable_identity`); a current lease runs
@@ -168,7 +174,7 @@ class IdentityCatalogue(StoreBase):
             if changed_rows(result) == 0:
                 raise IdentityNotFound(f"{action}: no identity named {name!r}", name=name)
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
 
-__all__ = ["IdentityCatalogue", "check_width"]
+__all__ = ["Identities", "check_width", "fenced_identity", "lock_identity"]

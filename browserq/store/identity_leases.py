@@ -30,8 +30,9 @@ from browserq.store.errors import (
     IdentityLeaseLost,
     IdentityNotFound,
 )
-from browserq.store.identities import IdentityCatalogue, check_width
+from browserq.store.identities import check_width, fenced_identity, lock_identity
 from browserq.store.models import Identity, utcnow
+from browserq.store.plumbing import Database
 from browserq.store.views import IdentityLease
 
 
@@ -97,8 +98,12 @@ class _Grant:
         return _lease_of(row)
 
 
-class IdentityLeases(IdentityCatalogue):
-    """Identity leases of :class:`browserq.store.Store` (the catalogue comes with them)."""
+class IdentityLeases:
+    """Identities leased to one run at a time (``store.identity_leases``; the catalogue is
+    ``store.identities``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def acquire_identity(
         self,
@@ -139,20 +144,20 @@ class IdentityLeases(IdentityCatalogue):
         grant = _Grant(run_id, owner, timedelta(seconds=ttl_s))
         if name is not None:
             action = f"acquiring identity {name!r} for run {run_id}"
-            return self._tx(
+            return self.db.tx(
                 action, lambda s, _retried: self._acquire_named(s, name, grant, action), write=True
             )
         assert pool is not None
         action = f"acquiring an identity of pool {pool!r} for run {run_id}"
         avoid = frozenset(exclude)
-        return self._tx(
+        return self.db.tx(
             action,
             lambda s, _retried: self._acquire_from_pool(s, pool, grant, avoid, action),
             write=True,
         )
 
     def _acquire_named(self, s: Session, name: str, grant: _Grant, action: str) -> IdentityLease:
-        row = self._lock_identity(s, name)
+        row = lock_identity(self.db, s, name)
         if row is None:
             raise IdentityNotFound(f"{action}: no identity named {name!r}", name=name)
         if row.disabled_reason is not None:
@@ -183,7 +188,7 @@ class IdentityLeases(IdentityCatalogue):
         if avoid:
             usable = and_(usable, Identity.name.not_in(sorted(avoid)))
         mine = select(Identity).where(usable, Identity.lease_run_id == run_id)
-        row = s.scalars(self._locked(mine.order_by(Identity.name).limit(1))).first()
+        row = s.scalars(self.db.locked(mine.order_by(Identity.name).limit(1))).first()
         if row is not None:
             return row
         free = (
@@ -199,7 +204,7 @@ class IdentityLeases(IdentityCatalogue):
             .order_by(Identity.last_used_at.asc().nulls_first(), Identity.name)
             .limit(1)
         )
-        if not self._pg:
+        if not self.db.pg:
             return s.scalars(free).first()
         row = s.scalars(free.with_for_update(skip_locked=True)).first()
         if row is None:
@@ -245,14 +250,14 @@ class IdentityLeases(IdentityCatalogue):
         action = f"renewing the lease on identity {name!r}"
 
         def body(s: Session, _retried: bool) -> None:
-            row = self._fenced_identity(s, name, token, action)
+            row = fenced_identity(self.db, s, name, token, action)
             if row.lease_run_id is None:
                 raise IdentityLeaseLost(
                     name, token, current_token=row.lease_token, holder_run_id=None, action=action
                 )
             row.lease_expires_at = db_now(s) + timedelta(seconds=ttl_s)
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
     def release_identity(self, name: str, *, token: int) -> None:
         """Give the lease up if ``token`` is still the identity's (otherwise, or if the identity
@@ -260,14 +265,14 @@ class IdentityLeases(IdentityCatalogue):
         until the identity is granted again."""
 
         def body(s: Session, _retried: bool) -> None:
-            row = self._lock_identity(s, name)
+            row = lock_identity(self.db, s, name)
             if row is None or row.lease_token != token:
                 return
             row.lease_run_id = None
             row.lease_owner = None
             row.lease_expires_at = None
 
-        self._tx(f"releasing identity {name!r}", body, write=True)
+        self.db.tx(f"releasing identity {name!r}", body, write=True)
 
     def save_identity_storage(self, name: str, *, token: int, storage_encrypted: str) -> None:
         """Store the identity's browser storage (a Fernet token of the storage_state JSON, never
@@ -276,11 +281,11 @@ class IdentityLeases(IdentityCatalogue):
         action = f"saving the storage of identity {name!r}"
 
         def body(s: Session, _retried: bool) -> None:
-            row = self._fenced_identity(s, name, token, action)
+            row = fenced_identity(self.db, s, name, token, action)
             row.storage_encrypted = storage_encrypted
             row.storage_saved_at = utcnow()
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
     def set_identity_proxy(self, name: str, *, token: int, proxy_id: str | None) -> None:
         """Give the identity another sticky proxy (its old one failed), fenced by the token."""
@@ -288,10 +293,10 @@ class IdentityLeases(IdentityCatalogue):
         action = f"setting the proxy of identity {name!r}"
 
         def body(s: Session, _retried: bool) -> None:
-            row = self._fenced_identity(s, name, token, action)
+            row = fenced_identity(self.db, s, name, token, action)
             row.proxy_id = proxy_id
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
 
 __all__ = ["IdentityLeases"]

@@ -1,10 +1,10 @@
 """Run leases: the right to execute a run, held by one worker at a time, with a fencing token.
 
-A worker takes the lease (:meth:`LeaseMethods.acquire_lease`), keeps pushing its expiry forward
-(:meth:`~LeaseMethods.renew_lease`) and gives it back. Writes that pass ``token=`` are refused
+A worker takes the lease (:meth:`Leases.acquire_lease`), keeps pushing its expiry forward
+(:meth:`~Leases.renew_lease`) and gives it back. Writes that pass ``token=`` are refused
 with :class:`LeaseLost` once the token is no longer the run's (someone took the run over), so a
 worker that was presumed dead cannot overwrite its successor's records. Runs whose lease expired
-(or whose message was never sent) are what the sweeper asks for (:meth:`~LeaseMethods.stuck_runs`).
+(or whose message was never sent) are what the sweeper asks for (:meth:`~Leases.stuck_runs`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from browserq.errors import StoreError
 from browserq.store.clock import db_now
 from browserq.store.errors import LeaseBusy, LeaseLost, RunAlreadyFinished
 from browserq.store.models import Run, RunStatus, RunTransition
+from browserq.store.plumbing import Database
 from browserq.store.states import AWAITING, HELD, HELD_VALUES
-from browserq.store.transitions import CANCELLED_CODE, TransitionMethods
+from browserq.store.transitions import CANCELLED_CODE, Transitions
 from browserq.store.views import Lease, RunView, to_view
 
 _AWAITING = sorted(status.value for status in AWAITING)
@@ -55,8 +56,13 @@ class _Finished:
     run: RunView
 
 
-class LeaseMethods(TransitionMethods):
-    """The lease repository of :class:`browserq.store.Store`."""
+class Leases:
+    """Run leases, checkpoints and the runs the sweeper must see (``store.leases``); taking a run
+    (or cancelling an orphan) is a status change through ``transitions``."""
+
+    def __init__(self, db: Database, transitions: Transitions) -> None:
+        self.db = db
+        self.transitions = transitions
 
     def acquire_lease(
         self,
@@ -85,7 +91,7 @@ class LeaseMethods(TransitionMethods):
         verdicts: _Verdicts = {}
 
         def body(s: Session, retried: bool) -> Lease | _NeedVerdict | _Finished:
-            run = self._lock_run(s, run_id)
+            run = self.db.lock_run(s, run_id)
             if run is None:
                 raise StoreError(f"cannot acquire a lease on run {run_id!r}: no such run")
             return self._take_lease(
@@ -99,7 +105,7 @@ class LeaseMethods(TransitionMethods):
             )
 
         for _ in range(_MAX_VERDICTS):
-            result = self._tx(action, body, write=True)
+            result = self.db.tx(action, body, write=True)
             if isinstance(result, Lease):
                 return result
             if isinstance(result, _Finished):
@@ -138,7 +144,7 @@ class LeaseMethods(TransitionMethods):
         if takeover and run.cancel_requested_at is not None:
             return self._cancel_orphan(s, run, owner=owner, previous=previous, now=now)
         reason = f"taken over from {previous} ({why})" if takeover else f"started by {owner}"
-        self._apply_transition(
+        self.transitions.apply(
             s, run, RunStatus.RUNNING, reason=reason, worker=owner, now=now, takeover=takeover
         )
         run.lease_token += 1
@@ -194,7 +200,7 @@ class LeaseMethods(TransitionMethods):
         self, s: Session, run: Run, *, owner: str, previous: str, now: datetime
     ) -> _Finished:
         """The run's cancellation was requested and its worker is gone: cancel it now."""
-        self._apply_transition(
+        self.transitions.apply(
             s,
             run,
             RunStatus.CANCELLED,
@@ -235,7 +241,7 @@ class LeaseMethods(TransitionMethods):
         action = f"renewing the lease on run {run_id}"
 
         def body(s: Session, _retried: bool) -> RunView:
-            run = self._lock_run(s, run_id)
+            run = self.db.lock_run(s, run_id)
             if run is None:
                 raise StoreError(f"{action}: no such run {run_id!r}")
             if (
@@ -257,7 +263,7 @@ class LeaseMethods(TransitionMethods):
             s.flush()
             return to_view(RunView, run)
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def release_lease(self, run_id: str, *, token: int) -> None:
         """Give the lease up if ``token`` is still the run's (otherwise do nothing).
@@ -267,21 +273,21 @@ class LeaseMethods(TransitionMethods):
         """
 
         def body(s: Session, _retried: bool) -> None:
-            run = self._lock_run(s, run_id)
+            run = self.db.lock_run(s, run_id)
             if run is None or run.lease_token != token:
                 return
             run.lease_owner = None
             held = run.status in HELD_VALUES
             run.lease_expires_at = db_now(s) if held else None
 
-        self._tx(f"releasing the lease on run {run_id}", body, write=True)
+        self.db.tx(f"releasing the lease on run {run_id}", body, write=True)
 
     def save_checkpoint(self, run_id: str, *, token: int, checkpoint: dict[str, Any]) -> None:
         """Store the run's checkpoint (JSON), fenced by the lease token."""
         action = f"saving the checkpoint of run {run_id}"
 
         def body(s: Session, _retried: bool) -> None:
-            self._fence(s, run_id, token, action)
+            self.db.fence(s, run_id, token, action)
             s.execute(
                 update(Run)
                 .where(Run.id == run_id)
@@ -289,11 +295,11 @@ class LeaseMethods(TransitionMethods):
                 .execution_options(synchronize_session=False)
             )
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
     def database_now(self) -> datetime:
         """The database's clock, which every lease expiry is written in (compare with this)."""
-        return self._read("reading the database's clock", db_now)
+        return self.db.now()
 
     def stuck_runs(self, *, queued_older_than_s: float, limit: int = 100) -> list[RunView]:
         """Runs that need the sweeper: ``running`` with an expired lease, and ``queued`` or
@@ -320,7 +326,7 @@ class LeaseMethods(TransitionMethods):
             )
             return [to_view(RunView, r) for r in s.scalars(query)]
 
-        return self._read("looking for stuck runs", body)
+        return self.db.read("looking for stuck runs", body)
 
 @dataclass(frozen=True)
 class LeaseSeen:
@@ -334,7 +340,7 @@ class LeaseSeen:
 
 
 def renew_in(s: Session, run_id: str, token: int, ttl_s: float) -> LeaseSeen:
-    """Renew the lease inside the caller's (fenced) transaction, as :meth:`LeaseMethods.renew_lease`
+    """Renew the lease inside the caller's (fenced) transaction, as :meth:`Leases.renew_lease`
     would, and read the cancel request with it. A run that is no longer running (or whose lease
     was released) is left alone: the heartbeat's own renewal then raises LeaseLost."""
     now = db_now(s)
@@ -353,4 +359,4 @@ def renew_in(s: Session, run_id: str, token: int, ttl_s: float) -> LeaseSeen:
     return LeaseSeen(renewed=True, cancel_reason=reason)
 
 
-__all__ = ["LeaseMethods", "LeaseSeen", "renew_in"]
+__all__ = ["LeaseSeen", "Leases", "renew_in"]

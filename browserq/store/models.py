@@ -272,7 +272,7 @@ class RunTransition(Base):
     worker: Mapped[str | None] = mapped_column(String(200))
 
 
-class StepAttempt(Base):
+class StepAttemptRecord(Base):
     """One attempt of one step. Append-only: the only update is ``started`` → final status."""
 
     __tablename__ = "step_attempts"

@@ -10,21 +10,23 @@ Database outages
     (:mod:`browserq.store.answering`); a run whose store stays unavailable past the window stops
     its attempt and is tried again later (``browserq.tasks.run_task``).
 
-The repositories (:mod:`browserq.store.runs`, :mod:`~browserq.store.leases`, …) are mixins over
-:class:`StoreBase`; :class:`browserq.store.Store` composes them.
+Every repository (:mod:`browserq.store.runs`, :mod:`~browserq.store.leases`, …) is handed one
+:class:`Database` in its constructor; :class:`browserq.store.Store` builds it and them.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar, TypeVarTuple, cast
+from datetime import datetime
+from typing import Any, NoReturn, TypeVar, TypeVarTuple, cast
 
 import structlog
 from sqlalchemy import CursorResult, Engine, Result, Select, exc, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from browserq.errors import StoreError
+from browserq.store.clock import db_now
 from browserq.store.engine import (
     SQLITE_BEGIN_OPTION,
     DbTimeouts,
@@ -38,14 +40,6 @@ from browserq.store.engine import (
 )
 from browserq.store.errors import LeaseLost, StoreUnavailable
 from browserq.store.models import Run, RunStatus
-from browserq.store.relay import NO_RELAY, WebhookRelay
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from browserq.settings import Settings
-    from browserq.store.steps import ArtifactRow, StepEnd, StepRow
-    from browserq.store.store import Store
 
 log = structlog.get_logger(__name__)
 
@@ -80,16 +74,16 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-class StoreBase:
-    """The engine, the retried transactions and the locking/fencing helpers every repository
-    uses. ``database_url``: any SQLAlchemy URL (PostgreSQL or SQLite).
+class Database:
+    """The engine, the retried transactions, the locking/fencing helpers and the database's clock
+    every repository is handed. ``database_url``: any SQLAlchemy URL (PostgreSQL or SQLite).
 
     ``retry_window_s``: how long a transaction keeps being retried while the database is
     unreachable (or, on SQLite, locked) before :class:`StoreUnavailable` is raised.
     ``timeouts``: PostgreSQL's statement, lock and idle-in-transaction limits (default
     :class:`~browserq.store.engine.DbTimeouts`).
-    ``webhook_relay``: where run events go and who sends them once committed
-    (:class:`~browserq.store.relay.WebhookRelay`; default: nobody, the sweep sends them).
+    ``announce``: told the ids of the webhook deliveries a transaction queued, once it committed
+    (the :class:`~browserq.store.Store` hands them to its relay; None: the sweep sends them).
     """
 
     def __init__(
@@ -99,7 +93,7 @@ class StoreBase:
         echo: bool = False,
         retry_window_s: float = DEFAULT_RETRY_WINDOW_S,
         timeouts: DbTimeouts | None = None,
-        webhook_relay: WebhookRelay = NO_RELAY,
+        announce: Callable[[list[int]], None] | None = None,
     ) -> None:
         if retry_window_s < 0:
             raise ValueError(f"retry_window_s must be >= 0, got {retry_window_s}")
@@ -111,23 +105,9 @@ class StoreBase:
         self._write_engine = self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
         self._reading = sessionmaker(self.engine, expire_on_commit=False)
         self._writing = sessionmaker(self._write_engine, expire_on_commit=False)
-        self._pg = self.engine.dialect.name == "postgresql"
-        #: Told the ids of webhook deliveries a transaction queued, once it committed, and where
-        #: the events of a run without a notify URL go. See :mod:`browserq.store.relay`.
-        self.webhook_relay = webhook_relay
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, webhook_relay: WebhookRelay = NO_RELAY) -> Self:
-        window = getattr(settings, "database_retry_window_s", None)
-        return cls(
-            settings.database_url,
-            retry_window_s=DEFAULT_RETRY_WINDOW_S if window is None else float(window),
-            timeouts=DbTimeouts.from_settings(settings),
-            webhook_relay=webhook_relay,
-        )
-
-    def __repr__(self) -> str:
-        return f"Store({self.masked_url!r})"
+        #: PostgreSQL (row locks with ``FOR UPDATE``), else SQLite (the write lock is the lock).
+        self.pg = self.engine.dialect.name == "postgresql"
+        self._announce = announce
 
     @property
     def masked_url(self) -> str:
@@ -143,7 +123,7 @@ class StoreBase:
         self.engine.dispose()
 
     # --- retried transactions ----------------------------------------------------------------
-    def _retry(
+    def retry(
         self,
         action: str,
         fn: Callable[[bool], T],
@@ -196,7 +176,7 @@ class StoreBase:
         )
         return StoreUnavailable(scrub(message, self.url))
 
-    def _tx(
+    def tx(
         self,
         action: str,
         body: Callable[[Session, bool], T],
@@ -204,7 +184,7 @@ class StoreBase:
         write: bool,
         passthrough: tuple[type[BaseException], ...] = (),
     ) -> T:
-        """Run ``body(session, retried)`` in one transaction, retried as a whole (see _retry)."""
+        """Run ``body(session, retried)`` in one transaction, retried as a whole (see retry)."""
         maker = self._writing if write else self._reading
 
         def attempt(retried: bool) -> T:
@@ -218,32 +198,37 @@ class StoreBase:
                     self._announce_webhooks([row.id for row in queued])
                 return result
 
-        return self._retry(action, attempt, passthrough=passthrough)
+        return self.retry(action, attempt, passthrough=passthrough)
 
     def _announce_webhooks(self, ids: list[int]) -> None:
-        """After the commit: hand the new deliveries to the relay (a failure leaves them to the sweep)."""
-        send = self.webhook_relay.send
-        if send is None:
+        """After the commit: hand the new deliveries on (a failure leaves them to the sweep)."""
+        if self._announce is None:
             return
         try:
-            send(cast("Store", self), ids)  # every StoreBase built is the Store that composes it
+            self._announce(ids)
         except Exception as exc:
             log.warning("webhook deliveries not sent now; the next sweep sends them", ids=ids,
                         error=first_line(exc))
 
-    def _read(self, action: str, body: Callable[[Session], T]) -> T:
-        return self._tx(action, lambda s, _retried: body(s), write=False)
+    def read(self, action: str, body: Callable[[Session], T]) -> T:
+        """``body(session)`` in one read-only transaction, retried as a whole."""
+        return self.tx(action, lambda s, _retried: body(s), write=False)
+
+    def now(self) -> datetime:
+        """The database's clock, which every lease expiry is written in (compare with this)."""
+        return self.read("reading the database's clock", db_now)
 
     # --- locking and fencing -----------------------------------------------------------------
-    def _locked(self, query: Select[*Columns]) -> Select[*Columns]:
+    def locked(self, query: Select[*Columns]) -> Select[*Columns]:
         """``query`` with ``FOR UPDATE`` on PostgreSQL (SQLite writers already hold the lock)."""
-        return query.with_for_update() if self._pg else query
+        return query.with_for_update() if self.pg else query
 
-    def _lock_run(self, s: Session, run_id: str) -> Run | None:
-        return s.scalars(self._locked(select(Run).where(Run.id == run_id))).one_or_none()
+    def lock_run(self, s: Session, run_id: str) -> Run | None:
+        """The run's row, locked for the rest of the transaction (None: no such run)."""
+        return s.scalars(self.locked(select(Run).where(Run.id == run_id))).one_or_none()
 
     @staticmethod
-    def _fence_run(run: Run, token: int, action: str) -> None:
+    def fence_run(run: Run, token: int, action: str) -> None:
         """LeaseLost unless ``token`` is the (locked) run's lease token."""
         if run.lease_token != token:
             raise LeaseLost(
@@ -255,10 +240,10 @@ class StoreBase:
                 action=action,
             )
 
-    def _fence(self, s: Session, run_id: str, token: int, action: str) -> None:
+    def fence(self, s: Session, run_id: str, token: int, action: str) -> None:
         """Lock the run row and check that ``token`` is still its lease token (else LeaseLost)."""
         query = select(Run.lease_token, Run.lease_owner, Run.status).where(Run.id == run_id)
-        row = s.execute(self._locked(query)).one_or_none()
+        row = s.execute(self.locked(query)).one_or_none()
         if row is None:
             raise StoreError(f"{action}: no such run {run_id!r}")
         if row.lease_token != token:
@@ -271,19 +256,30 @@ class StoreBase:
                 action=action,
             )
 
-    def _write_step_records(
-        self, s: Session, retried: bool, records: Sequence[StepRow | StepEnd | ArtifactRow]
-    ) -> list[int | None]:
-        """Step and artifact records inside the caller's transaction (``StepMethods`` has it:
-        declared here so a run's end can write its last steps with it)."""
-        raise NotImplementedError
+
+def moved_call(attribute: str) -> Callable[..., NoReturn]:
+    """The ``__call__`` of a repository named like a method the Store had (``store.steps(run_id)``
+    once read a run's steps; ``store.steps`` is the repository now): a TypeError naming the new
+    spelling instead of "object is not callable"."""
+
+    def call(_self: object, *_args: object, **_kwargs: object) -> NoReturn:
+        raise TypeError(f"Store.{attribute}() moved: use store.{attribute}.{attribute}()")
+
+    return call
+
+
+def public_names(cls: type) -> list[str]:
+    """The public methods and properties a class defines (a repository's surface)."""
+    return sorted(name for name in dir(cls) if not name.startswith("_"))
 
 
 __all__ = [
     "DEFAULT_RETRY_WINDOW_S",
     "RETRY_FIRST_DELAY_S",
     "RETRY_MAX_DELAY_S",
-    "StoreBase",
+    "Database",
     "first_line",
+    "moved_call",
+    "public_names",
     "run_status_value",
 ]

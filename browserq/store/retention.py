@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from browserq.store import human_models  # noqa: F401  (its tables must be in the metadata)
 from browserq.store.models import Artifact, Base, Batch, Identity, Run, RunStatus
-from browserq.store.plumbing import StoreBase, changed_rows
+from browserq.store.plumbing import Database, changed_rows
 
 #: What retention may delete: a run that will not run again and asks nobody for anything.
 #: ``needs_review`` is finished but waits for a person's decision: never pruned.
@@ -71,7 +71,11 @@ def delete_run_rows(s: Session, ids: Sequence[str]) -> int:
     return rows
 
 
-class RetentionMethods(StoreBase):
+class Retention:
+    """Finished runs found and deleted with every row about them (``store.retention``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
     def prunable_runs(
         self,
         *,
@@ -121,7 +125,7 @@ class RetentionMethods(StoreBase):
                 for row in rows
             ]
 
-        return self._read("finding runs to prune", body)
+        return self.db.read("finding runs to prune", body)
 
     def delete_finished_runs(self, run_ids: Sequence[str]) -> tuple[list[str], int]:
         """Delete these runs (those still prunable) and every row about them, in one transaction.
@@ -132,7 +136,7 @@ class RetentionMethods(StoreBase):
         def body(s: Session, _retried: bool) -> tuple[list[str], int]:
             if not run_ids:
                 return [], 0
-            locked = self._locked(
+            locked = self.db.locked(
                 select(Run.id).where(
                     Run.id.in_(list(run_ids)),
                     Run.status.in_([st.value for st in PRUNABLE_STATUSES]),
@@ -143,7 +147,7 @@ class RetentionMethods(StoreBase):
                 return [], 0
             return ids, delete_run_rows(s, ids)
 
-        return self._tx(f"pruning {len(run_ids)} runs", body, write=True)
+        return self.db.tx(f"pruning {len(run_ids)} runs", body, write=True)
 
 
-__all__ = ["PRUNABLE_STATUSES", "PrunableRun", "RetentionMethods", "delete_run_rows", "run_tables"]
+__all__ = ["PRUNABLE_STATUSES", "PrunableRun", "Retention", "delete_run_rows", "run_tables"]

@@ -13,15 +13,19 @@ from typing import Any
 
 from browserq.store.errors import NotInReview
 from browserq.store.models import Run, RunStatus
-from browserq.store.transitions import TransitionMethods
+from browserq.store.transitions import Transitions
 from browserq.store.views import RunView
 
 #: What a resolution may make of a needs_review run.
 RESOLVED_TO = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.QUEUED})
 
 
-class ReviewMethods(TransitionMethods):
-    """The one way out of ``needs_review`` besides a cancel: a person's recorded decision."""
+class Reviews:
+    """The one way out of ``needs_review`` besides a cancel: a person's recorded decision
+    (``store.reviews``), a status change through ``transitions``."""
+
+    def __init__(self, transitions: Transitions) -> None:
+        self.transitions = transitions
 
     def resolve_review(
         self,
@@ -48,7 +52,7 @@ class ReviewMethods(TransitionMethods):
             if run.status != RunStatus.NEEDS_REVIEW.value:
                 raise NotInReview(run_id, run.status)
 
-        return self.transition(run_id, target, reason=reason, worker=by, fields=fields, only_from=in_review)
+        return self.transitions.transition(run_id, target, reason=reason, worker=by, fields=fields, only_from=in_review)
 
 
-__all__ = ["RESOLVED_TO", "ReviewMethods"]
+__all__ = ["RESOLVED_TO", "Reviews"]

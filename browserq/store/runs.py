@@ -13,7 +13,7 @@ from browserq.store.clock import db_now
 from browserq.store.engine import to_store_error
 from browserq.store.errors import DuplicateRun
 from browserq.store.models import Run, RunStatus, RunTransition, utcnow
-from browserq.store.plumbing import StoreBase, changed_rows, run_status_value
+from browserq.store.plumbing import Database, changed_rows, run_status_value
 from browserq.store.retention import delete_run_rows
 from browserq.store.views import RunView, to_view
 
@@ -21,8 +21,12 @@ from browserq.store.views import RunView, to_view
 ENQUEUED_REASON = "enqueued"
 
 
-class RunMethods(StoreBase):
-    """The run repository of :class:`browserq.store.Store`."""
+class Runs:
+    """The run record itself (``store.runs``): create, read, list, delete, stamp; its status
+    changes are :class:`~browserq.store.transitions.Transitions`'."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def create_run(
         self,
@@ -85,7 +89,7 @@ class RunMethods(StoreBase):
 
         action = f"creating run {run_id}"
         try:
-            self._tx(action, insert, write=True, passthrough=(exc.IntegrityError,))
+            self.db.tx(action, insert, write=True, passthrough=(exc.IntegrityError,))
         except exc.IntegrityError as e:
             raise self._refused_run(e, run_id, idempotency_key, action) from e
 
@@ -134,21 +138,21 @@ class RunMethods(StoreBase):
             existing_run = self.find_run_by_idempotency_key(idempotency_key)
             if existing_run is not None and existing_run.id != run_id:
                 return DuplicateRun(idempotency_key, existing_run.id)
-        return to_store_error(error, self.url, action)
+        return to_store_error(error, self.db.url, action)
 
     def get_run(self, run_id: str) -> RunView | None:
         def read(s: Session) -> RunView | None:
             run = s.get(Run, run_id)
             return None if run is None else to_view(RunView, run)
 
-        return self._read(f"reading run {run_id}", read)
+        return self.db.read(f"reading run {run_id}", read)
 
     def find_run_by_idempotency_key(self, idempotency_key: str) -> RunView | None:
         def read(s: Session) -> RunView | None:
             run = s.scalar(select(Run).where(Run.idempotency_key == idempotency_key))
             return None if run is None else to_view(RunView, run)
 
-        return self._read("looking up an idempotency key", read)
+        return self.db.read("looking up an idempotency key", read)
 
     def heartbeat(self, run_id: str) -> None:
         """Record that the worker running ``run_id`` is alive."""
@@ -171,7 +175,7 @@ class RunMethods(StoreBase):
             if changed_rows(result) == 0:
                 raise StoreError(f"cannot {what} run {run_id!r}: no such run")
 
-        self._tx(f"{what} of run {run_id}", body, write=True)
+        self.db.tx(f"{what} of run {run_id}", body, write=True)
 
     def delete_run(self, run_id: str) -> None:
         """Delete a run and every row about it, whatever its status (no-op if absent): the undo of
@@ -180,7 +184,7 @@ class RunMethods(StoreBase):
         def body(s: Session, _retried: bool) -> None:
             delete_run_rows(s, [run_id])
 
-        self._tx(f"deleting run {run_id}", body, write=True)
+        self.db.tx(f"deleting run {run_id}", body, write=True)
 
     def list_runs(
         self, *, limit: int = 20, status: RunStatus | str | None = None, template: str | None = None
@@ -193,7 +197,7 @@ class RunMethods(StoreBase):
             query = query.where(Run.status == run_status_value(status))
         if template is not None:
             query = query.where(Run.template_name == template)
-        return self._read(
+        return self.db.read(
             "listing runs", lambda s: [to_view(RunView, run) for run in s.scalars(query)]
         )
 
@@ -203,7 +207,7 @@ class RunMethods(StoreBase):
         if not cleaned or any(ch not in "0123456789abcdef" for ch in cleaned):
             return []  # "nope" is no run id: never the runs that start with its one hex letter
         query = select(Run.id).where(Run.id.startswith(cleaned)).order_by(Run.id).limit(limit)
-        return self._read("looking up a run id", lambda s: list(s.scalars(query)))
+        return self.db.read("looking up a run id", lambda s: list(s.scalars(query)))
 
 
-__all__ = ["ENQUEUED_REASON", "RunMethods"]
+__all__ = ["ENQUEUED_REASON", "Runs"]

@@ -9,14 +9,17 @@ from alembic.runtime.migration import MigrationContext
 from alembic import command
 from browserq.store.engine import SQLITE_BEGIN_OPTION
 from browserq.store.migrations import alembic_config
-from browserq.store.plumbing import StoreBase
+from browserq.store.plumbing import Database
 
 #: Alembic's ``context`` is process-global: upgrades from several threads take turns.
 _UPGRADE_LOCK = threading.Lock()
 
 
-class SchemaMethods(StoreBase):
-    """Schema migrations of :class:`browserq.store.Store`."""
+class Schema:
+    """The database schema's version (``store.schema``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def upgrade(self) -> None:
         """Migrate the database to the newest schema (a no-op when it is already there).
@@ -24,24 +27,24 @@ class SchemaMethods(StoreBase):
         Safe when several processes start at once: PostgreSQL takes an advisory lock, SQLite the
         write lock, for the whole upgrade (see alembic/env.py).
         """
-        config = alembic_config(self.url.render_as_string(hide_password=False))
+        config = alembic_config(self.db.url.render_as_string(hide_password=False))
 
         def attempt(_retried: bool) -> None:
-            with _UPGRADE_LOCK, self.engine.connect() as connection:
+            with _UPGRADE_LOCK, self.db.engine.connect() as connection:
                 connection.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
 
-        self._retry("upgrading the database schema", attempt)
+        self.db.retry("upgrading the database schema", attempt)
 
     def current_revision(self) -> str | None:
         """The schema revision the database is at; None before the first upgrade."""
 
         def attempt(_retried: bool) -> str | None:
-            with self.engine.connect() as connection:
+            with self.db.engine.connect() as connection:
                 return MigrationContext.configure(connection).get_current_revision()
 
-        return self._retry("reading the schema revision", attempt)
+        return self.db.retry("reading the schema revision", attempt)
 
 
-__all__ = ["SchemaMethods"]
+__all__ = ["Schema"]

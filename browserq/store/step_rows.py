@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from browserq.store.models import Artifact, Run, StepAttempt, StepStatus, utcnow
+from browserq.store.models import Artifact, Run, StepAttemptRecord, StepStatus, utcnow
 
 _FINAL_STEP_STATUSES = frozenset(
     {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.UNKNOWN}
@@ -40,20 +40,20 @@ def insert_step_row(
     if retried:
         # (run, run attempt, step path, step attempt) names one step execution.
         earlier = s.scalar(
-            select(StepAttempt.id)
+            select(StepAttemptRecord.id)
             .where(
-                StepAttempt.run_id == columns["run_id"],
-                StepAttempt.run_attempt == columns["run_attempt"],
-                StepAttempt.step_path == columns["step_path"],
-                StepAttempt.attempt == columns["attempt"],
+                StepAttemptRecord.run_id == columns["run_id"],
+                StepAttemptRecord.run_attempt == columns["run_attempt"],
+                StepAttemptRecord.step_path == columns["step_path"],
+                StepAttemptRecord.attempt == columns["attempt"],
             )
-            .order_by(StepAttempt.id.desc())
+            .order_by(StepAttemptRecord.id.desc())
             .limit(1)
         )
         if earlier is not None:
             return earlier
     now = at or utcnow()
-    row = StepAttempt(**columns, status=status.value, started_at=now)
+    row = StepAttemptRecord(**columns, status=status.value, started_at=now)
     if status is StepStatus.SKIPPED:
         row.finished_at = now
         row.duration_ms = 0.0

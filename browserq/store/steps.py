@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NotRequired, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import Codes, StoreError
 from browserq.store.leases import LeaseSeen, renew_in
-from browserq.store.models import Artifact, StepAttempt, StepStatus, utcnow
-from browserq.store.plumbing import StoreBase, changed_rows
+from browserq.store.models import Artifact, StepAttemptRecord, StepStatus, utcnow
+from browserq.store.plumbing import Database, changed_rows, moved_call
 from browserq.store.step_rows import (
     checked_end,
     end_values,
@@ -48,9 +48,9 @@ class StepStart(TypedDict):
 
 @dataclass(frozen=True)
 class StepRow:
-    """A step attempt :meth:`StepMethods.write_steps` inserts: its start (``start``: the fields of
+    """A step attempt :meth:`Steps.write_steps` inserts: its start (``start``: the fields of
     :class:`StepStart` but the token) at ``started_at``, and, when it already ended, how
-    (``end``: :meth:`StepMethods.finish_step`'s fields, ``status`` included) at ``finished_at``."""
+    (``end``: :meth:`Steps.finish_step`'s fields, ``status`` included) at ``finished_at``."""
 
     start: dict[str, Any]
     started_at: datetime
@@ -79,15 +79,21 @@ class ArtifactRow:
 
 @dataclass(frozen=True)
 class WrittenSteps:
-    """What :meth:`StepMethods.write_steps` wrote: each record's row id, in order, and what it saw
+    """What :meth:`Steps.write_steps` wrote: each record's row id, in order, and what it saw
     of the run's lease when it renewed it (None when not asked to)."""
 
     ids: list[int | None]
     lease: LeaseSeen | None = None
 
 
-class StepMethods(StoreBase):
-    """The step-attempt and artifact repository of :class:`browserq.store.Store`."""
+class Steps:
+    """Step attempts and artifact rows (``store.steps``)."""
+
+    if not TYPE_CHECKING:  # the Store's old ``steps(run_id)``: a clear error (hidden from mypy)
+        __call__ = moved_call("steps")
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def start_step(self, **step: Unpack[StepStart]) -> int:
         """Append a ``started`` step attempt; return its id for :meth:`finish_step`."""
@@ -110,10 +116,10 @@ class StepMethods(StoreBase):
 
         def body(s: Session, retried: bool) -> int:
             if token is not None:
-                self._fence(s, run_id, token, action)
+                self.db.fence(s, run_id, token, action)
             return insert_step_row(s, retried, columns, status=status, reason=reason)
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def finish_step(
         self,
@@ -146,7 +152,7 @@ class StepMethods(StoreBase):
         def body(s: Session, retried: bool) -> None:
             self._finish_step_row(s, retried, step_attempt_id, fields, token=token, checkpoint=checkpoint)
 
-        self._tx(action, body, write=True)
+        self.db.tx(action, body, write=True)
 
     def _finish_step_row(
         self,
@@ -161,21 +167,21 @@ class StepMethods(StoreBase):
     ) -> None:
         """The body of :meth:`finish_step` (``fields``: its keyword arguments, status checked)."""
         final = fields["status"]
-        query = select(StepAttempt.run_id, StepAttempt.started_at, StepAttempt.status)
-        found = s.execute(query.where(StepAttempt.id == step_attempt_id)).one_or_none()
+        query = select(StepAttemptRecord.run_id, StepAttemptRecord.started_at, StepAttemptRecord.status)
+        found = s.execute(query.where(StepAttemptRecord.id == step_attempt_id)).one_or_none()
         if found is None:
             raise StoreError(f"cannot finish step attempt {step_attempt_id}: no such attempt")
         if token is not None:
-            self._fence(s, found.run_id, token, f"finishing step attempt {step_attempt_id}")
+            self.db.fence(s, found.run_id, token, f"finishing step attempt {step_attempt_id}")
         if retried and found.status == final.value:
             return  # our earlier try committed
         now = now or utcnow()
         duration_ms = max(0.0, (now - found.started_at).total_seconds() * 1000.0)
         result = s.execute(
-            update(StepAttempt)
+            update(StepAttemptRecord)
             .where(
-                StepAttempt.id == step_attempt_id,
-                StepAttempt.status == StepStatus.STARTED.value,
+                StepAttemptRecord.id == step_attempt_id,
+                StepAttemptRecord.status == StepStatus.STARTED.value,
             )
             .values(**end_values(fields), finished_at=now, duration_ms=duration_ms)
             .execution_options(synchronize_session=False)
@@ -206,19 +212,20 @@ class StepMethods(StoreBase):
 
         def body(s: Session, retried: bool) -> WrittenSteps:
             if token is not None:
-                self._fence(s, run_id, token, action)
-            ids = self._write_step_records(s, retried, records)
+                self.db.fence(s, run_id, token, action)
+            ids = self.write_in(s, retried, records)
             if checkpoint is not None:
                 save_checkpoint(s, run_id, checkpoint)
             renewed = renew_in(s, run_id, token, renew_ttl_s) if token is not None and renew_ttl_s else None
             return WrittenSteps(ids, renewed)
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
-    def _write_step_records(
+    def write_in(
         self, s: Session, retried: bool, records: Sequence[StepRow | StepEnd | ArtifactRow]
     ) -> list[int | None]:
-        """The records, in order, inside the caller's transaction; their row ids."""
+        """(Inside the caller's transaction: a run's end writes its last steps with it.) The
+        records, in order; their row ids."""
         ids: list[int | None] = []
         for record in records:
             if isinstance(record, StepRow):
@@ -243,23 +250,23 @@ class StepMethods(StoreBase):
         action = f"marking interrupted steps of run {run_id}"
 
         def body(s: Session, retried: bool) -> list[StepView]:
-            self._lock_run(s, run_id)  # runs before steps, like every fenced write
+            self.db.lock_run(s, run_id)  # runs before steps, like every fenced write
             statuses = [StepStatus.STARTED.value]
             if retried:  # our earlier try may have committed: return its rows too
                 statuses.append(StepStatus.UNKNOWN.value)
             rows = list(
                 s.scalars(
-                    select(StepAttempt)
+                    select(StepAttemptRecord)
                     .where(
-                        StepAttempt.run_id == run_id,
-                        StepAttempt.run_attempt < before_attempt,
-                        StepAttempt.status.in_(statuses),
+                        StepAttemptRecord.run_id == run_id,
+                        StepAttemptRecord.run_attempt < before_attempt,
+                        StepAttemptRecord.status.in_(statuses),
                         or_(
-                            StepAttempt.status == StepStatus.STARTED.value,
-                            StepAttempt.error_code == WORKER_LOST_CODE,
+                            StepAttemptRecord.status == StepStatus.STARTED.value,
+                            StepAttemptRecord.error_code == WORKER_LOST_CODE,
                         ),
                     )
-                    .order_by(StepAttempt.id)
+                    .order_by(StepAttemptRecord.id)
                 )
             )
             for row in rows:
@@ -269,12 +276,12 @@ class StepMethods(StoreBase):
             s.flush()
             return [to_view(StepView, row) for row in rows]
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def steps(self, run_id: str) -> list[StepView]:
         """Every step attempt of the run, in the order they were recorded."""
-        query = select(StepAttempt).where(StepAttempt.run_id == run_id).order_by(StepAttempt.id)
-        return self._read(
+        query = select(StepAttemptRecord).where(StepAttemptRecord.run_id == run_id).order_by(StepAttemptRecord.id)
+        return self.db.read(
             f"reading steps of run {run_id}",
             lambda s: [to_view(StepView, row) for row in s.scalars(query)],
         )
@@ -302,20 +309,26 @@ class StepMethods(StoreBase):
 
         def body(s: Session, retried: bool) -> int:
             if token is not None:
-                self._fence(s, run_id, token, action)
+                self.db.fence(s, run_id, token, action)
             return insert_artifact_row(s, retried, fields)
 
-        return self._tx(action, body, write=True)
+        return self.db.tx(action, body, write=True)
 
     def artifacts(self, run_id: str) -> list[ArtifactView]:
         """Every artifact row of the run, in the order they were recorded."""
         query = select(Artifact).where(Artifact.run_id == run_id).order_by(Artifact.id)
-        return self._read(
+        return self.db.read(
             f"reading artifacts of run {run_id}",
             lambda s: [to_view(ArtifactView, row) for row in s.scalars(query)],
         )
 
 
 __all__ = [
-    "WORKER_LOST_CODE", "WORKER_LOST_MESSAGE", "ArtifactRow", "StepEnd", "StepMethods", "StepRow", "WrittenSteps",
+    "WORKER_LOST_CODE",
+    "WORKER_LOST_MESSAGE",
+    "ArtifactRow",
+    "StepEnd",
+    "StepRow",
+    "Steps",
+    "WrittenSteps",
 ]

@@ -10,13 +10,16 @@ from sqlalchemy.orm import Session
 
 from browserq.errors import StoreError, TemplateChanged
 from browserq.store.models import TemplateRecord, TemplateVersion
-from browserq.store.plumbing import StoreBase
+from browserq.store.plumbing import Database
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class TemplateMethods(StoreBase):
-    """The template repository of :class:`browserq.store.Store`."""
+class Templates:
+    """Template bodies and ``name@version`` pins (``store.templates``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def save_template(
         self,
@@ -67,10 +70,10 @@ class TemplateMethods(StoreBase):
 
         action = f"saving template {name}@{version}"
         try:
-            return self._tx(action, save, write=True, passthrough=(exc.IntegrityError,))
+            return self.db.tx(action, save, write=True, passthrough=(exc.IntegrityError,))
         except exc.IntegrityError:
             # Another caller inserted the same version (or pinned it) between our select and insert.
-            return self._tx(action, save, write=True)
+            return self.db.tx(action, save, write=True)
 
     def template_pin(self, name: str, version: str) -> str | None:
         """The content hash ``name@version`` is pinned to (None: no run used it yet)."""
@@ -79,7 +82,7 @@ class TemplateMethods(StoreBase):
             pin = s.get(TemplateVersion, (name, version))
             return pin.content_hash if pin is not None else None
 
-        return self._read(f"reading the pin of template {name}@{version}", read)
+        return self.db.read(f"reading the pin of template {name}@{version}", read)
 
     def get_template_body(self, template_id: int) -> TemplateRecord:
         """The detached template row (``.body`` is the exact YAML a run used)."""
@@ -91,7 +94,7 @@ class TemplateMethods(StoreBase):
             s.expunge(record)
             return record
 
-        return self._read(f"reading template {template_id}", read)
+        return self.db.read(f"reading template {template_id}", read)
 
 
-__all__ = ["TemplateMethods"]
+__all__ = ["Templates"]

@@ -216,7 +216,7 @@ class IdentityView:
 @dataclass(frozen=True, slots=True)
 class IdentityLease:
     """The right to use an identity until ``expires_at``; ``token`` fences its writes
-    (:meth:`Store.save_identity_storage`, :meth:`Store.set_identity_proxy`, renew, release)."""
+    (``store.identity_leases``: ``save_identity_storage``, ``set_identity_proxy``, renew, release)."""
 
     name: str
     token: int

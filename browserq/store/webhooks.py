@@ -1,14 +1,14 @@
 """The webhook outbox: an event row written with the status change it reports, and every POST of it.
 
 When a run whose ``notify_url`` is set enters ``waiting_for_human``, ``completed``, ``failed``,
-``needs_review`` or ``cancelled``, :meth:`WebhookMethods._record_outbox` adds a
+``needs_review`` or ``cancelled``, :func:`queue_event` adds a
 ``webhook_deliveries`` row in the same transaction (so an event is never lost, nor invented by a
 transaction that rolled back). Its ``event_key`` (``<run>:<event>:<n>``) is unique. After the
 commit the store hands the new ids to the relay it was built with (:mod:`browserq.store.relay`;
 the Celery relay, :mod:`browserq.tasks.webhooks`); rows nobody sent are found by
-:meth:`~WebhookMethods.overdue_webhooks` at the next sweep.
+:meth:`~Webhooks.overdue_webhooks` at the next sweep.
 
-A delivery task claims attempt *n* (:meth:`~WebhookMethods.claim_webhook`) only while the row has
+A delivery task claims attempt *n* (:meth:`~Webhooks.claim_webhook`) only while the row has
 made *n - 1* attempts and nobody else holds it, so a duplicate message never POSTs twice.
 """
 
@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from browserq.store.clock import db_now
 from browserq.store.human_models import WebhookAttempt, WebhookDelivery
 from browserq.store.models import Run, RunStatus
-from browserq.store.transitions import TransitionMethods
+from browserq.store.plumbing import Database
 
 #: The statuses that are announced, by the event name they get.
 NOTIFIED: frozenset[RunStatus] = frozenset({
@@ -80,33 +80,39 @@ def event_payload(run: Run, event: str, now: datetime) -> dict[str, Any]:
     }
 
 
-class WebhookMethods(TransitionMethods):
-    """The outbox of run events (:class:`browserq.store.Store`)."""
+def queue_event(s: Session, run: Run, to: RunStatus, now: datetime, *, fleet_notify_url: str | None) -> None:
+    """(Inside a transition's transaction.) Queue the event of ``run`` entering ``to`` when the run
+    has somewhere to send it: its own URL, else the fleet-wide one of the process recording it
+    (then kept as the run's own, so every later event of the run goes to the same place whoever
+    records it). The transaction hands the new row to its announcer once it commits."""
+    if to not in NOTIFIED or not (run.notify_url or fleet_notify_url):
+        return
+    run.notify_url = run.notify_url or fleet_notify_url
+    seen = s.scalar(
+        select(func.count()).select_from(WebhookDelivery)
+        .where(WebhookDelivery.run_id == run.id, WebhookDelivery.event == to.value)
+    ) or 0
+    row = WebhookDelivery(
+        run_id=run.id, event=to.value, event_key=f"{run.id}:{to.value}:{seen + 1}", url=run.notify_url,
+        payload=event_payload(run, to.value, now), status="pending", created_at=now,
+        next_attempt_at=now, attempts=0,
+    )
+    s.add(row)
+    s.info.setdefault("webhooks", []).append(row)
 
-    def _record_outbox(self, s: Session, run: Run, to: RunStatus, now: datetime) -> None:
-        """Hook of ``_apply_transition``: queue the event when the run has somewhere to send it:
-        its own URL, else this process's fleet-wide one (then kept as the run's own, so every
-        later event of the run goes to the same place whoever records it)."""
-        if to not in NOTIFIED or not (run.notify_url or self.webhook_relay.fleet_notify_url):
-            return
-        run.notify_url = run.notify_url or self.webhook_relay.fleet_notify_url
-        seen = s.scalar(
-            select(func.count()).select_from(WebhookDelivery)
-            .where(WebhookDelivery.run_id == run.id, WebhookDelivery.event == to.value)
-        ) or 0
-        row = WebhookDelivery(
-            run_id=run.id, event=to.value, event_key=f"{run.id}:{to.value}:{seen + 1}", url=run.notify_url,
-            payload=event_payload(run, to.value, now), status="pending", created_at=now,
-            next_attempt_at=now, attempts=0,
-        )
-        s.add(row)
-        s.info.setdefault("webhooks", []).append(row)
+
+class Webhooks:
+    """The outbox of run events and every POST of one (``store.webhooks``); the events are queued
+    by the transitions that report them (:func:`queue_event`)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def claim_webhook(self, delivery_id: int, attempt: int, *, hold_s: float) -> DeliveryView | None:
         """Hold the delivery for POST number ``attempt`` (for ``hold_s``); None when it is not
         pending, another attempt was made or is under way (a duplicate message: do nothing)."""
         def body(s: Session, _retried: bool) -> DeliveryView | None:
-            row = s.get(WebhookDelivery, delivery_id, with_for_update=self._pg)
+            row = s.get(WebhookDelivery, delivery_id, with_for_update=self.db.pg)
             now = db_now(s)
             if row is None or row.status != "pending" or row.attempts != attempt - 1:
                 return None
@@ -115,7 +121,7 @@ class WebhookMethods(TransitionMethods):
             row.claimed_until = now + timedelta(seconds=hold_s)
             return _view(row)
 
-        return self._tx(f"claiming webhook delivery {delivery_id}", body, write=True)
+        return self.db.tx(f"claiming webhook delivery {delivery_id}", body, write=True)
 
     def record_webhook_attempt(
         self, delivery_id: int, attempt: int, *, outcome: str, status_code: int | None, error: str | None,
@@ -124,7 +130,7 @@ class WebhookMethods(TransitionMethods):
         """One POST's answer; ``outcome``: ``delivered``, ``retry`` (due again in ``retry_in_s``)
         or ``failed`` (given up)."""
         def body(s: Session, _retried: bool) -> None:
-            row = s.get(WebhookDelivery, delivery_id, with_for_update=self._pg)
+            row = s.get(WebhookDelivery, delivery_id, with_for_update=self.db.pg)
             if row is None or row.attempts >= attempt:
                 return  # recorded by our earlier, unacknowledged try
             now = db_now(s)
@@ -138,7 +144,7 @@ class WebhookMethods(TransitionMethods):
             else:
                 row.next_attempt_at = now + timedelta(seconds=retry_in_s or 0.0)
 
-        self._tx(f"recording webhook delivery {delivery_id}", body, write=True)
+        self.db.tx(f"recording webhook delivery {delivery_id}", body, write=True)
 
     def mark_webhooks_sent(self, delivery_ids: list[int]) -> None:
         """A delivery task was sent for each (the sweep leaves them alone until they are overdue)."""
@@ -148,7 +154,7 @@ class WebhookMethods(TransitionMethods):
                 row.dispatched_at = now
 
         if delivery_ids:
-            self._tx("marking webhook deliveries sent", body, write=True)
+            self.db.tx("marking webhook deliveries sent", body, write=True)
 
     def overdue_webhooks(self, limit: int = 500) -> list[tuple[int, int]]:
         """``(delivery id, next attempt)`` of pending deliveries whose message was never sent or
@@ -171,18 +177,18 @@ class WebhookMethods(TransitionMethods):
             )
             return [(row.id, row.attempts + 1) for row in s.execute(query)]
 
-        return self._read("finding overdue webhook deliveries", body)
+        return self.db.read("finding overdue webhook deliveries", body)
 
     def webhook_deliveries(self, run_id: str) -> list[DeliveryView]:
         """The run's events and how their delivery went, oldest first."""
         query = select(WebhookDelivery).where(WebhookDelivery.run_id == run_id).order_by(WebhookDelivery.id)
-        return self._read(f"reading webhook deliveries of run {run_id}",
+        return self.db.read(f"reading webhook deliveries of run {run_id}",
                           lambda s: [_view(row) for row in s.scalars(query)])
 
     def webhook_attempts(self, delivery_id: int) -> list[dict[str, Any]]:
         """Every POST of one delivery: ``{attempt, at, status_code, error, duration_ms}``."""
         query = select(WebhookAttempt).where(WebhookAttempt.delivery_id == delivery_id).order_by(WebhookAttempt.id)
-        return self._read(
+        return self.db.read(
             f"reading attempts of webhook delivery {delivery_id}",
             lambda s: [{"attempt": a.attempt, "at": a.at, "status_code": a.status_code, "error": a.error,
                         "duration_ms": a.duration_ms} for a in s.scalars(query)],
@@ -210,7 +216,7 @@ class WebhookMethods(TransitionMethods):
                 last = (select(func.max(WebhookAttempt.at)).where(WebhookAttempt.delivery_id == WebhookDelivery.id)
                         .scalar_subquery())
                 query = query.where(last >= now - failed_since)
-            failed = s.scalars(self._locked(query.order_by(WebhookDelivery.id).limit(limit))).all()
+            failed = s.scalars(self.db.locked(query.order_by(WebhookDelivery.id).limit(limit))).all()
             out: list[DeliveryView] = []
             for row in failed:
                 root = ":".join(row.event_key.split(":")[:3])
@@ -234,7 +240,7 @@ class WebhookMethods(TransitionMethods):
                 out.append(_view(again))
             return out
 
-        return self._tx(action, body, write=not dry_run)
+        return self.db.tx(action, body, write=not dry_run)
 
     @staticmethod
     def _redeliveries(s: Session, run_id: str, root: str) -> int:
@@ -243,4 +249,4 @@ class WebhookMethods(TransitionMethods):
         )) or 0
 
 
-__all__ = ["NOTIFIED", "DeliveryView", "WebhookMethods", "event_payload"]
+__all__ = ["NOTIFIED", "DeliveryView", "Webhooks", "event_payload", "queue_event"]

@@ -79,7 +79,7 @@ def run_batch(
         breaker = {"min_runs": min_runs or min(10, len(prepared)), "max_failure_rate": max_failure_rate}
     batch_id = uuid.uuid4().hex
     queue = run_queue(prepared[0], queue, settings.queue)
-    store.create_batch(
+    store.batches.create_batch(
         batch_id=batch_id,
         template_name=loaded.name,
         template_version=loaded.version,
@@ -101,7 +101,7 @@ def run_batch(
 
 def batch_summary(batch_id: str) -> BatchView:
     """Counts per status, success rate and breaker state of a batch."""
-    return producer_services().store.batch_summary(batch_id)
+    return producer_services().store.batches.batch_summary(batch_id)
 
 
 __all__ = ["BatchHandle", "batch_summary", "run_batch"]

@@ -64,7 +64,7 @@ def accept_and_send(task: Task, args: list[Any], kwargs: dict[str, Any], options
     queue = run_queue(prepared, options.get("queue"), settings.queue)
     key = idempotency_key_for(prepared, idempotency_key)
     if key is not None:
-        existing = store.find_run_by_idempotency_key(key)
+        existing = store.runs.find_run_by_idempotency_key(key)
         if existing is not None:
             return task.AsyncResult(existing.id)  # joins the run already submitted
     check_identity_request(store, secret_box, run_options["identity"], run_options["identity_pool"])
@@ -86,7 +86,7 @@ def accept_and_send(task: Task, args: list[Any], kwargs: dict[str, Any], options
     try:
         result = task.apply_async([prepared.loaded.ref], {"run_id": prepared.run_id}, **options)
     except KombuOperationalError as exc:
-        store.delete_run(prepared.run_id)
+        store.runs.delete_run(prepared.run_id)
         discard_input_files(_artifacts(prepared, settings), prepared)
         raise BrokerUnavailable(
             f"could not send the run to the broker at {mask_url(settings.broker_url)}: {exc}. "
@@ -126,7 +126,7 @@ def idempotency_key_for(prepared: PreparedRun, explicit: str | None) -> str | No
 def cancel_run(run_id: str, reason: str = "cancelled by request") -> str:
     """Cancel a queued or running run; returns the status it has now (``cancelled``, or
     ``running`` until its worker notices within a lease renewal)."""
-    view = producer_services().store.request_cancel(run_id, reason=reason)
+    view = producer_services().store.cancellation.request_cancel(run_id, reason=reason)
     return view.status
 
 

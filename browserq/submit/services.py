@@ -34,7 +34,7 @@ def producer_services() -> ProducerServices:
     settings = get_settings()
     store = Store.from_settings(settings, webhook_relay=client_relay(settings))  # a cancel's webhook leaves at once
     if settings.auto_migrate:
-        store.upgrade()
+        store.schema.upgrade()
     return ProducerServices(TemplateRegistry.from_settings(settings), store, SecretBox(settings.secret_key))
 
 

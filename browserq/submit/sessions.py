@@ -145,7 +145,7 @@ class Session:
         return reply
 
     def _why_ended(self) -> str | None:
-        run = self._services.store.get_run(self.id)
+        run = self._services.store.runs.get_run(self.id)
         if run is None or run.status in ENDED:
             return f"its run is {run.status if run else 'gone'}: {(run.error_message if run else '') or ''}".rstrip(": ")
         return None
@@ -237,7 +237,7 @@ def _wait_opened(run_id: str, link: SessionLink, services: ProducerServices, con
                                              "correlation_id": correlation_id}, queue=config.queue)
     reply = link.wait(correlation_id, open_timeout_s, session._why_ended, run_id)
     if reply is None:
-        services.store.request_cancel(run_id, reason=f"no worker took the session within {open_timeout_s:g} s")
+        services.store.cancellation.request_cancel(run_id, reason=f"no worker took the session within {open_timeout_s:g} s")
         raise SessionCapacity(f"no worker process took session {run_id} within {open_timeout_s:g} s "
                               "(every one busy or full)", retry_after_s=config.session_capacity_retry_s)
     if reply.get("capacity"):
@@ -255,7 +255,7 @@ def _check_fleet_room(config: Settings, services: ProducerServices) -> None:
     if not cap:
         return
     store = services.store
-    open_now = sum(len(store.list_runs(limit=cap + 1, status=status, template=SESSION_TEMPLATE))
+    open_now = sum(len(store.runs.list_runs(limit=cap + 1, status=status, template=SESSION_TEMPLATE))
                    for status in ("queued", "running"))
     if open_now >= cap:
         raise SessionCapacity(f"the fleet holds {open_now} sessions, BROWSERQ_SESSION_MAX_PER_FLEET={cap}",

@@ -107,10 +107,10 @@ def record_revoke(run_id: str | None, reason: str) -> str | None:
     settings = get_settings()
     store = Store(settings.database_url, retry_window_s=REVOKE_RECORD_RETRY_WINDOW_S)
     try:
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         if run is None or run.status in FINISHED:
             return run.status if run else None
-        view = store.request_cancel(run_id, reason=reason)
+        view = store.cancellation.request_cancel(run_id, reason=reason)
         log.info("revoked task recorded as a cancellation", run_id=run_id, status=view.status, reason=reason)
         return view.status
     except Exception as exc:

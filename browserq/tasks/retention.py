@@ -49,7 +49,7 @@ def prune_expired(store: Store, settings: Settings) -> int:
     if settings.retention_s is None:
         return 0
     age = timedelta(seconds=settings.retention_s)
-    if not store.prunable_runs(finished_before=utcnow() - age, statuses=PRUNABLE_STATUSES, limit=1):
+    if not store.retention.prunable_runs(finished_before=utcnow() - age, statuses=PRUNABLE_STATUSES, limit=1):
         return 0  # the usual sweep: one index lookup, no artifact store or result backend opened
     report = prune_runs(
         store,

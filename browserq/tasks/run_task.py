@@ -130,7 +130,7 @@ def run_template(
     if not isinstance(result, RetryLater) and result.lease_lost:
         _fenced_out(run_id, None, None)
     if isinstance(result, RetryLater):
-        runtime.store.mark_enqueued(run_id)
+        runtime.store.runs.mark_enqueued(run_id)
         raise self.retry(countdown=result.countdown_s)
     return result.as_result()
 

@@ -115,7 +115,7 @@ def _migrate_before_fork(**_: Any) -> None:
     settings = get_settings()
     configure_logging(settings)
     if settings.auto_migrate:
-        Store.from_settings(settings).upgrade()
+        Store.from_settings(settings).schema.upgrade()
 
 
 @worker_process_init.connect

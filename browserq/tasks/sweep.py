@@ -43,10 +43,10 @@ def sweep_stuck_runs(store: Store, settings: Settings) -> int:
     ``.delay()`` returned resolves whichever message runs it); the lease makes duplicates harmless.
     Webhook events never sent, or whose message was lost, are sent again too."""
     count = 0
-    for run in store.stuck_runs(queued_older_than_s=settings.requeue_after_s):
+    for run in store.leases.stuck_runs(queued_older_than_s=settings.requeue_after_s):
         if run.status in HELD_VALUES:  # running, or waiting for a person
             # Its lease expired (the worker stopped renewing it): the poison cap counts this.
-            store.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
+            store.transitions.transition(run.id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
         send_again(store, run, settings)
         count += 1
         log.info("re-enqueued stuck run", run_id=run.id, status=run.status)
@@ -61,7 +61,7 @@ def send_again(store: Store, run: RunView, settings: Settings) -> None:
     and consumes its command queue, where its client's commands wait (no client is told)."""
     if run.template_name == SESSION_TEMPLATE:
         open_session.apply_async(kwargs={"run_id": run.id}, queue=run.queue or settings.queue)
-        store.mark_enqueued(run.id)
+        store.runs.mark_enqueued(run.id)
         return
     run_template.apply_async(
         args=[f"{run.template_name}@{run.template_version}"],
@@ -71,7 +71,7 @@ def send_again(store: Store, run: RunView, settings: Settings) -> None:
         queue=run.queue or settings.queue,
         **time_limits(run.timeout_s, settings, human_wait_s=run.human_wait_s or 0.0),
     )
-    store.mark_enqueued(run.id)
+    store.runs.mark_enqueued(run.id)
 
 
 __all__ = ["send_again", "sweep", "sweep_store", "sweep_stuck_runs"]

@@ -69,19 +69,19 @@ def request_body(store: Store, delivery: DeliveryView, settings: Settings) -> by
     still waits for a person (links are minted at the POST: the database never holds one)."""
     data: dict[str, Any] = {"delivery": delivery.id, **delivery.payload}
     if delivery.event == "waiting_for_human":
-        data["live_url"] = store.mint_live_token(delivery.run_id, purpose="webhook", ttl_s=settings.live_token_ttl_s)
+        data["live_url"] = store.handoffs.mint_live_token(delivery.run_id, purpose="webhook", ttl_s=settings.live_token_ttl_s)
     return json.dumps(data, separators=(",", ":"), default=str, ensure_ascii=False).encode()
 
 
 def deliver(store: Store, settings: Settings, delivery_id: int, attempt: int) -> float | None:
     """Make POST number ``attempt`` of a delivery; the seconds until the next one, or None
     (delivered, given up, or not ours to make)."""
-    delivery = store.claim_webhook(delivery_id, attempt, hold_s=claim_hold_s(settings))
+    delivery = store.webhooks.claim_webhook(delivery_id, attempt, hold_s=claim_hold_s(settings))
     if delivery is None:
         return None
     if not settings.webhook_secret:
         answer = Answer(None, "BROWSERQ_WEBHOOK_SECRET is not set on this worker: nothing is sent unsigned", 0.0)
-        store.record_webhook_attempt(delivery_id, attempt, outcome="failed", status_code=None,
+        store.webhooks.record_webhook_attempt(delivery_id, attempt, outcome="failed", status_code=None,
                                      error=answer.error, duration_ms=0.0)
         log.error("webhook not sent", delivery=delivery_id, error=answer.error)
         return None
@@ -96,7 +96,7 @@ def deliver(store: Store, settings: Settings, delivery_id: int, attempt: int) ->
     last = attempt >= settings.webhook_max_attempts
     outcome = "delivered" if answer.delivered else "retry" if answer.retriable and not last else "failed"
     pause = backoff_s(attempt) if outcome == "retry" else None
-    store.record_webhook_attempt(delivery_id, attempt, outcome=outcome, status_code=answer.status_code,
+    store.webhooks.record_webhook_attempt(delivery_id, attempt, outcome=outcome, status_code=answer.status_code,
                                  error=answer.error, duration_ms=answer.duration_ms, retry_in_s=pause)
     log.log(logging.INFO if answer.delivered else logging.WARNING, f"webhook {outcome}", delivery=delivery_id,
             run_id=delivery.run_id, run_event=delivery.event, attempt=attempt, status_code=answer.status_code, error=answer.error,
@@ -123,7 +123,7 @@ def send(store: Store, items: list[tuple[int, int]]) -> None:
     """One delivery task per ``(delivery id, attempt)``; stamped as sent in the store."""
     for delivery_id, attempt in items:
         deliver_webhook.apply_async(args=[delivery_id, attempt])
-    store.mark_webhooks_sent([delivery_id for delivery_id, _ in items])
+    store.webhooks.mark_webhooks_sent([delivery_id for delivery_id, _ in items])
 
 
 @lru_cache(maxsize=4)
@@ -152,7 +152,7 @@ def post_now(store: Store, settings: Settings, delivery_ids: list[int]) -> list[
     slots = _delivery_threads(settings.webhook_threads)
     threads: list[threading.Thread] = []
     queued: list[tuple[int, int]] = []
-    store.mark_webhooks_sent(delivery_ids)
+    store.webhooks.mark_webhooks_sent(delivery_ids)
     for delivery_id in delivery_ids:
         if settings.webhook_threads <= 0 or not slots.acquire(blocking=False):
             queued.append((delivery_id, 1))
@@ -189,7 +189,7 @@ def queued_relay(settings: Settings | None = None) -> WebhookRelay:
 
 def relay_overdue(store: Store) -> int:
     """(The sweep.) Send again what was never sent or whose message was lost."""
-    items = store.overdue_webhooks()
+    items = store.webhooks.overdue_webhooks()
     if items:
         send(store, items)
         log.info("re-sent overdue webhook deliveries", count=len(items))

@@ -48,7 +48,7 @@ class LoadedTemplate:
     content_hash: str
     source: str
     #: sha256 of the canonical body: what the file means, ignoring comments, layout and key order.
-    #: A ``name@version`` is pinned to it by its first run (see ``Store.save_template``).
+    #: A ``name@version`` is pinned to it by its first run (see ``store.templates.save_template``).
     canonical_hash: str = ""
 
     @property

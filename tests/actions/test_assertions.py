@@ -33,6 +33,6 @@ def test_asserts_pass_and_fail_permanently(any_runtime: Runtime, demo) -> None:
     assert outcome.status == "failed"
     assert outcome.error_code == "ASSERTION_FAILED" and outcome.error_step_path == "1"
     assert "quotes page lost its words" in outcome.error_message
-    attempts = [s for s in any_runtime.store.steps(outcome.run_id) if s.step_path == "1"]
+    attempts = [s for s in any_runtime.store.steps.steps(outcome.run_id) if s.step_path == "1"]
     assert len(attempts) == 1 and attempts[0].retryable is False  # permanent: no retry
     assert demo.hits("/never-reached") == 0

@@ -47,11 +47,11 @@ def test_a_downloaded_csv_is_kept_and_uploaded_again(any_runtime: Runtime, file_
     assert report["content_type"].startswith("text/csv")
     assert report["artifact"] == f"{outcome.run_id}/downloads/1/report.csv"
     # the artifact row and the bytes in the store
-    rows = [a for a in any_runtime.store.artifacts(outcome.run_id) if a.kind == "download"]
+    rows = [a for a in any_runtime.store.steps.artifacts(outcome.run_id) if a.kind == "download"]
     assert [(r.path, r.size, r.sha256) for r in rows] == [(report["artifact"], len(CSV), CSV_SHA256)]
     stored = artifact_store(any_runtime.settings).read_bytes(report["artifact"])
     assert hashlib.sha256(stored).hexdigest() == CSV_SHA256
-    steps = {s.step_id: s for s in any_runtime.store.steps(outcome.run_id)}
+    steps = {s.step_id: s for s in any_runtime.store.steps.steps(outcome.run_id)}
     assert steps["fetch"].status == "succeeded" and steps["fetch"].output == report
     assert rows[0].step_attempt_id == steps["fetch"].id
     # the same bytes reached the form's server
@@ -92,9 +92,9 @@ def test_an_oversize_download_fails_the_step_and_is_not_kept(
     assert outcome.status == "failed"
     assert outcome.error_code == "DOWNLOAD_TOO_LARGE", outcome
     assert "BROWSERQ_MAX_DOWNLOAD_BYTES" in outcome.error_message
-    steps = [s for s in sqlite_runtime.store.steps(outcome.run_id) if s.step_id == "big"]
+    steps = [s for s in sqlite_runtime.store.steps.steps(outcome.run_id) if s.step_id == "big"]
     assert [(s.status, s.error_code) for s in steps] == [("failed", "DOWNLOAD_TOO_LARGE")]  # permanent: no retry
-    assert not [a for a in sqlite_runtime.store.artifacts(outcome.run_id) if a.kind == "download"]
+    assert not [a for a in sqlite_runtime.store.steps.artifacts(outcome.run_id) if a.kind == "download"]
     assert not (sqlite_runtime.settings.artifacts_dir / outcome.run_id / "downloads").exists()
 
 

@@ -95,7 +95,7 @@ def test_a_file_past_the_limit_is_stopped_near_the_limit_not_written_whole(
     assert all(
         not p.exists() and not p.with_suffix("").exists() for p in disk.partials
     )  # nothing left
-    assert not [a for a in limited.store.artifacts(outcome.run_id) if a.kind == "download"]
+    assert not [a for a in limited.store.steps.artifacts(outcome.run_id) if a.kind == "download"]
 
 
 def test_an_endless_stream_ends_at_the_limit_not_at_the_step_timeout(

@@ -41,7 +41,7 @@ def test_paginated_extract_accumulates_across_repeat(any_runtime: Runtime, demo)
     assert len({q["text"] for q in quotes}) == 50  # every page once, no duplicates
     for page in range(2, 6):
         assert demo.hits(f"/quotes/page/{page}/") == 1
-    steps = any_runtime.store.steps(outcome.run_id)
+    steps = any_runtime.store.steps.steps(outcome.run_id)
     paths = [s.step_path for s in steps]
     assert "1[1].0" in paths and "1[5].0" in paths and "1[6].0" not in paths
     last_click = [s for s in steps if s.step_path == "1[5].1"]

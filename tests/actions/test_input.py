@@ -96,7 +96,7 @@ def test_a_value_the_page_rewrites_after_fill_is_a_value_mismatch(sqlite_runtime
     assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "VALUE_MISMATCH", "2")
     # The plain field kept the value; the rewritten one is reported without showing the secret
     # in any form (its upper-cased spelling included).
-    statuses = [(s.step_path, s.status) for s in sqlite_runtime.store.steps(outcome.run_id)]
+    statuses = [(s.step_path, s.status) for s in sqlite_runtime.store.steps.steps(outcome.run_id)]
     assert ("1", "succeeded") in statuses
     assert "#upper holds a value after fill" in (outcome.error_message or "")
     assert "hunter2" not in (outcome.error_message or "").lower()

@@ -237,7 +237,7 @@ def test_a_template_drives_the_form_with_locators(sqlite_runtime: Runtime, form_
                                        "subscribe": "on", "message": "Hi"}
     assert (out["deleted"], out["paid"], out["deletes"], out["help"]) == ("deleted beta", "paid", 2, "#help")
     assert out["rows"] == [{"button": "Delete"}, {"button": "Delete"}]
-    steps = sqlite_runtime.store.steps(outcome.run_id)
+    steps = sqlite_runtime.store.steps.steps(outcome.run_id)
     assert [s.status for s in steps if s.step_path == "7"] == ["skipped"]  # optional: present() said no
 
 
@@ -290,7 +290,7 @@ def test_a_repeat_stops_on_a_locator(sqlite_runtime: Runtime) -> None:
             """))
     assert outcome.status == "completed", outcome
     assert outcome.outputs["left"] == 0
-    clicks = [s for s in sqlite_runtime.store.steps(outcome.run_id) if s.action == "click"]
+    clicks = [s for s in sqlite_runtime.store.steps.steps(outcome.run_id) if s.action == "click"]
     assert len(clicks) == 3 and all(s.status == "succeeded" for s in clicks)
 
 
@@ -319,5 +319,5 @@ def test_a_session_check_written_as_a_locator_logs_in_again(sqlite_runtime: Runt
             """))
     assert outcome.status == "completed", outcome
     assert outcome.outputs["url"].endswith("#secret")
-    logins = [s for s in sqlite_runtime.store.steps(outcome.run_id) if "~login" in s.step_path]
+    logins = [s for s in sqlite_runtime.store.steps.steps(outcome.run_id) if "~login" in s.step_path]
     assert [s.status for s in logins] == ["succeeded"]

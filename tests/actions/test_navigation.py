@@ -25,7 +25,7 @@ def test_wait_variants_and_retry_in_place(any_runtime: Runtime, demo) -> None:
     )
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "completed", outcome
-    delayed = [s for s in any_runtime.store.steps(outcome.run_id) if s.step_path == "3"]
+    delayed = [s for s in any_runtime.store.steps.steps(outcome.run_id) if s.step_path == "3"]
     assert delayed[0].status == "failed" and delayed[0].error_code == "SELECTOR_NOT_FOUND"
     assert delayed[0].retryable is True
     assert delayed[-1].status == "succeeded"
@@ -66,5 +66,5 @@ def test_http_status_codes_map_to_error_codes(any_runtime: Runtime, demo) -> Non
     )
     outcome = any_runtime.run_loaded(flaky)
     assert outcome.status == "completed", outcome
-    codes = [s.error_code for s in any_runtime.store.steps(outcome.run_id)]
+    codes = [s.error_code for s in any_runtime.store.steps.steps(outcome.run_id)]
     assert codes == ["HTTP_5XX", "HTTP_5XX", None]

@@ -26,8 +26,8 @@ def test_screenshots_are_stored_as_artifacts(any_runtime: Runtime, demo) -> None
     )
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "completed", outcome
-    artifacts = any_runtime.store.artifacts(outcome.run_id)
-    steps = {s.id: s for s in any_runtime.store.steps(outcome.run_id)}
+    artifacts = any_runtime.store.steps.artifacts(outcome.run_id)
+    steps = {s.id: s for s in any_runtime.store.steps.steps(outcome.run_id)}
     assert [a.kind for a in artifacts] == ["screenshot"] * 3
     css_width, css_height, scale = outcome.outputs["viewport"]  # the identity picks the scale
     width, height = round(css_width * scale), round(css_height * scale)
@@ -61,7 +61,7 @@ def test_the_run_artifact_budget_stops_screenshots_and_skips_evidence_with_a_war
     outcome = sqlite_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "ARTIFACTS_TOO_LARGE", outcome
     assert "BROWSERQ_MAX_RUN_ARTIFACT_BYTES" in outcome.error_message
-    artifacts = sqlite_runtime.store.artifacts(outcome.run_id)
+    artifacts = sqlite_runtime.store.steps.artifacts(outcome.run_id)
     assert 0 < sum(a.size for a in artifacts) <= budget
     assert "failure_screenshot" not in {a.kind for a in artifacts}  # no room left for the failure screenshot...
     skipped = [w for w in outcome.warnings if w["code"] == "ARTIFACTS_TOO_LARGE"]
@@ -69,5 +69,5 @@ def test_the_run_artifact_budget_stops_screenshots_and_skips_evidence_with_a_war
     assert all(w["message"].startswith("evidence skipped") for w in skipped)
     on_disk = sum(p.stat().st_size for p in (sqlite_runtime.settings.artifacts_dir / outcome.run_id).rglob("*") if p.is_file())
     assert on_disk <= budget
-    run = sqlite_runtime.store.get_run(outcome.run_id)
+    run = sqlite_runtime.store.runs.get_run(outcome.run_id)
     assert [w["code"] for w in run.warnings] == [w["code"] for w in outcome.warnings]

@@ -77,7 +77,7 @@ def test_a_symlink_out_of_the_uploads_directory_fails_the_step(
     outcome = sqlite_runtime.run_loaded(template(_upload(file_site, 'file: "link.txt"')))
     assert outcome.error_code == "PATH_DENIED", outcome
     assert "resolves outside BROWSERQ_UPLOADS_DIR" in outcome.error_message
-    (step,) = [s for s in sqlite_runtime.store.steps(outcome.run_id) if s.step_id == "up"]
+    (step,) = [s for s in sqlite_runtime.store.steps.steps(outcome.run_id) if s.step_id == "up"]
     assert (step.status, step.error_code) == ("failed", "PATH_DENIED")
 
 
@@ -122,12 +122,12 @@ def test_a_file_param_is_stored_with_the_run_and_uploaded(sqlite_runtime: Runtim
     outcome = sqlite_runtime.run_loaded(template(body), {"cv": {"filename": "../my cv.txt", "content": CV}})
     assert outcome.status == "completed", outcome
     assert outcome.outputs["echoed"] == [{"name": "one:my cv.txt", "size": str(len(CV)), "sha256": CV_SHA256}]
-    run = sqlite_runtime.store.get_run(outcome.run_id)
+    run = sqlite_runtime.store.runs.get_run(outcome.run_id)
     assert run is not None
     reference = run.params["cv"]  # the run keeps a reference, never the bytes
     assert reference == {"artifact": f"{outcome.run_id}/inputs/cv/my cv.txt", "filename": "my cv.txt",
                          "size": len(CV), "sha256": CV_SHA256, "content_type": "text/plain"}
-    (row,) = [a for a in sqlite_runtime.store.artifacts(outcome.run_id) if a.kind == "input"]
+    (row,) = [a for a in sqlite_runtime.store.steps.artifacts(outcome.run_id) if a.kind == "input"]
     assert (row.path, row.size, row.sha256, row.step_attempt_id) == (reference["artifact"], len(CV), CV_SHA256, None)
 
 
@@ -146,7 +146,7 @@ def test_file_params_are_checked_at_the_producer(tmp_path: Path, value: object, 
         with pytest.raises(ParamError) as raised:
             run_template.apply_async(args=["cv"], kwargs={"params": {"cv": value}}, queue=producer.queue)
         assert "param 'cv': " + message in str(raised.value)
-        assert producer.store.list_runs() == [] and producer.messages() == []
+        assert producer.store.runs.list_runs() == [] and producer.messages() == []
         assert not list((tmp_path / "artifacts").glob("**/*.txt"))
 
 
@@ -155,10 +155,10 @@ def test_the_producer_stores_a_file_param_and_sends_only_its_reference(tmp_path:
     with _producer(tmp_path) as producer:
         handle = run_template.apply_async(args=["cv"], kwargs={"params": {"cv": tmp_path / "cv.pdf"}},
                                           queue=producer.queue)
-        run = producer.store.get_run(handle.id)
+        run = producer.store.runs.get_run(handle.id)
         assert run is not None and run.params["cv"]["artifact"] == f"{handle.id}/inputs/cv/cv.pdf"
         assert (tmp_path / "artifacts" / handle.id / "inputs" / "cv" / "cv.pdf").read_bytes() == b"%PDF-1.4 tiny"
-        (row,) = producer.store.artifacts(handle.id)
+        (row,) = producer.store.steps.artifacts(handle.id)
         assert (row.kind, row.content_type, row.size) == ("input", "application/pdf", 13)
         (message,) = producer.messages()
         assert message["kwargs"] == {"run_id": handle.id}
@@ -181,7 +181,7 @@ class _producer:
     def __enter__(self) -> Producer:
         self._env.__enter__()
         self.store = Store(self.env["BROWSERQ_DATABASE_URL"])
-        self.store.upgrade()
+        self.store.schema.upgrade()
         return Producer(self.queue, self.store)
 
     def __exit__(self, *exc: object) -> None:

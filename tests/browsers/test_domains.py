@@ -54,7 +54,7 @@ def _run(runtime: Runtime, steps: str, *, network: str = "open", allowed: list[s
 
 
 def _blocked_evidence(runtime: Runtime, run_id: str) -> dict:
-    artifacts = [a for a in runtime.store.artifacts(run_id) if a.kind == "blocked_requests"]
+    artifacts = [a for a in runtime.store.steps.artifacts(run_id) if a.kind == "blocked_requests"]
     assert artifacts, "the run has no blocked_requests evidence"
     return json.loads((runtime.settings.artifacts_dir / artifacts[0].path).read_text())
 
@@ -63,7 +63,7 @@ def _assert_denied(runtime: Runtime, web: DomainSites, outcome, blocked_url_part
     assert web.foreign.requests == []  # not one request reached the foreign server
     assert (outcome.status, outcome.error_code) == ("failed", "DOMAIN_DENIED"), outcome
     assert blocked_url_part in (outcome.error_message or "")
-    steps = runtime.store.steps(outcome.run_id)
+    steps = runtime.store.steps.steps(outcome.run_id)
     failed = [s for s in steps if s.status == "failed"]
     assert failed and failed[-1].error_code == "DOMAIN_DENIED"
     assert blocked_url_part in (failed[-1].error_message or "")  # on the step record: `browserq show`

@@ -58,7 +58,7 @@ def test_a_driver_dying_mid_run_resumes_the_run(own_runtime, demo) -> None:
     threading.Timer(4.0, os.kill, (driver, signal.SIGABRT)).start()
     outcome = runtime.run_loaded(_quotes(demo.url, wait_ms=8000))
     assert outcome.status == "completed" and outcome.outputs["n"] == 10, outcome
-    steps = runtime.store.steps(outcome.run_id)
+    steps = runtime.store.steps.steps(outcome.run_id)
     assert "BROWSER_CRASHED" in {s.error_code for s in steps}
     assert runtime.pool.driver_restarts == 1
 
@@ -75,9 +75,9 @@ def test_a_worker_that_cannot_get_a_browser_back_hands_the_run_back(own_runtime,
     with pytest.raises(WorkerUnusable) as caught:
         runtime.execute(prepared.run_id)
     assert "could not relaunch Chromium" in str(caught.value)
-    run = runtime.store.get_run(prepared.run_id)
+    run = runtime.store.runs.get_run(prepared.run_id)
     assert run.status == "retrying" and run.lease_owner is None, run
     with pytest.raises(WorkerUnusable):  # fails at once from now on: no run is tried and failed
         runtime.execute(prepared.run_id)
-    assert runtime.store.get_run(prepared.run_id).status == "retrying"
+    assert runtime.store.runs.get_run(prepared.run_id).status == "retrying"
 

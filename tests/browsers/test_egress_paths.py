@@ -52,7 +52,7 @@ def _cases() -> list[pytest.param]:
 
 
 def _evidence(runtime: Runtime, run_id: str) -> dict:
-    artifacts = [a for a in runtime.store.artifacts(run_id) if a.kind == "blocked_requests"]
+    artifacts = [a for a in runtime.store.steps.artifacts(run_id) if a.kind == "blocked_requests"]
     if not artifacts:
         return {}
     return json.loads((runtime.settings.artifacts_dir / artifacts[0].path).read_text())

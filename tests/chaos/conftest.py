@@ -280,7 +280,7 @@ def order_key(path: str) -> list[tuple[int, int]]:
 
 def resume_violations(store: Store, run_id: str) -> tuple[int, list[str]]:
     """(resumes, problems): a resuming attempt must not record any step at or before its checkpoint."""
-    steps = store.steps(run_id)
+    steps = store.steps.steps(run_id)
     problems, resumes = [], 0
     for resume in (s for s in steps if s.action == "resume"):
         resumes += 1
@@ -337,7 +337,7 @@ def check_orders(store: Store, demo: DemoSite, run_ids: list[str], final: dict[s
     for run_id in run_ids:
         sent = demo.submissions_with(run_id)
         duplicated += max(0, sent - 1)
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         takeovers += run.takeovers if run else 0
         if final.get(run_id) == "completed":
             if sent != 1:
@@ -345,14 +345,14 @@ def check_orders(store: Store, demo: DemoSite, run_ids: list[str], final: dict[s
             quotes = [q["text"] for q in (run.outputs or {}).get("quotes", [])]
             if len(quotes) != 30 or len(set(quotes)) != 30:
                 problems.append(f"{run_id}: {len(quotes)} quotes ({len(set(quotes))} distinct), expected 30")
-            done = {s.step_path for s in store.steps(run_id) if s.status in ("succeeded", "skipped")}
+            done = {s.step_path for s in store.steps.steps(run_id) if s.status in ("succeeded", "skipped")}
             missing = [p for p in ORDER_PATHS if p not in done]
             if missing:
                 problems.append(f"{run_id}: completed without a final record of steps {missing}")
         elif sent > 1:
             problems.append(f"{run_id}: {final.get(run_id)} with {sent} submissions")
         if final.get(run_id) in FINAL:
-            open_steps = [s.step_path for s in store.steps(run_id) if s.status == "started"]
+            open_steps = [s.step_path for s in store.steps.steps(run_id) if s.status == "started"]
             if open_steps:
                 problems.append(f"{run_id}: {final.get(run_id)} but steps {open_steps} are still 'started'")
         count, violations = resume_violations(store, run_id)

@@ -127,7 +127,7 @@ def test_rabbitmq_restart_loses_nothing(
         ))
         figures.verify()
         for run_id in run_ids:  # a redelivery never ran a run a second time
-            starts = [t for t in store.transitions(run_id) if t.to_status == "running"]
-            assert len(starts) == store.get_run(run_id).attempt
+            starts = [t for t in store.transitions.transitions(run_id) if t.to_status == "running"]
+            assert len(starts) == store.runs.get_run(run_id).attempt
     finally:
         cluster.close()  # before the node goes: its queues go with it

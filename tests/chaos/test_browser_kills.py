@@ -81,8 +81,8 @@ def test_browser_killed_mid_run_is_relaunched_and_runs_complete(
     assert len(live) == 2 and not live & {browser for _, browser in kills}, live
     for run_id, _browser in kills:
         # The crash shows on the step it interrupted, or (between steps) on the run's history.
-        codes = {s.error_code for s in store.steps(run_id) if s.error_code}
-        reasons = " ".join(t.reason or "" for t in store.transitions(run_id))
+        codes = {s.error_code for s in store.steps.steps(run_id) if s.error_code}
+        reasons = " ".join(t.reason or "" for t in store.transitions.transitions(run_id))
         # A kill that lands inside a step fails that step; one that lands between steps (opening or
         # closing the context) fails the attempt, and its retrying transition names the code.
         noticed = "browser lost" in reasons or any(code in reasons for code in ("BROWSER_CRASHED", "PAGE_CRASHED"))
@@ -105,7 +105,7 @@ def test_browser_killed_during_the_side_effect_does_not_repeat_it(
     os.kill(browser, signal.SIGKILL)
     demo.confirm_delay_ms = 0
     final = wait_finished(store, [run_id], timeout=60)
-    send = [(s.run_attempt, s.status, s.error_code, s.output) for s in store.steps(run_id) if s.step_path == "9"]
+    send = [(s.run_attempt, s.status, s.error_code, s.output) for s in store.steps.steps(run_id) if s.step_path == "9"]
     sent = demo.submissions_with(run_id)
     report(
         f"chaos browser_sigkill_during_side_effect: runs=1 status={final.get(run_id)} "

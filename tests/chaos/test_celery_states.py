@@ -147,7 +147,7 @@ def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: 
         with pytest.raises(RunFailed) as raised:
             bad.get(timeout=120)
         failed = raised.value
-        run = store.get_run(bad.id)
+        run = store.runs.get_run(bad.id)
         assert run.status == "failed" and run.attempt == 1  # no Celery retry of an expected outcome
         assert failed.result == {
             "run_id": bad.id, "status": "failed", "outputs": run.outputs,
@@ -173,7 +173,7 @@ def test_failed_and_needs_review_runs_end_failure_with_runfailed(state_cluster: 
         with pytest.raises(RunFailed) as raised:
             review.get(timeout=180)
         assert raised.value.status == "needs_review" and raised.value.code == "OUTCOME_UNKNOWN"
-        assert store.get_run(review.id).status == "needs_review" and review.state == "FAILURE"
+        assert store.runs.get_run(review.id).status == "needs_review" and review.state == "FAILURE"
         assert demo.submissions_with(review.id) == 1
 
     def flower_agrees() -> bool:
@@ -210,7 +210,7 @@ def test_cancelled_and_terminated_runs_end_revoked_and_cancelled(state_cluster: 
         flower.terminate(terminated.id)
         # The terminated run is recorded by its child as it stops or, if its lease ran out first,
         # when the sweeper's re-sent (still revoked) message reaches a worker: cancelled either way.
-        final = wait_for(lambda: (f := {r.id: r for r in map(store.get_run, (cancelled.id, terminated.id))
+        final = wait_for(lambda: (f := {r.id: r for r in map(store.runs.get_run, (cancelled.id, terminated.id))
                                        if r.status in FINAL}) and len(f) == 2 and f, 120,
                          "both runs to end")
         assert (final[cancelled.id].status, final[cancelled.id].error_code) == ("cancelled", "CANCELLED")

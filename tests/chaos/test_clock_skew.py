@@ -134,7 +134,7 @@ def test_a_worker_with_a_skewed_clock_takes_no_healthy_run_over(
         f"the worker's clock is {offset} off, not {skew}"
     )
     figures = check_orders(store, demo, run_ids, final)
-    runs = [store.get_run(r) for r in run_ids]
+    runs = [store.runs.get_run(r) for r in run_ids]
     workers = {owner_pid(r.worker) for r in runs if r.worker}
     report(
         figures.line(
@@ -175,10 +175,10 @@ def test_a_paused_worker_fenced_out_of_its_run_logs_one_info_line(
         final = wait_finished(store, run_ids, timeout=120)
     finally:
         os.killpg(group, signal.SIGCONT)
-    run = store.get_run(run_ids[0])
+    run = store.runs.get_run(run_ids[0])
     assert final[run.id] in ("completed", "needs_review"), final
     assert run.takeovers == 1 and owner_pid(run.worker) != paused
-    reasons = [t.reason for t in store.transitions(run.id)]
+    reasons = [t.reason for t in store.transitions.transitions(run.id)]
     assert any("lease expired" in r or "stopped renewing the lease" in r for r in reasons), reasons
     fenced = "fenced out"
     wait_for(lambda: fenced in cluster.log(), 60, "the paused worker to notice it was fenced out")

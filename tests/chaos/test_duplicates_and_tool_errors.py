@@ -57,9 +57,9 @@ def test_a_message_delivered_twice_runs_once(make_cluster, demo, pg_url: str, st
     busy = log.count("run busy elsewhere")
     overlapping = []
     for run_id in run_ids:
-        run = store.get_run(run_id)
-        starts = [t for t in store.transitions(run_id) if t.to_status == "running"]
-        attempts = {s.run_attempt for s in store.steps(run_id)}
+        run = store.runs.get_run(run_id)
+        starts = [t for t in store.transitions.transitions(run_id) if t.to_status == "running"]
+        attempts = {s.run_attempt for s in store.steps.steps(run_id)}
         if run.attempt != 1 or run.takeovers or len(starts) != 1 or attempts != {1}:
             overlapping.append((run_id, run.attempt, run.takeovers, [t.reason for t in starts], attempts))
     report(figures.line(

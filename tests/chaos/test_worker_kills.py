@@ -71,7 +71,7 @@ def test_sigkill_a_worker_child_every_two_seconds(
     log = cluster.log("w1")
     lost_children = log.count("exited with 'signal 9 (SIGKILL)'")
     recovered = sum(
-        1 for r in run_ids for s in store.steps(r) if (s.output or {}) == {"recovered": True} or
+        1 for r in run_ids for s in store.steps.steps(r) if (s.output or {}) == {"recovered": True} or
         (isinstance(s.output, dict) and s.output.get("recovered") is True)
     )
     report(figures.line(
@@ -82,7 +82,7 @@ def test_sigkill_a_worker_child_every_two_seconds(
     assert len(kills) >= MIN_KILLS, f"only {len(kills)} kills landed mid-run"
     assert lost_children == len(kills)
     for run_id, pid in kills:  # every killed run was redelivered and taken over from its dead child
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         assert run.takeovers >= 1 or run.attempt >= 2, (run_id, pid, run.status, run.takeovers)
     assert figures.takeovers >= len({r for r, _ in kills})
     assert figures.resumed_from_checkpoint >= 1
@@ -105,7 +105,7 @@ def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
         return [
             r for r in running_runs(store, run_ids)
             if owner_pid(r["lease_owner"]) in w1_children
-            and (store.get_run(r["id"]).checkpoint or {}).get("path") not in (None, "9")
+            and (store.runs.get_run(r["id"]).checkpoint or {}).get("path") not in (None, "9")
             and current_step(store, r["id"], r["attempt"]) != LAST_STEP
         ]
 
@@ -114,8 +114,8 @@ def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
     killed_at = time.time()
     final = wait_finished(store, run_ids, timeout=120)
     figures = check_orders(store, demo, run_ids, final)
-    victim = store.get_run(victims[0]["id"])
-    reasons = [t.reason for t in store.transitions(victim.id)]
+    victim = store.runs.get_run(victims[0]["id"])
+    reasons = [t.reason for t in store.transitions.transitions(victim.id)]
     sweeps = cluster.log().count("re-enqueued stuck run")
     report(figures.line(
         "whole_worker_sigkill", kills=1, victim_status=victim.status,
@@ -128,7 +128,7 @@ def test_sigkill_a_whole_worker_its_runs_finish_on_the_other_via_the_sweeper(
     assert victim.status in ("completed", "needs_review")
     assert owner_pid(victim.worker) in w2_children, (victim.worker, w2_children)
     assert any("re-enqueued by the sweeper" in r for r in reasons), reasons
-    steps = store.steps(victim.id)
+    steps = store.steps.steps(victim.id)
     assert any(s.action == "resume" for s in steps), "the victim restarted instead of resuming"
     assert {owner_pid(r["lease_owner"]) for r in victims} <= w1_children
 
@@ -150,7 +150,7 @@ def test_sigkill_a_worker_child_while_its_side_effect_is_answered(
     demo.confirm_delay_ms = 0
     final = wait_finished(store, [run_id], timeout=60)
     figures = check_orders(store, demo, [run_id], final)
-    send = [(s.run_attempt, s.status, s.error_code, (s.output or {}).get("recovered")) for s in store.steps(run_id)
+    send = [(s.run_attempt, s.status, s.error_code, (s.output or {}).get("recovered")) for s in store.steps.steps(run_id)
             if s.step_path == "9"]
     report(figures.line("worker_child_sigkill_during_side_effect", kills=1, send_records=send))
     figures.verify()
@@ -198,12 +198,12 @@ def test_every_handle_resolves_after_sigkills(
                         resolved=sum(1 for v in outcomes.values() if v is not None)))
     figures.verify()
     for run_id, value in outcomes.items():
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         if isinstance(value, RunFailed):
             assert (value.run_id, value.status) == (run_id, run.status) and run.status == "needs_review", value
         else:
             assert isinstance(value, dict), value
             assert (value["run_id"], value["status"]) == (run_id, "completed") == (run.id, run.status)
-    reasons = [t.reason for t in store.transitions(whole["id"])]
+    reasons = [t.reason for t in store.transitions.transitions(whole["id"])]
     assert any("re-enqueued by the sweeper" in (r or "") for r in reasons), reasons
     assert ("this process now runs the fleet's sweeper" in cluster.log("w2")) is in_workers

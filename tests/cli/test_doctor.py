@@ -33,7 +33,7 @@ SCHEDULES = """schedules:
 @pytest.fixture(scope="module")
 def migrated(pg_url: str) -> str:
     store = Store(pg_url)
-    store.upgrade()
+    store.schema.upgrade()
     store.dispose()
     return pg_url
 

@@ -62,7 +62,7 @@ def test_resolve_a_needs_review_run_from_the_command_line(tmp_path: Path) -> Non
         )
 
     store = Store(f"sqlite:///{tmp_path / 'cli.db'}")
-    history = [(t.from_status, t.to_status, t.worker) for t in store.transitions(run_id)]
+    history = [(t.from_status, t.to_status, t.worker) for t in store.transitions.transitions(run_id)]
     assert ("needs_review", "queued", "ana") in history and history[-1][1] == "completed"
     shown = browserq(tmp_path, "show", run_id, **env)
     assert "resolved by ana: retry from step 1" in ANSI.sub("", shown.stdout).replace("\n", " ")

@@ -26,7 +26,7 @@ def test_prune_and_export_from_the_command_line(tmp_path: Path, demo) -> None:
     )
     with Runtime(settings) as runtime:
         run_id = runtime.run_loaded(shot).run_id
-        files = [settings.artifacts_dir / a.path for a in runtime.store.artifacts(run_id)]
+        files = [settings.artifacts_dir / a.path for a in runtime.store.steps.artifacts(run_id)]
     engine = create_engine(settings.database_url)
     with engine.begin() as conn:  # it finished 40 days ago
         conn.execute(

@@ -50,12 +50,12 @@ def test_cancel_a_queued_run_and_show_its_history(tmp_path: Path, site) -> None:
     from browserq.templates import TemplateRegistry
 
     store = Store(f"sqlite:///{tmp_path / 'cli.db'}")
-    store.upgrade()
+    store.schema.upgrade()
     prepared = prepare_run(TemplateRegistry(REPO / "templates"), "quotes", {"start_url": f"{site.url}/quotes/"})
     record_run(store, prepared, secret_box=None)
     done = browserq(tmp_path, "cancel", prepared.run_id[:8], "--reason", "not today")
     assert done.returncode == 0 and "cancelled" in done.stdout
-    assert store.get_run(prepared.run_id).status == "cancelled"
+    assert store.runs.get_run(prepared.run_id).status == "cancelled"
     shown = browserq(tmp_path, "show", prepared.run_id[:8])
     assert "cancelled" in shown.stdout and "not today" in shown.stdout
     again = browserq(tmp_path, "cancel", prepared.run_id)

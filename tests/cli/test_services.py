@@ -37,7 +37,7 @@ def test_a_permanent_database_error_is_not_retried(what: str, monkeypatch: pytes
     monkeypatch.setattr(psycopg.Connection, "connect", classmethod(counting))
     try:
         with pytest.raises(StoreError) as caught:
-            store.upgrade()
+            store.schema.upgrade()
     finally:
         store.dispose()
     assert len(connects) == 1  # tried once: no retry loop for an error no retry can fix

@@ -82,12 +82,12 @@ def holding(store, proc: subprocess.Popen[str], tmp: Path) -> str:
         if not (tmp / "cli.db").exists():
             return None
         try:
-            runs = store.list_runs(limit=1)
+            runs = store.runs.list_runs(limit=1)
         except Exception:  # the CLI is still creating the schema
             return None
         if not runs or runs[0].status != "running":
             return None
-        steps = store.steps(runs[0].id)
+        steps = store.steps.steps(runs[0].id)
         return (
             runs[0].id
             if any(s.step_id == "hold" and s.status == "started" for s in steps)
@@ -113,11 +113,11 @@ def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
             os.killpg(proc.pid, signal.SIGKILL)
     text = (tmp_path / "run.log").read_text()
     assert "Traceback" not in text, text
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert (run.status, run.error_code) == ("cancelled", "CANCELLED"), run
     assert named in run.error_message and run.lease_owner is None
-    assert [t.to_status for t in store.transitions(run_id)][-2:] == ["running", "cancelled"]
-    [hold] = [s for s in store.steps(run_id) if s.step_id == "hold"]
+    assert [t.to_status for t in store.transitions.transitions(run_id)][-2:] == ["running", "cancelled"]
+    [hold] = [s for s in store.steps.steps(run_id) if s.step_id == "hold"]
     assert hold.status == "failed" and hold.error_code == "CANCELLED"
 
 
@@ -130,21 +130,21 @@ def test_sweep_without_a_broker_sends_nothing_and_cancel_ends_a_run_whose_proces
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # no chance to record anything
         proc.wait(timeout=30)
-    assert store.get_run(run_id).status == "running"
+    assert store.runs.get_run(run_id).status == "running"
     swept = browserq(tmp_path, "sweep", BROWSERQ_TEMPLATES_DIR=str(templates))
     assert swept.returncode == 2 and "no broker configured" in swept.stderr, (
         swept.stdout + swept.stderr
     )
     no_traceback(swept)
-    transitions = [t.to_status for t in store.transitions(run_id)]
+    transitions = [t.to_status for t in store.transitions.transitions(run_id)]
     assert (
-        store.get_run(run_id).status == "running" and transitions[-1] == "running"
+        store.runs.get_run(run_id).status == "running" and transitions[-1] == "running"
     )  # nothing re-sent
     done = browserq(tmp_path, "cancel", run_id[:10], "--reason", "left behind")
     assert done.returncode == 0 and f"run {run_id} cancelled" in done.stdout, (
         done.stdout + done.stderr
     )
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert (run.status, run.error_code) == (
         "cancelled",
         "CANCELLED",
@@ -163,7 +163,7 @@ def test_cancel_from_another_terminal_stops_a_live_embedded_run(tmp_path, templa
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert (run.status, run.error_code, run.error_message) == (
         "cancelled",
         "CANCELLED",

@@ -110,7 +110,7 @@ def crashing_worker(pg_runtime: Runtime) -> Iterator[Callable[[str, Callable[[],
 
 
 def succeeded(store: Store, run_id: str, path: str) -> bool:
-    return any(s.step_path == path and s.status == "succeeded" for s in store.steps(run_id))
+    return any(s.step_path == path and s.status == "succeeded" for s in store.steps.steps(run_id))
 
 
 def order_key(path: str) -> list[tuple[int, int]]:
@@ -122,7 +122,7 @@ def test_resume_from_checkpoint_skips_completed_steps(pg_runtime: Runtime, demo,
     run_id = submit(pg_runtime, PAGINATION, {"base_url": demo.url})
     store = pg_runtime.store
     crashing_worker(run_id, lambda: succeeded(store, run_id, "1[3].1"))  # on page 4 now
-    assert store.get_run(run_id).status == "running"  # the dead worker's lease is still there
+    assert store.runs.get_run(run_id).status == "running"  # the dead worker's lease is still there
     demo.latency_ms = 0
     outcome = pg_runtime.run_to_end(run_id)
     assert outcome.status == "completed", outcome
@@ -131,14 +131,14 @@ def test_resume_from_checkpoint_skips_completed_steps(pg_runtime: Runtime, demo,
     assert demo.hits("/quotes/") == 1
     assert demo.hits("/quotes/page/2/") == 1 and demo.hits("/quotes/page/3/") == 1
     assert demo.hits("/quotes/page/4/") == 2  # loaded once, reopened by the resume
-    steps = store.steps(run_id)
+    steps = store.steps.steps(run_id)
     resume = [s for s in steps if s.action == "resume"]
     assert len(resume) == 1 and resume[0].inputs["checkpoint"] == "1[3].1"
     second = [s for s in steps if s.run_attempt == 2 and s.action != "resume"]
     assert second and all(order_key(s.step_path) > order_key("1[3].1") for s in second)
-    history = [(t.from_status, t.to_status) for t in store.transitions(run_id)]
+    history = [(t.from_status, t.to_status) for t in store.transitions.transitions(run_id)]
     assert history[-2:] == [("running", "running"), ("running", "completed")]
-    assert store.get_run(run_id).takeovers == 1
+    assert store.runs.get_run(run_id).takeovers == 1
 
 
 def test_unknown_side_effect_with_postcondition_is_recovered_not_repeated(
@@ -152,7 +152,7 @@ def test_unknown_side_effect_with_postcondition_is_recovered_not_repeated(
     outcome = pg_runtime.run_to_end(run_id)
     assert outcome.status == "completed", outcome
     assert demo.submissions_with(run_id) == 1  # never re-executed blindly
-    send = [s for s in pg_runtime.store.steps(run_id) if s.step_path == "6"]
+    send = [s for s in pg_runtime.store.steps.steps(run_id) if s.step_path == "6"]
     assert [s.status for s in send] == ["unknown", "succeeded"]
     assert send[1].output["recovered"] is True
 
@@ -168,14 +168,14 @@ def test_with_a_long_checkpoint_interval_a_side_effect_is_still_probed_not_repea
     demo.confirm_delay_ms = 5000
     crashing_worker(run_id, lambda: demo.submissions_with(run_id) == 1, interval_ms="3600000")
     demo.confirm_delay_ms = 0
-    assert pg_runtime.store.get_run(run_id).checkpoint is None  # four new pages, none checkpointed
+    assert pg_runtime.store.runs.get_run(run_id).checkpoint is None  # four new pages, none checkpointed
     outcome = pg_runtime.run_to_end(run_id)
     assert outcome.status == "completed", outcome
     assert demo.submissions_with(run_id) == 1  # never re-executed blindly
-    steps = pg_runtime.store.steps(run_id)
+    steps = pg_runtime.store.steps.steps(run_id)
     assert not [s for s in steps if s.action == "resume"]  # nothing to resume from: started over
     assert [s.status for s in steps if s.step_path == "6"] == ["unknown", "succeeded"]
-    assert pg_runtime.store.get_run(run_id).checkpoint["path"] == "6"  # the side effect's own
+    assert pg_runtime.store.runs.get_run(run_id).checkpoint["path"] == "6"  # the side effect's own
 
 
 def test_unknown_side_effect_without_postcondition_needs_review(pg_runtime: Runtime, demo, crashing_worker) -> None:
@@ -187,7 +187,7 @@ def test_unknown_side_effect_without_postcondition_needs_review(pg_runtime: Runt
     assert outcome.status == "needs_review" and outcome.error_code == "OUTCOME_UNKNOWN"
     assert "may or may not have happened" in outcome.error_message
     assert demo.submissions_with(run_id) == 1
-    run = pg_runtime.store.get_run(run_id)
+    run = pg_runtime.store.runs.get_run(run_id)
     assert run.status == "needs_review" and run.finished_at is not None
 
 
@@ -204,19 +204,19 @@ def test_side_effect_retried_only_when_the_template_allows(pg_runtime: Runtime, 
 
 def test_a_live_lease_blocks_a_duplicate_execution(pg_runtime: Runtime, demo) -> None:
     run_id = submit(pg_runtime, PAGINATION, {"base_url": demo.url})
-    lease = pg_runtime.store.acquire_lease(run_id, owner="elsewhere:1:1", ttl_s=30)
+    lease = pg_runtime.store.leases.acquire_lease(run_id, owner="elsewhere:1:1", ttl_s=30)
     with pytest.raises(RunBusy) as busy:
         pg_runtime.execute(run_id)
     assert busy.value.holder == "elsewhere:1:1" and 20 < busy.value.retry_in_s <= 32
     assert demo.hits("/quotes/") == 0  # nothing ran
-    pg_runtime.store.release_lease(run_id, token=lease.token)
+    pg_runtime.store.leases.release_lease(run_id, token=lease.token)
 
 
 def test_poison_run_fails_after_repeated_worker_losses(pg_runtime: Runtime, demo) -> None:
     run_id = submit(pg_runtime, PAGINATION, {"base_url": demo.url})
     store = pg_runtime.store
     for n in range(pg_runtime.settings.max_worker_losses + 1):
-        store.acquire_lease(run_id, owner=f"ghost{n}:999999:1", ttl_s=0.01)  # a worker that died
+        store.leases.acquire_lease(run_id, owner=f"ghost{n}:999999:1", ttl_s=0.01)  # a worker that died
         time.sleep(0.05)
     outcome = pg_runtime.run_to_end(run_id)
     assert outcome.status == "failed" and outcome.error_code == "WORKER_LOST_REPEATEDLY"
@@ -234,11 +234,11 @@ def test_cancel_a_running_run(pg_runtime: Runtime, demo) -> None:
         worker.start()
         while not succeeded(runtime.store, run_id, "0"):
             time.sleep(0.05)
-        assert runtime.store.request_cancel(run_id, reason="operator said stop").status == "running"
+        assert runtime.store.cancellation.request_cancel(run_id, reason="operator said stop").status == "running"
         worker.join(30)
         outcome = result["out"]
         assert outcome.status == "cancelled" and "operator said stop" in outcome.error_message
-        assert runtime.store.get_run(run_id).status == "cancelled"
+        assert runtime.store.runs.get_run(run_id).status == "cancelled"
         assert runtime.pool.open_contexts == 0
         assert demo.hits("/quotes/page/5/") == 0
     finally:
@@ -264,9 +264,9 @@ def test_browser_killed_mid_run_is_relaunched_and_the_run_resumes(pg_runtime: Ru
     assert len(outcome.outputs["quotes"]) == 50
     assert pg_runtime.pool.launches == launches + 1
     assert demo.hits("/quotes/page/2/") == 1  # before the checkpoint: not re-executed
-    reasons = [t.reason for t in store.transitions(run_id) if t.to_status == "retrying"]
+    reasons = [t.reason for t in store.transitions.transitions(run_id) if t.to_status == "retrying"]
     assert len(reasons) == 1 and "browser lost" in reasons[0]
-    assert [s.action for s in store.steps(run_id)].count("resume") == 1
+    assert [s.action for s in store.steps.steps(run_id)].count("resume") == 1
 
 
 def test_run_level_retry_with_backoff(pg_runtime: Runtime, demo) -> None:
@@ -282,8 +282,8 @@ def test_run_level_retry_with_backoff(pg_runtime: Runtime, demo) -> None:
         record_run(runtime.store, prepared, secret_box=None)
         outcome = runtime.run_to_end(prepared.run_id)
         assert outcome.status == "failed" and outcome.error_code == "RUN_TIMEOUT"
-        statuses = [t.to_status for t in runtime.store.transitions(prepared.run_id)]
+        statuses = [t.to_status for t in runtime.store.transitions.transitions(prepared.run_id)]
         assert statuses == ["queued", "running", "retrying", "running", "failed"]
-        assert runtime.store.get_run(prepared.run_id).attempt == 2
+        assert runtime.store.runs.get_run(prepared.run_id).attempt == 2
     finally:
         runtime.stop()

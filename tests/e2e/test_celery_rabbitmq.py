@@ -32,7 +32,7 @@ def test_rabbitmq_end_to_end(tmp_path: Path, pg_url: str, e2e_templates: Path, d
     store = Store(pg_url)
     try:
         for value in (quotes, login):
-            run = store.get_run(value["run_id"])
+            run = store.runs.get_run(value["run_id"])
             assert run.status == "completed" and run.queue == config.queue and run.worker
     finally:
         store.dispose()

@@ -44,10 +44,10 @@ def test_delay_runs_a_paginated_scrape(redis_worker, site, pg_url: str) -> None:
     assert len(value["outputs"]["quotes"]) == 50
     json.dumps(value)  # JSON-serializable
     store = Store(pg_url)
-    run = store.get_run(result.id)
+    run = store.runs.get_run(result.id)
     assert run.status == "completed" and run.attempt == 1 and run.worker and run.task_id == result.id
     assert run.template_name == "quotes" and run.template_version == "1.2.0"
-    assert len(store.steps(result.id)) >= 11
+    assert len(store.steps.steps(result.id)) >= 11
     store.dispose()
 
 
@@ -195,9 +195,9 @@ def test_soft_time_limit_records_the_run_and_frees_the_worker(redis_worker, demo
     assert raised.value.code == "RUN_TIMEOUT" and raised.value.run_id == hung.id
     store = Store(pg_url)
     try:
-        run = store.get_run(hung.id)
+        run = store.runs.get_run(hung.id)
         assert run.status == "failed" and run.error_code == "RUN_TIMEOUT"
-        assert all(s.status != "started" for s in store.steps(hung.id))
+        assert all(s.status != "started" for s in store.steps.steps(hung.id))
     finally:
         store.dispose()
     after = run_template.delay("quotes", params={"start_url": f"{demo.url}/quotes/", "max_pages": 1})

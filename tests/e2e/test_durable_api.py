@@ -29,8 +29,8 @@ def test_same_idempotency_key_joins_the_first_run(redis_worker, demo, pg_url) ->
     # behind and a sweeper re-sent may visit it too.)
     store = store_for(pg_url)
     try:
-        run = store.get_run(first.id)
-        steps = store.steps(first.id)
+        run = store.runs.get_run(first.id)
+        steps = store.steps.steps(first.id)
     finally:
         store.dispose()
     assert run.attempt == 1, run
@@ -47,7 +47,7 @@ def test_template_derived_idempotency_key(redis_worker, demo, pg_url) -> None:
     assert again.id == first.id and other.id != first.id
     store = store_for(pg_url)
     try:
-        assert store.get_run(first.id).idempotency_key.startswith("order:")
+        assert store.runs.get_run(first.id).idempotency_key.startswith("order:")
     finally:
         store.dispose()
     for result in (first, other):
@@ -65,9 +65,9 @@ def test_duplicate_delivery_executes_once(redis_config, redis_worker, demo, pg_u
     assert result.get(timeout=90)["status"] == "completed"
     store = store_for(pg_url)
     try:
-        wait_until(lambda: store.get_run(result.id).status == "completed")
+        wait_until(lambda: store.runs.get_run(result.id).status == "completed")
         assert demo.submissions_with(result.id) == 1
-        attempts = {s.run_attempt for s in store.steps(result.id)}
+        attempts = {s.run_attempt for s in store.steps.steps(result.id)}
         assert attempts == {1}
     finally:
         store.dispose()
@@ -96,7 +96,7 @@ def test_batch_aggregate_and_circuit_breaker(redis_worker, demo, pg_url) -> None
     assert summary.failed + summary.cancelled + summary.completed == 12
     store = store_for(pg_url)
     try:
-        cancelled = [r for r in store.batch_runs(tripping.batch_id) if r.status == "cancelled"]
+        cancelled = [r for r in store.batches.batch_runs(tripping.batch_id) if r.status == "cancelled"]
         assert cancelled and all("circuit breaker" in (r.error_message or "") for r in cancelled)
     finally:
         store.dispose()
@@ -118,17 +118,17 @@ def test_cancel_a_running_run_through_the_api(redis_worker, demo, pg_url) -> Non
     result = run_template.delay("quotes", params={"start_url": f"{demo.url}/quotes/", "max_pages": 5})
     store = store_for(pg_url)
     try:
-        wait_until(lambda: store.get_run(result.id).status == "running")
+        wait_until(lambda: store.runs.get_run(result.id).status == "running")
         assert cancel_run(result.id, reason="no longer needed") in {"running", "cancelled"}
         with pytest.raises(TaskRevokedError, match="no longer needed"):
             result.get(timeout=60)
         assert result.state == "REVOKED"
-        run = store.get_run(result.id)
+        run = store.runs.get_run(result.id)
         assert run.status == "cancelled" and "no longer needed" in run.error_message
         queued = run_template.apply_async(
             args=["quotes"], kwargs={"params": {"start_url": f"{demo.url}/quotes/"}}, countdown=30
         )
         assert cancel_run(queued.id) == "cancelled"
-        assert [t.to_status for t in store.transitions(queued.id)] == ["queued", "cancelled"]
+        assert [t.to_status for t in store.transitions.transitions(queued.id)] == ["queued", "cancelled"]
     finally:
         store.dispose()

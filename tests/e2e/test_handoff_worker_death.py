@@ -131,8 +131,8 @@ def test_the_person_is_moved_to_the_new_live_view_when_the_worker_dies(
     store = Store(fleet.env["BROWSERQ_DATABASE_URL"])
     fleet.start("w1")
     result = run_template.delay("death_gate", params={"base_url": site})
-    first = wait_until(lambda: store.open_handoff(result.id), 90, "the run to wait for a person on w1")
-    link = wait_until(lambda: store.mint_live_token(result.id, purpose="test", ttl_s=300), 30, "a link")
+    first = wait_until(lambda: store.handoffs.open_handoff(result.id), 90, "the run to wait for a person on w1")
+    link = wait_until(lambda: store.handoffs.mint_live_token(result.id, purpose="test", ttl_s=300), 30, "a link")
     assert f":{fleet.port}/" in link
     fleet.start("w2")
     context = person.run(person.browser.new_context())
@@ -154,7 +154,7 @@ def test_the_person_is_moved_to_the_new_live_view_when_the_worker_dies(
         fleet.procs["w1"].wait(60)
         print("the page says:", " | ".join(dict.fromkeys(said)))
         second = wait_until(
-            lambda: (h := store.open_handoff(result.id)) is not None and h.id != first.id and h, 150,
+            lambda: (h := store.handoffs.open_handoff(result.id)) is not None and h.id != first.id and h, 150,
             "the run to wait again on w2",
         )
         person.run(_connected(page, second.id), timeout=180)
@@ -170,6 +170,6 @@ def test_the_person_is_moved_to_the_new_live_view_when_the_worker_dies(
     assert "token=" not in seen["moved_to"]  # redeemed and redirected, as any link
     logs = "".join(path.read_text(errors="replace") for path in fleet.logs.values())
     assert follow and follow not in logs and "token=" not in logs  # no secret in clear in the logs
-    outcomes = [(h.outcome, h.kind) for h in Store(fleet.env["BROWSERQ_DATABASE_URL"]).handoffs(result.id)]
+    outcomes = [(h.outcome, h.kind) for h in Store(fleet.env["BROWSERQ_DATABASE_URL"]).handoffs.handoffs(result.id)]
     first_outcome = "interrupted" if how == "sigkill" else "handed_over"
     assert outcomes == [(first_outcome, "trigger"), ("condition", "trigger")], outcomes

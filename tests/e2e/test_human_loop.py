@@ -124,10 +124,10 @@ def test_a_person_solves_the_captcha_through_the_live_view_and_the_run_completes
 
     store = Store(worker.env["BROWSERQ_DATABASE_URL"])
     try:
-        [handoff] = store.handoffs(result.id)
+        [handoff] = store.handoffs.handoffs(result.id)
         assert (handoff.kind, handoff.outcome, handoff.inputs) == ("trigger", "condition", 1)
-        assert [d.status for d in store.webhook_deliveries(result.id)] == ["delivered", "delivered"]
-        statuses = [t.to_status for t in store.transitions(result.id)]
+        assert [d.status for d in store.webhooks.webhook_deliveries(result.id)] == ["delivered", "delivered"]
+        statuses = [t.to_status for t in store.transitions.transitions(result.id)]
         assert statuses[-3:] == ["waiting_for_human", "running", "completed"]
     finally:
         store.dispose()
@@ -155,8 +155,8 @@ def test_a_secret_in_until_reaches_no_sink_in_clear(worker: HumanWorker, site: s
         assert result.get(timeout=60)["status"] == "completed"
     store = Store(worker.env["BROWSERQ_DATABASE_URL"])
     try:
-        [handoff] = store.handoffs(result.id)
-        [step] = [s for s in store.steps(result.id) if s.step_path == "1"]
+        [handoff] = store.handoffs.handoffs(result.id)
+        [step] = [s for s in store.steps.steps(result.id) if s.step_path == "1"]
     finally:
         store.dispose()
     assert handoff.until == masked and step.inputs["until"] == masked

@@ -159,10 +159,10 @@ def test_a_changed_body_under_a_used_version_is_refused(
 
     store = Store(pg_url)
     try:
-        first_hash = store.get_run(first.id).template_hash
-        assert first_hash and store.get_run(same.id).template_hash == first_hash
-        assert store.get_run(bumped.id).template_version == "1.0.1"
-        assert store.get_run(bumped.id).template_hash not in (None, first_hash)
+        first_hash = store.runs.get_run(first.id).template_hash
+        assert first_hash and store.runs.get_run(same.id).template_hash == first_hash
+        assert store.runs.get_run(bumped.id).template_version == "1.0.1"
+        assert store.runs.get_run(bumped.id).template_hash not in (None, first_hash)
     finally:
         store.dispose()
     shown = browserq_cli(redis_config, "show", first.id)

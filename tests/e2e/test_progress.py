@@ -180,19 +180,19 @@ def test_a_template_queue_routes_its_runs_unless_the_caller_names_one(producer, 
     for result in (routed, explicit):
         assert result.get(timeout=120)["status"] == "completed"
     store = producer_services().store
-    assert store.get_run(routed.id).queue == producer.routed_queue
+    assert store.runs.get_run(routed.id).queue == producer.routed_queue
     assert routed.queue == producer.routed_queue  # the queue Celery delivered it from (result_extended)
-    assert store.get_run(explicit.id).queue == producer.queue and explicit.queue == producer.queue
+    assert store.runs.get_run(explicit.id).queue == producer.queue and explicit.queue == producer.queue
 
 
 def test_a_bad_queue_name_is_refused_before_anything_is_recorded(producer, demo) -> None:
     from browserq import ParamError, run_template
     from browserq.celery_app import producer_services
 
-    before = len(producer_services().store.list_runs(limit=1000, template="prog_routed"))
+    before = len(producer_services().store.runs.list_runs(limit=1000, template="prog_routed"))
     with pytest.raises(ParamError, match=r"queue 'amq\.bad' must be"):
         run_template.apply_async(args=["prog_routed"], kwargs={"params": {"base_url": demo.url}}, queue="amq.bad")
-    assert len(producer_services().store.list_runs(limit=1000, template="prog_routed")) == before
+    assert len(producer_services().store.runs.list_runs(limit=1000, template="prog_routed")) == before
 
 
 def test_the_readme_example_reads_progress_from_async_result_info(producer, demo) -> None:

@@ -150,13 +150,13 @@ def test_a_stopping_worker_hands_a_waiting_run_to_another_worker(
 
     store = Store(workers.env["BROWSERQ_DATABASE_URL"])
     try:
-        run = store.get_run(result.id)
+        run = store.runs.get_run(result.id)
         assert run.takeovers == 0, run  # a handover is no lost worker
-        assert [(h.outcome, h.kind) for h in store.handoffs(result.id)] == [
+        assert [(h.outcome, h.kind) for h in store.handoffs.handoffs(result.id)] == [
             ("handed_over", "trigger"),
             ("condition", "trigger"),
         ]
-        transitions = store.transitions(result.id)
+        transitions = store.transitions.transitions(result.id)
         statuses = [t.to_status for t in transitions]
         handed = statuses.index("retrying")
         assert statuses[handed - 1 :] == [

@@ -16,7 +16,7 @@ STEPS = "steps:\n  - {action: navigate, url: 'http://127.0.0.1:9/'}\n"
 def batch(store: Store, size: int, breaker: dict | None) -> tuple[str, list[str]]:
     loaded = template(STEPS)
     batch_id = uuid.uuid4().hex
-    store.create_batch(batch_id=batch_id, template_name=loaded.name, template_version=loaded.version,
+    store.batches.create_batch(batch_id=batch_id, template_name=loaded.name, template_version=loaded.version,
                        total=size, breaker=breaker)
     runs = [prepare_loaded(loaded, {}) for _ in range(size)]
     for run in runs:
@@ -25,37 +25,37 @@ def batch(store: Store, size: int, breaker: dict | None) -> tuple[str, list[str]
 
 
 def fail(store: Store, run_id: str) -> None:
-    store.finish_run(run_id, status="failed", outputs=None, error_code="SELECTOR_NOT_FOUND", error_message="x")
+    store.transitions.finish_run(run_id, status="failed", outputs=None, error_code="SELECTOR_NOT_FOUND", error_message="x")
 
 
 def test_too_many_failures_among_the_first_runs_cancel_the_rest(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'b.db'}")
-    store.upgrade()
+    store.schema.upgrade()
     try:
         batch_id, runs = batch(store, 5, {"min_runs": 2, "max_failure_rate": 0.5})
         fail(store, runs[0])
         check_batch(store, batch_id)
-        assert store.batch_summary(batch_id).breaker_tripped_at is None  # 1 finished < min_runs
+        assert store.batches.batch_summary(batch_id).breaker_tripped_at is None  # 1 finished < min_runs
         fail(store, runs[1])
         check_batch(store, batch_id)
-        summary = store.batch_summary(batch_id)
+        summary = store.batches.batch_summary(batch_id)
         assert summary.breaker_tripped_at is not None and "2 of the first 2 runs failed" in summary.breaker_reason
         assert (summary.failed, summary.cancelled, summary.queued) == (2, 3, 0)
         check_batch(store, batch_id)  # tripping twice changes nothing
-        assert store.batch_summary(batch_id).cancelled == 3
+        assert store.batches.batch_summary(batch_id).cancelled == 3
     finally:
         store.dispose()
 
 
 def test_a_batch_without_a_breaker_only_closes_when_done(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'b.db'}")
-    store.upgrade()
+    store.schema.upgrade()
     try:
         batch_id, runs = batch(store, 2, None)
         for run_id in runs:
             fail(store, run_id)
             check_batch(store, batch_id)
-        summary = store.batch_summary(batch_id)
+        summary = store.batches.batch_summary(batch_id)
         assert summary.breaker_tripped_at is None and summary.cancelled == 0 and summary.failed == 2
     finally:
         store.dispose()

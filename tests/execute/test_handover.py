@@ -48,11 +48,11 @@ def test_a_waiting_step_is_handed_over_and_waits_again_when_resumed(
     thread, done = _in_thread(runtime, loaded)  # run_to_end: re-executes a handed-over run here
     run_id, _ = _waiting_link(runtime, thread)
     drain.request()
-    wait_until(lambda: runtime.store.handovers(run_id) >= 1, 30, "the wait to be handed over")
+    wait_until(lambda: runtime.store.handoffs.handovers(run_id) >= 1, 30, "the wait to be handed over")
     drain.reset()  # the "other worker" (this process again) keeps its wait
     _, link = wait_until(
         lambda: (
-            _waiting_link(runtime, thread) if len(runtime.store.handoffs(run_id)) >= 2 else None
+            _waiting_link(runtime, thread) if len(runtime.store.handoffs.handoffs(run_id)) >= 2 else None
         ),
         60,
         "the run to wait again",
@@ -64,16 +64,16 @@ def test_a_waiting_step_is_handed_over_and_waits_again_when_resumed(
     assert outcome.status == "completed" and outcome.outputs == {"text": "the protected text"}, (
         outcome
     )
-    handoffs = runtime.store.handoffs(run_id)
+    handoffs = runtime.store.handoffs.handoffs(run_id)
     assert [h.outcome for h in handoffs][-1] == "condition" and {
         h.outcome for h in handoffs[:-1]
     } == {"handed_over"}
     assert {h.step_path for h in handoffs} == {"1"}
-    run = runtime.store.get_run(run_id)
+    run = runtime.store.runs.get_run(run_id)
     assert run.takeovers == 0 and run.attempt == len(handoffs)
-    reasons = [t.reason for t in runtime.store.transitions(run_id) if t.to_status == "retrying"]
+    reasons = [t.reason for t in runtime.store.transitions.transitions(run_id) if t.to_status == "retrying"]
     assert reasons and all(r.startswith("handed over") for r in reasons)
-    asked = [s for s in runtime.store.steps(run_id) if s.step_path == "1"]
+    asked = [s for s in runtime.store.steps.steps(run_id) if s.step_path == "1"]
     assert (
         asked[0].status == "failed"
         and asked[0].error_code == "WORKER_LOST"
@@ -98,11 +98,11 @@ def test_a_handover_spends_none_of_the_runs_retries(tmp_path, site: str) -> None
         thread, done = _in_thread(runtime, loaded)
         run_id, _ = _waiting_link(runtime, thread)
         drain.request()
-        wait_until(lambda: runtime.store.handovers(run_id) >= 1, 30, "the wait to be handed over")
+        wait_until(lambda: runtime.store.handoffs.handovers(run_id) >= 1, 30, "the wait to be handed over")
         drain.reset()
         _, link = wait_until(
             lambda: (
-                _waiting_link(runtime, thread) if len(runtime.store.handoffs(run_id)) >= 2 else None
+                _waiting_link(runtime, thread) if len(runtime.store.handoffs.handoffs(run_id)) >= 2 else None
             ),
             60,
             "the run to wait again",
@@ -111,13 +111,13 @@ def test_a_handover_spends_none_of_the_runs_retries(tmp_path, site: str) -> None
         thread.join(120)
         [outcome] = done
         assert (outcome.status, outcome.error_code) == ("failed", "RUN_TIMEOUT"), outcome
-        handovers = runtime.store.handovers(run_id)
-        run = runtime.store.get_run(run_id)
+        handovers = runtime.store.handoffs.handovers(run_id)
+        run = runtime.store.runs.get_run(run_id)
         assert run.attempt == handovers + 2 and run.takeovers == 0, (
             run.attempt,
             handovers,
         )  # a retry was left
-        assert any("retry 1 of 1" in t.reason for t in runtime.store.transitions(run_id))
+        assert any("retry 1 of 1" in t.reason for t in runtime.store.transitions.transitions(run_id))
     finally:
         drain.reset()
         runtime.stop()

@@ -97,7 +97,7 @@ def test_resolved_as_completed_or_failed_with_who_and_why(any_runtime: Runtime, 
         store, settings, run_id, Review("completed", by="ana", reason="order 1 is in the shop")
     )
     assert (done.status, done.error_code, done.finished_at is not None) == ("completed", None, True)
-    last = store.transitions(run_id)[-1]
+    last = store.transitions.transitions(run_id)[-1]
     assert (last.from_status, last.to_status, last.worker) == ("needs_review", "completed", "ana")
     assert last.reason == "resolved by ana: completed; reason: order 1 is in the shop"
     with pytest.raises(NotInReview, match="is completed, not needs_review"):
@@ -106,7 +106,7 @@ def test_resolved_as_completed_or_failed_with_who_and_why(any_runtime: Runtime, 
     other = _in_review(any_runtime, host)
     failed = resolve_review(store, settings, other, Review("failed", by="bo", reason="no order"))
     assert (failed.status, failed.error_code) == ("failed", "OUTCOME_UNKNOWN")
-    assert store.transitions(other)[-1].reason == "resolved by bo: failed; reason: no order"
+    assert store.transitions.transitions(other)[-1].reason == "resolved by bo: failed; reason: no order"
     assert orders.count == 2  # one order per run; resolving sent none
 
 
@@ -125,14 +125,14 @@ def test_retry_from_the_unknown_step_runs_it_again_only_when_the_person_checked(
         with pytest.raises(ResolveRefused, match=refused):
             resolve_review(store, settings, run_id, Review("retry", by="ana", retry_from=start))
     assert (
-        store.get_run(run_id).status == "needs_review" and orders.count == 1
+        store.runs.get_run(run_id).status == "needs_review" and orders.count == 1
     )  # nothing written, nothing sent
 
     queued = resolve_review(
         store, settings, run_id, Review("retry", by="ana", retry_from="1", rerun_unknown=True)
     )
     assert queued.status == "queued"
-    assert "run again (ana checked it had not happened)" in store.transitions(run_id)[-1].reason
+    assert "run again (ana checked it had not happened)" in store.transitions.transitions(run_id)[-1].reason
     outcome = any_runtime.execute(run_id)
     assert outcome.status == "completed", outcome
     assert outcome.outputs["sent"] == "2" and outcome.outputs["last"] == "after"
@@ -152,12 +152,12 @@ def test_retry_from_a_later_step_skips_the_unknown_one_as_the_person_decided(
     resolve_review(
         store, settings, run_id, Review("retry", by="ana", retry_from="3", reason="it went through")
     )
-    assert "skipping step 1 (outcome unknown)" in store.transitions(run_id)[-1].reason
+    assert "skipping step 1 (outcome unknown)" in store.transitions.transitions(run_id)[-1].reason
     outcome = any_runtime.execute(run_id)
     assert outcome.status == "completed", outcome
     assert outcome.outputs["last"] == "after" and "confirmation" not in outcome.outputs
     assert orders.count == 1  # never sent again
-    latest = {s.step_path: s for s in store.steps(run_id)}
+    latest = {s.step_path: s for s in store.steps.steps(run_id)}
     for path in ("1", "2"):
         assert latest[path].status == "skipped"
         assert latest[path].output == {
@@ -176,7 +176,7 @@ def test_the_python_call_resolves_like_the_command(sqlite_runtime: Runtime, shop
         with pytest.raises(ResolveRefused, match="--rerun-unknown"):
             browserq.resolve_run(run_id, "retry", retry_from=1)
         assert browserq.resolve_run(run_id, "completed", reason="checked", by="cy") == "completed"
-    last = sqlite_runtime.store.transitions(run_id)[-1]
+    last = sqlite_runtime.store.transitions.transitions(run_id)[-1]
     assert (last.to_status, last.worker, last.reason) == (
         "completed",
         "cy",
@@ -196,4 +196,4 @@ def test_a_run_whose_secrets_lived_only_in_its_process_cannot_be_retried(
     store, settings = sqlite_runtime.store, sqlite_runtime.settings
     with pytest.raises(ResolveRefused, match="secret params lived only in the memory"):
         resolve_review(store, settings, outcome.run_id, Review("retry", by="ana", retry_from="2"))
-    assert store.get_run(outcome.run_id).status == "needs_review"
+    assert store.runs.get_run(outcome.run_id).status == "needs_review"

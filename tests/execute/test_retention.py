@@ -128,7 +128,7 @@ def test_prune_deletes_finished_runs_with_every_row_file_and_result(
     _set_status(runtime, kept_running, "running")
     pruned = [done, failed]
     files = [
-        runtime.settings.artifacts_dir / a.path for r in pruned for a in runtime.store.artifacts(r)
+        runtime.settings.artifacts_dir / a.path for r in pruned for a in runtime.store.steps.artifacts(r)
     ]
     assert files and all(f.exists() for f in files)
     before = _rows(runtime, pruned)
@@ -142,7 +142,7 @@ def test_prune_deletes_finished_runs_with_every_row_file_and_result(
     backend.conf.result_backend = runtime.settings.effective_result_backend
     for run_id in (*pruned, kept_review):
         backend.backend.store_result(
-            runtime.store.get_run(run_id).task_id or run_id, {"ok": 1}, "SUCCESS"
+            runtime.store.runs.get_run(run_id).task_id or run_id, {"ok": 1}, "SUCCESS"
         )
 
     dry = prune_runs(
@@ -178,7 +178,7 @@ def test_prune_deletes_finished_runs_with_every_row_file_and_result(
     )  # the row is gone
     assert backend.backend.get_task_meta(kept_review)["status"] == "SUCCESS"
     for kept, status in ((kept_review, "needs_review"), (kept_running, "running")):
-        assert runtime.store.get_run(kept).status == status
+        assert runtime.store.runs.get_run(kept).status == status
         assert all(
             v > 0
             for k, v in _rows(runtime, [kept]).items()
@@ -206,7 +206,7 @@ def test_prune_forgets_the_redis_result_key(any_runtime: Runtime, demo) -> None:
         forget=result_forgetter(settings),
     )
     assert client.exists(*keys) == 0
-    assert any_runtime.store.get_run(done) is None
+    assert any_runtime.store.runs.get_run(done) is None
 
 
 def test_export_holds_the_run_its_records_and_artifacts(
@@ -224,7 +224,7 @@ def test_export_holds_the_run_its_records_and_artifacts(
             archive.read("transitions.json")
         )
         assert json.loads(archive.read("webhooks.json"))[0]["url"] == "https://hooks.example.com/…"
-        artifacts = any_runtime.store.artifacts(done)
+        artifacts = any_runtime.store.steps.artifacts(done)
         assert count == len(artifacts) >= 1
         for a in artifacts:
             assert (
@@ -264,22 +264,22 @@ def test_the_fleets_sweeper_applies_retention_by_itself(any_runtime: Runtime, de
     old, recent = _real_runs(runtime, demo)
     _finished_days_ago(runtime, [old], 3)
     off = runtime.settings  # BROWSERQ_RETENTION_S unset: keep forever
-    assert FleetSweeper(off, prune_expired).tick() == 0 and runtime.store.get_run(old) is not None
+    assert FleetSweeper(off, prune_expired).tick() == 0 and runtime.store.runs.get_run(old) is not None
     on = off.model_copy(update={"retention_s": 2 * 86400.0})
     sweeper = FleetSweeper(on, prune_expired)
     try:
         assert sweeper.tick() >= 1  # this process holds the sweep lock: it prunes
     finally:
         sweeper.stop()
-    assert runtime.store.get_run(old) is None
-    assert runtime.store.get_run(recent) is not None  # finished just now: kept
+    assert runtime.store.runs.get_run(old) is None
+    assert runtime.store.runs.get_run(recent) is not None  # finished just now: kept
 
 
 def test_a_batch_row_goes_with_its_last_pruned_run(any_runtime: Runtime, demo) -> None:
     runtime = any_runtime
     first, second = _real_runs(runtime, demo)
     batch_id = f"b{first[:20]}"
-    runtime.store.create_batch(batch_id=batch_id, template_name="t", template_version="1", total=2)
+    runtime.store.batches.create_batch(batch_id=batch_id, template_name="t", template_version="1", total=2)
     engine = create_engine(normalize_url(runtime.settings.database_url))
     try:
         with engine.begin() as conn:
@@ -292,10 +292,10 @@ def test_a_batch_row_goes_with_its_last_pruned_run(any_runtime: Runtime, demo) -
                 return int(conn.execute(query, {"id": batch_id}).scalar_one())
 
         prune_runs(runtime.store, runtime.artifacts, older_than=timedelta(days=30))
-        assert runtime.store.get_run(first) is None and batch_rows() == 1  # its other run still points at it
+        assert runtime.store.runs.get_run(first) is None and batch_rows() == 1  # its other run still points at it
         _finished_days_ago(runtime, [second], 40)
         prune_runs(runtime.store, runtime.artifacts, older_than=timedelta(days=30))
-        assert runtime.store.get_run(second) is None
+        assert runtime.store.runs.get_run(second) is None
         assert batch_rows() == 0  # nothing about the batch is left
     finally:
         engine.dispose()

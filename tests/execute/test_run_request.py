@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from browserq.execute import prepare_loaded, record_run
 from browserq.execute.run_request import StoredTemplates, is_side_effect, materialize, outcome_of
 from browserq.secrets import SecretBox
 from browserq.store import Store
+from browserq.store.templates import Templates
 from tests.conftest import TEST_SECRET_KEY, make_settings, template
 
 NESTED = """
@@ -37,26 +39,26 @@ def test_side_effects_are_found_inside_repeats() -> None:
 def test_the_stored_run_is_what_an_attempt_executes(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     store = Store(settings.database_url)
-    store.upgrade()
+    store.schema.upgrade()
     box = SecretBox(TEST_SECRET_KEY)
     try:
         kept = prepare_loaded(template(NESTED), {"token": "t0ps3cret"})
         record_run(store, kept, secret_box=box)
         templates = StoredTemplates(store, settings)
-        loaded, params, names = materialize(templates, store.get_run(kept.run_id), None, box)
+        loaded, params, names = materialize(templates, store.runs.get_run(kept.run_id), None, box)
         assert params["token"] == "t0ps3cret" and names == {"token"} and loaded.body == kept.loaded.body
         lost = prepare_loaded(template(NESTED), {"token": "t0ps3cret"})
         record_run(store, lost, secret_box=None)  # an in-process run: the secret stayed in memory
         with pytest.raises(ConfigError, match="were not stored"):
-            materialize(templates, store.get_run(lost.run_id), None, box)
-        outcome = outcome_of(store.get_run(kept.run_id))
+            materialize(templates, store.runs.get_run(lost.run_id), None, box)
+        outcome = outcome_of(store.runs.get_run(kept.run_id))
         assert (outcome.status, outcome.outputs, outcome.warnings) == ("queued", {}, [])
     finally:
         store.dispose()
 
 
-class CountingStore(Store):
-    """The real store, counting the template bodies it is asked for."""
+class CountingTemplates(Templates):
+    """The real templates, counting the bodies they are asked for."""
 
     bodies_read = 0
 
@@ -65,25 +67,33 @@ class CountingStore(Store):
         return super().get_template_body(template_id)
 
 
+class CountingStore(Store):
+    """The real store with :class:`CountingTemplates`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.templates = CountingTemplates(self.database)
+
+
 def test_a_stored_template_is_read_and_parsed_once_per_process(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     store = CountingStore(settings.database_url)
-    store.upgrade()
+    store.schema.upgrade()
     try:
         loaded = template(NESTED)
         runs = [prepare_loaded(loaded, {"token": "x"}) for _ in range(3)]
         for prepared in runs:
             record_run(store, prepared, secret_box=None)
-        views = [store.get_run(prepared.run_id) for prepared in runs]
+        views = [store.runs.get_run(prepared.run_id) for prepared in runs]
         assert len({view.template_id for view in views}) == 1
         templates = StoredTemplates(store, settings, kept=1)
         first = templates.get(views[0].template_id)
-        assert templates.get(views[1].template_id) is first and store.bodies_read == 1
+        assert templates.get(views[1].template_id) is first and store.templates.bodies_read == 1
         other = prepare_loaded(template(NESTED.replace("#a", "#b")), {"token": "x"})
         record_run(store, other, secret_box=None)
-        other_id = store.get_run(other.run_id).template_id
-        assert templates.get(other_id)[0].body != first[0].body and store.bodies_read == 2
+        other_id = store.runs.get_run(other.run_id).template_id
+        assert templates.get(other_id)[0].body != first[0].body and store.templates.bodies_read == 2
         templates.get(views[2].template_id)  # only one is kept: the first was dropped
-        assert store.bodies_read == 3
+        assert store.templates.bodies_read == 3
     finally:
         store.dispose()

@@ -16,6 +16,8 @@ from browserq.execute.decide import ROTATION_MARK
 from browserq.execute.identity_slots import IdentitySlots
 from browserq.limits import TenantLimiter
 from browserq.store import IdentityBusy, IdentityLease, Store
+from browserq.store.identity_leases import IdentityLeases
+from browserq.store.plumbing import Database
 from tests.conftest import template
 
 BLOCKED_PAGE = """
@@ -35,12 +37,12 @@ steps:
 """
 
 
-class RecordingStore(Store):
-    """The real store, noting what each identity acquisition was asked to exclude (and excluding
+class RecordingIdentityLeases(IdentityLeases):
+    """The real identity leases, noting what each acquisition was asked to exclude (and excluding
     it itself when the store underneath cannot yet)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
         self.excludes: list[tuple[str, ...]] = []
         self.raise_instead: BaseException | None = None
 
@@ -48,12 +50,20 @@ class RecordingStore(Store):
         self.excludes.append(tuple(exclude))
         if self.raise_instead is not None:
             raise self.raise_instead
-        if "exclude" in Store.acquire_identity.__code__.co_varnames:  # the store branch landed
+        if "exclude" in IdentityLeases.acquire_identity.__code__.co_varnames:  # the store branch landed
             return super().acquire_identity(exclude=exclude, **kwargs)  # type: ignore[call-arg]
         lease = super().acquire_identity(**kwargs)
         if lease.name in exclude:  # LRU picked it again: only happens when no other one is free
             raise AssertionError(f"{lease.name} was excluded")
         return lease
+
+
+class RecordingStore(Store):
+    """The real store with :class:`RecordingIdentityLeases`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.identity_leases = RecordingIdentityLeases(self.database)
 
 
 @pytest.fixture(scope="module")
@@ -66,34 +76,34 @@ def runtime(pg_runtime: Runtime) -> Iterator[Runtime]:
 
 
 @pytest.fixture
-def recording(runtime: Runtime) -> Iterator[RecordingStore]:
+def recording(runtime: Runtime) -> Iterator[RecordingIdentityLeases]:
     store = RecordingStore(runtime.settings.database_url)
     saved = runtime.identities
     runtime.identities = IdentitySlots(store, runtime.secret_box, runtime.settings, runtime.owner)
-    yield store
+    yield store.identity_leases
     runtime.identities = saved
     store.dispose()
 
 
-def test_a_blocked_run_rotates_to_another_identity_of_its_pool(runtime: Runtime, recording: RecordingStore,
+def test_a_blocked_run_rotates_to_another_identity_of_its_pool(runtime: Runtime, recording: RecordingIdentityLeases,
                                                                demo) -> None:
     pool = f"pool-{uuid.uuid4().hex[:8]}"
     for name in ("a", "b"):
-        runtime.store.upsert_identity(name=f"{pool}-{name}", pool=pool)
+        runtime.store.identities.upsert_identity(name=f"{pool}-{name}", pool=pool)
     outcome = runtime.run_loaded(template(BLOCKED_PAGE), {"base_url": demo.url}, identity_pool=pool)
     assert (outcome.status, outcome.error_code) == ("failed", "BLOCKED"), outcome
-    reasons = [t.reason for t in runtime.store.transitions(outcome.run_id) if t.to_status == "retrying"]
+    reasons = [t.reason for t in runtime.store.transitions.transitions(outcome.run_id) if t.to_status == "retrying"]
     assert len(reasons) == 1 and ROTATION_MARK in reasons[0], reasons
     first = reasons[0].rpartition(ROTATION_MARK)[2]
     assert first in {f"{pool}-a", f"{pool}-b"}
     assert recording.excludes == [(), (first,)]  # the second attempt excluded the first's identity
-    uses = {name: runtime.store.get_identity(f"{pool}-{name}").uses for name in ("a", "b")}
+    uses = {name: runtime.store.identities.get_identity(f"{pool}-{name}").uses for name in ("a", "b")}
     assert uses == {"a": 1, "b": 1}  # each identity served one attempt
     # the exclusion is persisted: any other worker's slots read the same from the database
     elsewhere = Store(runtime.settings.database_url)
     try:
         slots = IdentitySlots(elsewhere, runtime.secret_box, runtime.settings, "elsewhere:1:1")
-        assert slots.excluded(elsewhere.get_run(outcome.run_id), attempt=3) == [first]
+        assert slots.excluded(elsewhere.runs.get_run(outcome.run_id), attempt=3) == [first]
     finally:
         elsewhere.dispose()
 
@@ -109,24 +119,24 @@ class ReviewedIdentity(IdentityBusy):
     policy = ErrorClass.NEEDS_REVIEW
 
 
-def test_an_identity_error_is_decided_by_its_policy(runtime: Runtime, recording: RecordingStore, demo) -> None:
+def test_an_identity_error_is_decided_by_its_policy(runtime: Runtime, recording: RecordingIdentityLeases, demo) -> None:
     pool = f"pool-{uuid.uuid4().hex[:8]}"
-    runtime.store.upsert_identity(name=f"{pool}-a", pool=pool)
+    runtime.store.identities.upsert_identity(name=f"{pool}-a", pool=pool)
     recording.raise_instead = WaitingIdentityBusy(None, None, None, pool=pool, pool_size=1, leased=1)
     waiting = runtime.submit_local("quotes", {"start_url": f"{demo.url}/quotes/"}, identity_pool=pool)
     result = runtime.execute(waiting.run_id)
     assert isinstance(result, RetryLater) and result.countdown_s == 7.0
-    run = runtime.store.get_run(waiting.run_id)
+    run = runtime.store.runs.get_run(waiting.run_id)
     assert run.status == "retrying" and run.lease_owner is None
     assert run.status_reason.startswith("waiting 7 s: pool")
 
     recording.raise_instead = ReviewedIdentity(f"{pool}-a", "someone", None)
     reviewed = runtime.submit_local("quotes", {"start_url": f"{demo.url}/quotes/"}, identity_pool=pool)
     outcome = runtime.execute(reviewed.run_id)
-    assert outcome.status == "needs_review" and runtime.store.get_run(reviewed.run_id).status == "needs_review"
+    assert outcome.status == "needs_review" and runtime.store.runs.get_run(reviewed.run_id).status == "needs_review"
 
     recording.raise_instead = None
-    runtime.store.disable_identity(f"{pool}-a", "banned by the site")  # a pool with nothing usable
+    runtime.store.identities.disable_identity(f"{pool}-a", "banned by the site")  # a pool with nothing usable
     gone = runtime.run_local("quotes", {"start_url": f"{demo.url}/quotes/"}, identity_pool=pool)
     assert (gone.status, gone.error_code) == ("failed", "IDENTITY_UNAVAILABLE")
 
@@ -144,7 +154,7 @@ def test_a_tenant_without_slots_waits_as_long_as_its_policy_says(runtime: Runtim
         runtime.loop.run(limiter.aclose(), timeout=5)
     assert isinstance(result, RetryLater)
     assert result.countdown_s == runtime.settings.tenant_wait_s  # no claim to expire: one more wait
-    run = runtime.store.get_run(prepared.run_id)
+    run = runtime.store.runs.get_run(prepared.run_id)
     assert run.status == "retrying" and run.lease_owner is None and "paused" in run.status_reason
 
 
@@ -158,20 +168,20 @@ def test_a_read_only_run_writes_its_last_steps_with_its_end(pg_runtime: Runtime,
         body = QUICK.replace("settings: {trace: off,", "settings: {trace: off, checkpoints: explicit,")
         prepared = prepare_loaded(template(body), {"base_url": demo.url})
         actions: list[str] = []
-        real = own.store._tx
+        real = own.store.database.tx
 
         def recording(action: str, body_: Any, **kwargs: Any) -> Any:
             actions.append(action)
             return real(action, body_, **kwargs)
 
-        monkeypatch.setattr(own.store, "_tx", recording)
+        monkeypatch.setattr(own.store.database, "tx", recording)
         record_run(own.store, prepared, secret_box=None)
         outcome = own.execute(prepared.run_id)
         monkeypatch.undo()
         assert outcome.status == "completed", outcome
         writes = [a for a in actions if not a.startswith(("reading", "renewing the lease"))]
         assert [w.split()[0] for w in writes if "template" not in w] == ["creating", "acquiring", "finishing"], actions
-        steps = own.store.steps(prepared.run_id)
+        steps = own.store.steps.steps(prepared.run_id)
         assert [(s.action, s.status) for s in steps] == [("navigate", "succeeded"), ("get", "succeeded")]
         assert all(s.finished_at is not None for s in steps)
     finally:
@@ -189,7 +199,7 @@ def test_one_execution_costs_two_transactions_besides_its_steps(runtime: Runtime
     assert runtime.execute(quick.run_id).status == "completed"
     actions: list[str] = []
     commits: list[object] = []
-    real = runtime.store._tx
+    real = runtime.store.database.tx
 
     def recording(action: str, body: Any, **kwargs: Any) -> Any:
         actions.append(action)
@@ -198,7 +208,7 @@ def test_one_execution_costs_two_transactions_besides_its_steps(runtime: Runtime
     def committed(connection: object) -> None:
         commits.append(connection)
 
-    monkeypatch.setattr(runtime.store, "_tx", recording)
+    monkeypatch.setattr(runtime.store.database, "tx", recording)
     event.listen(runtime.store.engine, "commit", committed)
     try:
         outcome = runtime.execute(again.run_id)
@@ -210,6 +220,6 @@ def test_one_execution_costs_two_transactions_besides_its_steps(runtime: Runtime
     assert len(per_run) == 2, actions
     assert per_run[0].startswith("acquiring a lease") and per_run[1].startswith("finishing run"), actions
     assert len(commits) == len(actions), (commits, actions)
-    run = runtime.store.get_run(again.run_id)
+    run = runtime.store.runs.get_run(again.run_id)
     assert run.lease_owner is None and run.lease_expires_at is None and run.outputs == outcome.outputs
-    assert [t.to_status for t in runtime.store.transitions(again.run_id)] == ["queued", "running", "completed"]
+    assert [t.to_status for t in runtime.store.transitions.transitions(again.run_id)] == ["queued", "running", "completed"]

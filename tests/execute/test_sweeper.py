@@ -24,7 +24,7 @@ from tests.store.tcp_proxy import TcpProxy
 
 def recorder(log: list[str], name: str) -> Callable[[Store, Settings], int]:
     def sweep(store: Store, settings: Settings) -> int:
-        store.stuck_runs(queued_older_than_s=settings.requeue_after_s)  # a real read of the store
+        store.leases.stuck_runs(queued_older_than_s=settings.requeue_after_s)  # a real read of the store
         log.append(name)
         return 0
 
@@ -57,7 +57,7 @@ def sweepers() -> Iterator[Callable[..., FleetSweeper]]:
 
 def _migrated(settings: Settings) -> Settings:
     store = Store(settings.database_url)
-    store.upgrade()
+    store.schema.upgrade()
     store.dispose()
     return settings
 

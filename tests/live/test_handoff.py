@@ -60,10 +60,10 @@ def _waiting_link(runtime: Runtime, thread: threading.Thread) -> tuple[str, str]
     """(run id, a fresh one-time link) once the run waits for a person."""
     def waiting() -> tuple[str, str] | None:
         assert thread.is_alive(), "the run ended without waiting"
-        runs = [r for r in runtime.store.list_runs(limit=5) if r.status == "waiting_for_human"]
+        runs = [r for r in runtime.store.runs.list_runs(limit=5) if r.status == "waiting_for_human"]
         if not runs:
             return None
-        link = runtime.store.mint_live_token(runs[0].id, purpose="test", ttl_s=60)
+        link = runtime.store.handoffs.mint_live_token(runs[0].id, purpose="test", ttl_s=60)
         return (runs[0].id, link) if link else None
 
     return wait_until(waiting, 30, "the run to wait for a person")
@@ -103,7 +103,7 @@ def test_a_person_clicks_the_captcha_and_the_run_goes_on(runtime: Runtime, site:
     """)
     thread, done = _in_thread(runtime, loaded)
     run_id, link = _waiting_link(runtime, thread)
-    handoff_id = runtime.store.open_handoff(run_id).id  # type: ignore[union-attr]
+    handoff_id = runtime.store.handoffs.open_handoff(run_id).id  # type: ignore[union-attr]
     assert asyncio.run(_open(link.replace("token=", "token=x"))) == 403
     import time
 
@@ -117,14 +117,14 @@ def test_a_person_clicks_the_captcha_and_the_run_goes_on(runtime: Runtime, site:
     [outcome] = done
     assert outcome.status == "completed", (outcome.error_code, outcome.error_message)
     assert outcome.outputs == {"text": "the protected text"}
-    steps = runtime.store.steps(run_id)
+    steps = runtime.store.steps.steps(run_id)
     assert [(s.step_path, s.action) for s in steps if "~" in s.step_path] == [
         ("0~handoff", "handoff"), ("0~handoff~input", "human_click")]
     click = next(s for s in steps if s.action == "human_click")
     assert click.inputs == {"x": 200, "y": 130, "button": "left"}
-    [handoff] = runtime.store.handoffs(run_id)
+    [handoff] = runtime.store.handoffs.handoffs(run_id)
     assert (handoff.id, handoff.outcome, handoff.inputs) == (handoff_id, "condition", 1)
-    statuses = [t.to_status for t in runtime.store.transitions(run_id)]
+    statuses = [t.to_status for t in runtime.store.transitions.transitions(run_id)]
     assert statuses[-3:] == ["waiting_for_human", "running", "completed"]
     page = render_html(build_report(runtime.store, runtime.settings, run_id))
     people = page.split('id="people"', 1)[1].split("</section>", 1)[0]
@@ -142,9 +142,9 @@ def test_nobody_comes_the_wait_times_out_with_a_snapshot(runtime: Runtime, site:
     outcome = runtime.run_loaded(loaded)
     assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "HUMAN_TIMEOUT", "1")
     assert "solve it" in (outcome.error_message or "")
-    kinds = {a.kind for a in runtime.store.artifacts(outcome.run_id)}
+    kinds = {a.kind for a in runtime.store.steps.artifacts(outcome.run_id)}
     assert {"failure_screenshot", "dom"} <= kinds
-    assert runtime.store.handoffs(outcome.run_id)[0].outcome == "timeout"
+    assert runtime.store.handoffs.handoffs(outcome.run_id)[0].outcome == "timeout"
 
 
 def test_give_up_and_no_password_keys_in_the_record(runtime: Runtime, site: str) -> None:
@@ -164,10 +164,10 @@ def test_give_up_and_no_password_keys_in_the_record(runtime: Runtime, site: str)
     thread.join(30)
     [outcome] = done
     assert (outcome.status, outcome.error_code) == ("failed", "HUMAN_GAVE_UP")
-    inputs = [s.inputs for s in runtime.store.steps(run_id) if s.step_path == "1~input"]
+    inputs = [s.inputs for s in runtime.store.steps.steps(run_id) if s.step_path == "1~input"]
     assert {"length": 3} in inputs  # no character typed is recorded, in any field
     assert {"length": 7, "password": True} in inputs and {"length": 1, "password": True} in inputs
-    assert "hunter2" not in repr(runtime.store.steps(run_id)) and "ann" not in repr(inputs)
+    assert "hunter2" not in repr(runtime.store.steps.steps(run_id)) and "ann" not in repr(inputs)
 
 
 def test_a_cancel_ends_the_wait_and_the_run(runtime: Runtime, site: str) -> None:
@@ -179,12 +179,12 @@ def test_a_cancel_ends_the_wait_and_the_run(runtime: Runtime, site: str) -> None
     """)
     thread, done = _in_thread(runtime, loaded)
     run_id, _link = _waiting_link(runtime, thread)
-    runtime.store.request_cancel(run_id, reason="nobody is on call tonight")
+    runtime.store.cancellation.request_cancel(run_id, reason="nobody is on call tonight")
     thread.join(30)
     [outcome] = done
     assert outcome.status == "cancelled"
-    [handoff] = runtime.store.handoffs(run_id)
+    [handoff] = runtime.store.handoffs.handoffs(run_id)
     assert handoff.outcome == "cancelled" and handoff.ended_at is not None
-    statuses = [t.to_status for t in runtime.store.transitions(run_id)]
+    statuses = [t.to_status for t in runtime.store.transitions.transitions(run_id)]
     assert statuses[-2:] == ["waiting_for_human", "cancelled"]
-    assert runtime.store.mint_live_token(run_id, purpose="test", ttl_s=60) is None
+    assert runtime.store.handoffs.mint_live_token(run_id, purpose="test", ttl_s=60) is None

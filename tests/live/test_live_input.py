@@ -108,7 +108,7 @@ async def _session(link: str, messages: list[Any]) -> list[dict[str, Any]]:
 
 
 def _inputs(runtime: Runtime, run_id: str) -> list[dict[str, Any]]:
-    return [s.inputs for s in runtime.store.steps(run_id) if s.step_path.endswith("~input")]
+    return [s.inputs for s in runtime.store.steps.steps(run_id) if s.step_path.endswith("~input")]
 
 
 def test_typing_leaves_no_character_in_the_records_nor_in_the_trace(
@@ -161,8 +161,8 @@ def test_typing_leaves_no_character_in_the_records_nor_in_the_trace(
         inputs.count({"length": 1, "password": True}) >= len(SHADOW_PW) + 1
     )  # the shadow root's, and Tab there
     assert {"key": "Backspace", "length": 1} in inputs
-    records = repr(runtime.store.steps(run_id)).encode()
-    trace = next(a for a in runtime.store.artifacts(run_id) if a.kind == "trace")
+    records = repr(runtime.store.steps.steps(run_id)).encode()
+    trace = next(a for a in runtime.store.steps.artifacts(run_id) if a.kind == "trace")
     data = (runtime.settings.artifacts_dir / trace.path).read_bytes()
     with zipfile.ZipFile(runtime.settings.artifacts_dir / trace.path) as archive:
         names = archive.namelist()
@@ -191,7 +191,7 @@ def test_a_failure_snapshot_after_the_wait_holds_no_typed_value(runtime: Runtime
     thread.join(WAIT)
     [outcome] = done
     assert errors == [] and outcome.status == "failed", (errors, outcome.error_message)
-    evidence = {a.kind: a for a in runtime.store.artifacts(run_id)}
+    evidence = {a.kind: a for a in runtime.store.steps.artifacts(run_id)}
     assert {"dom", "network"} <= set(evidence), sorted(evidence)
     dom = (runtime.settings.artifacts_dir / evidence["dom"].path).read_bytes()
     assert b"you typed " in dom  # the page did echo it
@@ -295,9 +295,9 @@ def test_a_viewer_leaving_mid_input_is_an_ordinary_disconnect(
 
     caplog.set_level(logging.DEBUG)
     asyncio.run(leave())
-    handoff_id = runtime.store.open_handoff(run_id).id  # type: ignore[union-attr]
+    handoff_id = runtime.store.handoffs.open_handoff(run_id).id  # type: ignore[union-attr]
     _wait_for(lambda: server._sockets.get(handoff_id) == set(), "the socket to be dropped")
-    runtime.store.request_cancel(run_id, reason="the test is over")
+    runtime.store.cancellation.request_cancel(run_id, reason="the test is over")
     thread.join(WAIT)
     assert done and done[0].status == "cancelled"
     tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]

@@ -88,13 +88,13 @@ def _handoff(
     """)
     thread, done = _in_thread(runtime, loaded)
     run_id, _link = _waiting_link(runtime, thread)
-    handoff = runtime.store.open_handoff(run_id)
+    handoff = runtime.store.handoffs.open_handoff(run_id)
     assert handoff is not None
     return thread, done, run_id, handoff.id
 
 
 def _link(runtime: Runtime, run_id: str) -> str:
-    link = runtime.store.mint_live_token(run_id, purpose="test", ttl_s=60)
+    link = runtime.store.handoffs.mint_live_token(run_id, purpose="test", ttl_s=60)
     assert link
     return link
 
@@ -155,7 +155,7 @@ def _end(runtime: Runtime, thread: threading.Thread, run_id: str) -> None:
             await ws.send_json({"type": "continue"})
             await ws.receive(timeout=WAIT)
 
-    link = runtime.store.mint_live_token(run_id, purpose="test", ttl_s=60) if thread.is_alive() else None
+    link = runtime.store.handoffs.mint_live_token(run_id, purpose="test", ttl_s=60) if thread.is_alive() else None
     if link:
         asyncio.run(press(link))
     thread.join(30)
@@ -199,7 +199,7 @@ def test_a_viewer_gets_a_frame_at_once_and_another_when_the_page_changes(runtime
 
     asyncio.run(watch())
     _end(runtime, thread, run_id)
-    assert [s.action for s in runtime.store.steps(run_id) if s.step_path == "1~input"] == ["human_click"]
+    assert [s.action for s in runtime.store.steps.steps(run_id) if s.step_path == "1~input"] == ["human_click"]
 
 
 def test_the_last_paint_of_a_burst_reaches_the_viewer(runtime: Runtime, waiting: Waiting) -> None:
@@ -318,7 +318,7 @@ def test_the_cast_stops_when_the_handoff_ends(runtime: Runtime, waiting: Waiting
     assert server.screencast(handoff_id) is None
     assert cast.casting is None and cast.viewers == 0
     thread.join(30)
-    assert runtime.store.handoffs(run_id)[0].outcome == "continued"
+    assert runtime.store.handoffs.handoffs(run_id)[0].outcome == "continued"
 
 
 async def _until_js(page: Page, predicate: str) -> None:
@@ -354,7 +354,7 @@ def test_a_click_on_the_shown_frame_lands_on_the_page(runtime: Runtime, waiting:
         assert box is not None and box["width"] < 1100  # shown smaller than the run's viewport
         await page.mouse.click(box["x"] + box["width"] * 0.2, box["y"] + box["height"] * 0.17)
         await _until_js(page, "() => document.getElementById('status').textContent.startsWith('connected')")
-        clicks = lambda: [s for s in runtime.store.steps(run_id) if s.action == "human_click"]  # noqa: E731
+        clicks = lambda: [s for s in runtime.store.steps.steps(run_id) if s.action == "human_click"]  # noqa: E731
         await _eventually(clicks, "the click to be recorded")
         await page.click("#continue")
 

@@ -59,8 +59,8 @@ def test_a_running_run_is_shown_view_only_until_its_execution_ends(runtime: Runt
     thread.start()
 
     def link() -> tuple[str, str] | None:
-        runs = [r for r in runtime.store.list_runs(limit=5) if r.status == "running"]
-        minted = runtime.store.mint_live_token(runs[0].id, purpose="test", ttl_s=60) if runs else None
+        runs = [r for r in runtime.store.runs.list_runs(limit=5) if r.status == "running"]
+        minted = runtime.store.handoffs.mint_live_token(runs[0].id, purpose="test", ttl_s=60) if runs else None
         return (runs[0].id, minted) if minted else None
 
     run_id, url = wait_until(link, 30, "a link to the running run's view")
@@ -70,8 +70,8 @@ def test_a_running_run_is_shown_view_only_until_its_execution_ends(runtime: Runt
     thread.join(30)
     [outcome] = done
     assert outcome.status == "completed" and outcome.outputs == {"captchas": 1}  # the click never landed
-    [watch] = runtime.store.handoffs(run_id)
+    [watch] = runtime.store.handoffs.handoffs(run_id)
     assert (watch.kind, watch.outcome) == ("watch", "ended")
-    assert runtime.store.mint_live_token(run_id, purpose="test", ttl_s=60) is None
-    assert "waiting_for_human" not in [t.to_status for t in runtime.store.transitions(run_id)]
-    assert not any("~input" in s.step_path for s in runtime.store.steps(run_id))
+    assert runtime.store.handoffs.mint_live_token(run_id, purpose="test", ttl_s=60) is None
+    assert "waiting_for_human" not in [t.to_status for t in runtime.store.transitions.transitions(run_id)]
+    assert not any("~input" in s.step_path for s in runtime.store.steps.steps(run_id))

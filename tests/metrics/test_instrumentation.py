@@ -76,17 +76,17 @@ def test_proxy_failures_are_counted_by_kind() -> None:
 def test_identity_leases_are_counted_by_result(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     store = Store(settings.database_url)
-    store.upgrade()
+    store.schema.upgrade()
     slots = IdentitySlots(store, SecretBox(TEST_SECRET_KEY), settings, owner="here:1:1",
                           leased=metrics.identity_lease)
     before = {r: value("browserq_identity_leases_total", result=r) for r in ("leased", "busy")}
     try:
-        store.upsert_identity(name="metrics-alice")
+        store.identities.upsert_identity(name="metrics-alice")
         runs = []
         for _ in range(2):
             prepared = prepare_loaded(template("steps:\n  - {action: navigate, url: 'http://127.0.0.1:9/'}\n"), {})
             record_run(store, prepared, secret_box=None, identity="metrics-alice")
-            runs.append((store.get_run(prepared.run_id), prepared))
+            runs.append((store.runs.get_run(prepared.run_id), prepared))
         requests = [RunRequest(run_id=run.id, run_attempt=1, loaded=p.loaded, params={}) for run, p in runs]
         slots.lease(requests[0], runs[0][0])
         with pytest.raises(IdentityBusy):

@@ -43,7 +43,7 @@ def test_report_refuses_in_one_line(runs: Runs, tmp_path: Path, args: tuple[str,
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
 def test_show_prints_the_command_that_opens_the_trace(runs: Runs, tmp_path: Path, terminal: bool) -> None:
-    [trace] = [a for a in runs.runtime.store.artifacts(runs.failed) if a.kind == "trace"]
+    [trace] = [a for a in runs.runtime.store.steps.artifacts(runs.failed) if a.kind == "trace"]
     command = f"playwright show-trace {runs.runtime.settings.artifacts_dir.resolve() / trace.path}"
     env = {"FORCE_COLOR": "1", "TTY_COMPATIBLE": "1", "COLUMNS": "250"} if terminal else {}
     shown = ANSI.sub("", cli(runs, tmp_path, "show", runs.failed, **env).stdout)

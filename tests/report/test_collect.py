@@ -89,7 +89,7 @@ def test_artifacts_are_read_only_through_the_artifact_store(
     runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, settings = runs.runtime.store, runs.runtime.settings
-    artifacts = store.artifacts(runs.failed)
+    artifacts = store.steps.artifacts(runs.failed)
     blobs = {a.path: (settings.artifacts_dir / a.path).read_bytes() for a in artifacts if a.kind != "console"}
     remote = MemoryArtifacts(blobs, tmp_path)
     monkeypatch.setattr("browserq.report.collect.artifact_store", lambda _settings: remote)
@@ -127,5 +127,5 @@ def test_a_queued_run_has_a_report_too(runs: Runs) -> None:
     assert report.status == "queued" and report.timeline.rows == () and report.steps == ()
     page = render_html(report)
     assert "No step has started." in page and "quotes@1.2.0" in page
-    assert store.request_cancel(prepared.run_id, reason="only reported").status == "cancelled"
+    assert store.cancellation.request_cancel(prepared.run_id, reason="only reported").status == "cancelled"
     assert "only reported" in render_html(build_report(store, settings, prepared.run_id))  # why it ended

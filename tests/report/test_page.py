@@ -82,7 +82,7 @@ def assert_self_contained(page: dict[str, Any], report: Path) -> None:
 def test_completed_run_report_renders_offline(runs: Runs, tmp_path: Path, chromium: LaunchedChromium) -> None:
     report = report_of(runs, runs.completed, tmp_path)
     page = open_offline(chromium, report, SHOTS["completed"])
-    steps = runs.runtime.store.steps(runs.completed)
+    steps = runs.runtime.store.steps.steps(runs.completed)
     assert page["status"] == "completed"
     # the timeline: one row per step, one bar per attempt, every bar drawn with a width
     assert [row["step"] for row in page["rows"]] == [s.step_path for s in steps]
@@ -120,7 +120,7 @@ def test_failed_run_report_shows_snapshot_retries_and_trace(
     assert PAYLOAD in page["console"] and f"careful: {IMG_PAYLOAD}" in page["console"]
     assert page["dom"] and "Hostile quotes" in page["dom"][0]
     # the trace: the command that opens it from this host
-    [trace] = [a for a in runs.runtime.store.artifacts(runs.failed) if a.kind == "trace"]
+    [trace] = [a for a in runs.runtime.store.steps.artifacts(runs.failed) if a.kind == "trace"]
     local = runs.runtime.settings.artifacts_dir.resolve() / trace.path
     assert page["traces"] == [f"playwright show-trace {local}"]
     assert_self_contained(page, report)

@@ -8,7 +8,7 @@ from tests.conftest import template
 
 
 def _attempts(runtime: Runtime, run_id: str, path: str) -> list[tuple[int, str, str | None]]:
-    return [(s.attempt, s.status, s.error_code) for s in runtime.store.steps(run_id) if s.step_path == path]
+    return [(s.attempt, s.status, s.error_code) for s in runtime.store.steps.steps(run_id) if s.step_path == path]
 
 
 def test_a_retryable_failure_is_retried_in_place_up_to_its_retries(any_runtime: Runtime, demo) -> None:

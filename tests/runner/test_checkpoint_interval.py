@@ -59,7 +59,7 @@ def interval(sqlite_runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> Any:
 def _checkpoint(runtime: Runtime, body: str, url: str) -> dict[str, Any] | None:
     outcome = runtime.run_loaded(template(body), {"base_url": url})
     assert outcome.status == "completed", outcome
-    run = runtime.store.get_run(outcome.run_id)
+    run = runtime.store.runs.get_run(outcome.run_id)
     assert run is not None
     return run.checkpoint
 
@@ -160,6 +160,6 @@ def test_an_identity_storage_is_written_at_a_checkpoint_only_when_it_changed(
     """
     outcome = sqlite_runtime.run_loaded(template(body), {"base_url": demo.url}, identity=f"ck-{id(stored)}")
     assert outcome.status == "completed", outcome
-    run = sqlite_runtime.store.get_run(outcome.run_id)
+    run = sqlite_runtime.store.runs.get_run(outcome.run_id)
     assert run is not None and run.checkpoint is not None and run.checkpoint["seq"] == 3
     assert len(stored) == 2  # the first checkpoint's, and the run end's

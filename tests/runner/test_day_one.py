@@ -132,7 +132,7 @@ def test_navigate_select_scroll_and_screenshot_store_into(sqlite_runtime: Runtim
     assert out["color"] == ["green"] and out["by_label"] == ["blue"]
     assert set(out["scrolled"]) == {"height", "grew"} and out["scrolled"]["height"] > 0
     assert out["shot"]["artifact"].endswith("shot.png") and out["shot"]["size"] > 0
-    steps = {s.step_path: s for s in sqlite_runtime.store.steps(outcome.run_id)}
+    steps = {s.step_path: s for s in sqlite_runtime.store.steps.steps(outcome.run_id)}
     assert steps["2"].output == ["green"]  # the step record holds what into: stored
 
 
@@ -163,14 +163,14 @@ def test_a_repeat_stopped_by_max_is_a_warning(any_runtime: Runtime, demo) -> Non
     assert warning["step"] == "1" and warning["code"] == notices.REPEAT_MAX_REACHED
     assert "'pages' stopped at max=2" in warning["message"] and "li.next a" in warning["message"]
     assert outcome.as_result()["warnings"] == [warning]
-    run = any_runtime.store.get_run(outcome.run_id)
+    run = any_runtime.store.runs.get_run(outcome.run_id)
     assert run is not None and run.warnings == [warning]  # the record says so too
 
     # All five pages within max: the loop ended on its condition, nothing to warn about.
     whole = any_runtime.run_loaded(loaded, {"start_url": f"{demo.url}/quotes/", "pages": 5})
     assert whole.status == "completed" and len(whole.outputs["authors"]) == 50
     assert whole.warnings == [] and whole.as_result()["warnings"] == []
-    assert any_runtime.store.get_run(whole.run_id).warnings is None  # type: ignore[union-attr]
+    assert any_runtime.store.runs.get_run(whole.run_id).warnings is None  # type: ignore[union-attr]
 
 
 def test_while_present_warns_only_when_more_was_there(sqlite_runtime: Runtime, demo) -> None:
@@ -199,7 +199,7 @@ def test_an_extract_limit_that_drops_records_is_a_warning_on_its_step(any_runtim
     [warning] = outcome.warnings
     assert (warning["step"], warning["code"]) == ("1", notices.EXTRACT_LIMITED)
     assert "first 3 of 10 records" in warning["message"]
-    steps = {s.step_path: s for s in any_runtime.store.steps(outcome.run_id)}
+    steps = {s.step_path: s for s in any_runtime.store.steps.steps(outcome.run_id)}
     assert steps["1"].warnings == [{"code": notices.EXTRACT_LIMITED, "message": warning["message"]}]
     assert steps["2"].warnings is None  # limit 10 of 10: nothing was dropped
 

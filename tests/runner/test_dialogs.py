@@ -44,7 +44,7 @@ def site() -> Iterator[str]:
 def _dialogs(runtime: Runtime, run_id: str) -> dict[str, list[dict[str, Any]]]:
     """Each step id's recorded dialog events, without their timestamps."""
     found = {}
-    for s in runtime.store.steps(run_id):
+    for s in runtime.store.steps.steps(run_id):
         if s.step_id:
             found[s.step_id] = [{k: v for k, v in e.items() if k != "t"} for e in s.events or []]
     return found
@@ -80,8 +80,8 @@ def test_a_confirm_accepted_and_a_prompt_answered_are_recorded_and_shown(
     ]
     [secret] = events["secret"]
     assert secret["answer"] == "accepted" and secret["prompt"] != "hunter2-secret"
-    assert "hunter2-secret" not in json.dumps([s.events for s in any_runtime.store.steps(outcome.run_id)])
-    assert "hunter2-secret" not in json.dumps([s.inputs for s in any_runtime.store.steps(outcome.run_id)])
+    assert "hunter2-secret" not in json.dumps([s.events for s in any_runtime.store.steps.steps(outcome.run_id)])
+    assert "hunter2-secret" not in json.dumps([s.inputs for s in any_runtime.store.steps.steps(outcome.run_id)])
     assert events["c"] == [] and events["p"] == []
 
     # browserq show, as a script reads it (stdout is a pipe: the plain form)
@@ -101,7 +101,7 @@ def test_a_confirm_accepted_and_a_prompt_answered_are_recorded_and_shown(
     store = any_runtime.store
     monkeypatch.setattr(render, "console", Console(markup=False, width=400))
     with render.console.capture() as captured:
-        render.show_run(store, store.get_run(outcome.run_id), store.steps(outcome.run_id), [])
+        render.show_run(store, store.runs.get_run(outcome.run_id), store.steps.steps(outcome.run_id), [])
     text = captured.get()
     assert "💬 confirm 'Delete it?' → accepted" in text
     assert "💬 prompt 'Your name?' → accepted (prompt: 'Ada')" in text

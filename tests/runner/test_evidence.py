@@ -23,10 +23,10 @@ def test_failed_run_keeps_snapshot_and_trace_linked_to_failing_step(any_runtime:
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND"
     store = any_runtime.store
-    steps = store.steps(outcome.run_id)
+    steps = store.steps.steps(outcome.run_id)
     failing = [s for s in steps if s.step_path == "1"]
     assert [s.attempt for s in failing] == [1, 2]
-    artifacts = {a.kind: a for a in store.artifacts(outcome.run_id)}
+    artifacts = {a.kind: a for a in store.steps.artifacts(outcome.run_id)}
     assert set(artifacts) == {"failure_screenshot", "dom", "console", "network", "trace"}
     for artifact in artifacts.values():
         assert artifact.step_attempt_id == failing[-1].id
@@ -51,4 +51,4 @@ def test_successful_run_discards_on_failure_trace_but_keeps_always(any_runtime: 
         )
         outcome = any_runtime.run_loaded(loaded)
         assert outcome.status == "completed"
-        assert [a.kind for a in any_runtime.store.artifacts(outcome.run_id)] == expected, mode
+        assert [a.kind for a in any_runtime.store.steps.artifacts(outcome.run_id)] == expected, mode

@@ -43,7 +43,7 @@ def test_200_failing_evals_leave_the_browser_and_other_runs_alone(pg_runtime: Ru
             concurrent.append(pg_runtime.run_loaded(healthy))
         outcome = future.result()
     assert outcome.status == "completed" and outcome.outputs["still_alive"] == 2
-    evals = [s for s in pg_runtime.store.steps(outcome.run_id) if s.action == "eval"]
+    evals = [s for s in pg_runtime.store.steps.steps(outcome.run_id) if s.action == "eval"]
     assert len(evals) == 201
     assert [s.error_code for s in evals[:200]] == ["EVAL_ERROR"] * 200
     assert all(s.attempt == 1 for s in evals)  # EVAL_ERROR is permanent: never retried in place
@@ -135,7 +135,7 @@ def test_url_guards_fail_the_run_with_records_intact(any_runtime: Runtime, demo)
     assert (outcome.status, outcome.error_code) == ("failed", "URL_DENIED")
     outcome = any_runtime.run_loaded(loaded, {"target": demo.url.replace("127.0.0.1", "localhost")})
     assert (outcome.status, outcome.error_code) == ("failed", "DOMAIN_DENIED")
-    steps = any_runtime.store.steps(outcome.run_id)
+    steps = any_runtime.store.steps.steps(outcome.run_id)
     assert [s.status for s in steps] == ["succeeded", "failed"]
     assert steps[1].retryable is False
 

@@ -84,11 +84,11 @@ def run_eval(runtime: Runtime, expression: str, url: str | None = None) -> Any:
 
 def assert_ended_with_records(runtime: Runtime, outcome: Any) -> None:
     """The run's record is final and matches the outcome; every step attempt is finished."""
-    run = runtime.store.get_run(outcome.run_id)
+    run = runtime.store.runs.get_run(outcome.run_id)
     assert run is not None and run.status == outcome.status and run.status != "running"
     assert run.error_code == outcome.error_code
     assert (run.outputs or {}) == outcome.outputs
-    steps = runtime.store.steps(outcome.run_id)
+    steps = runtime.store.steps.steps(outcome.run_id)
     assert steps and all(s.status != "started" for s in steps), [(s.step_path, s.status) for s in steps]
     json.dumps(outcome.as_result(), allow_nan=False).encode("utf-8")  # the Celery result is plain JSON
 
@@ -123,7 +123,7 @@ def test_nul_and_lone_surrogates_in_titles_text_inputs_and_outputs(any_runtime: 
     assert outcome.outputs == {"items": ["one\ufffdtwo", "lone\ufffdhere"], "title2": "x\ufffdy"}
     outcome.outputs["title"] = title
     assert_ended_with_records(any_runtime, outcome)
-    by_id = {s.step_id: s for s in any_runtime.store.steps(outcome.run_id)}
+    by_id = {s.step_id: s for s in any_runtime.store.steps.steps(outcome.run_id)}
     assert by_id["title2"].output == "x\ufffdy"
     assert by_id["echo"].inputs["value"] == "one\ufffdtwo"  # the step's inputs, too
     assert_browser_usable(any_runtime, pid)
@@ -143,7 +143,7 @@ def test_a_failure_snapshot_of_a_page_with_unstorable_characters_is_kept(any_run
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "SELECTOR_NOT_FOUND", outcome.error_message
     assert_ended_with_records(any_runtime, outcome)
-    artifacts = {a.kind: a for a in any_runtime.store.artifacts(outcome.run_id)}
+    artifacts = {a.kind: a for a in any_runtime.store.steps.artifacts(outcome.run_id)}
     assert {"dom", "console"} <= set(artifacts), sorted(artifacts)
     dom = any_runtime.artifacts.path_of(artifacts["dom"].path).read_text(encoding="utf-8")
     assert "dom\ufffdtext" in dom
@@ -160,7 +160,7 @@ def test_unstorable_characters_in_an_error_message(any_runtime: Runtime, express
     assert outcome.status == "failed" and outcome.error_code == "EVAL_ERROR"
     assert "bad\ufffdthing" in outcome.error_message
     assert_ended_with_records(any_runtime, outcome)
-    step = any_runtime.store.steps(outcome.run_id)[-1]
+    step = any_runtime.store.steps.steps(outcome.run_id)[-1]
     assert step.status == "failed" and "bad\ufffdthing" in step.error_message
     assert_browser_usable(any_runtime, pid)
 
@@ -198,7 +198,7 @@ def test_eval_results_become_json(any_runtime: Runtime, expression: str, expecte
     assert outcome.status == "completed", (outcome.error_code, outcome.error_message)
     assert outcome.outputs == {"value": expected}
     assert_ended_with_records(any_runtime, outcome)
-    assert any_runtime.store.steps(outcome.run_id)[-1].output == expected
+    assert any_runtime.store.steps.steps(outcome.run_id)[-1].output == expected
     assert_browser_usable(any_runtime, pid)
 
 
@@ -216,7 +216,7 @@ def test_eval_results_that_are_not_data_fail_the_step(any_runtime: Runtime, expr
     assert outcome.status == "failed" and outcome.error_code == "OUTPUT_INVALID"
     assert problem in outcome.error_message
     assert_ended_with_records(any_runtime, outcome)
-    step = any_runtime.store.steps(outcome.run_id)[-1]
+    step = any_runtime.store.steps.steps(outcome.run_id)[-1]
     assert (step.status, step.error_code, step.output) == ("failed", "OUTPUT_INVALID", None)
     assert_browser_usable(any_runtime, pid)
 
@@ -226,10 +226,10 @@ def test_eval_results_that_are_not_data_fail_the_step(any_runtime: Runtime, expr
 
 def _stored_bytes(runtime: Runtime, run_id: str) -> int:
     """How much JSON the run's records hold (run outputs, checkpoint, every step's output/inputs)."""
-    run = runtime.store.get_run(run_id)
+    run = runtime.store.runs.get_run(run_id)
     assert run is not None
     total = len(json.dumps(run.outputs)) + len(json.dumps(run.checkpoint))
-    for step in runtime.store.steps(run_id):
+    for step in runtime.store.steps.steps(run_id):
         total += len(json.dumps(step.output)) + len(json.dumps(step.inputs))
     return total
 
@@ -294,7 +294,7 @@ def test_the_run_outputs_stay_within_the_run_limit(small_limits: Runtime, pages:
     assert_ended_with_records(small_limits, outcome)
     result = json.dumps(outcome.as_result())
     assert len(result) <= 160 * 1024 + 2_000
-    assert 100 * 1024 < len(json.dumps(small_limits.store.get_run(outcome.run_id).outputs)) <= 160 * 1024
+    assert 100 * 1024 < len(json.dumps(small_limits.store.runs.get_run(outcome.run_id).outputs)) <= 160 * 1024
 
 
 # --- a database that refuses a write -----------------------------------------------------------
@@ -360,7 +360,7 @@ def test_a_refused_end_write_ends_the_run_store_write_failed(refusing: Runtime, 
     assert outcome.status == "failed" and outcome.error_code == "STORE_WRITE_FAILED"
     assert "refused" in outcome.error_message and "had ended completed" in outcome.error_message
     assert_ended_with_records(refusing, outcome)
-    assert [s.status for s in refusing.store.steps(outcome.run_id)] == ["succeeded", "succeeded"]
+    assert [s.status for s in refusing.store.steps.steps(outcome.run_id)] == ["succeeded", "succeeded"]
 
 
 @pytest.mark.parametrize("flush_ms", [0, 60_000], ids=["unbuffered", "buffered"])
@@ -386,7 +386,7 @@ def test_a_refused_step_record_ends_the_run_with_the_step_recorded(
     assert outcome.status == "failed" and outcome.error_code == "STORE_WRITE_FAILED"
     assert "record of step 1 " in outcome.error_message and "had succeeded" in outcome.error_message
     assert_ended_with_records(refusing, outcome)
-    steps = [(s.step_id, s.status, s.error_code) for s in refusing.store.steps(outcome.run_id)]
+    steps = [(s.step_id, s.status, s.error_code) for s in refusing.store.steps.steps(outcome.run_id)]
     if flush_ms == 0:
         assert outcome.error_step_path == "1"
         assert steps == [(None, "succeeded", None), ("refused", "failed", "STORE_WRITE_FAILED")]
@@ -413,19 +413,19 @@ def test_an_execution_that_crashes_twice_fails_instead_of_looping(any_runtime: R
                      {"c": json.dumps({"garbage": True}), "id": run_id})
     first = any_runtime.execute(run_id)
     assert type(first).__name__ == "RetryLater", first
-    run = any_runtime.store.get_run(run_id)
+    run = any_runtime.store.runs.get_run(run_id)
     assert run.status == "retrying" and run.lease_owner is None
     second = any_runtime.execute(run_id)
     assert second.status == "failed" and second.error_code == "EXECUTION_CRASHED"
     assert "crashed 2 time(s)" in second.error_message and "KeyError" in second.error_message
-    run = any_runtime.store.get_run(run_id)
+    run = any_runtime.store.runs.get_run(run_id)
     assert run.status == "failed" and run.error_code == "EXECUTION_CRASHED"
-    reasons = [t.reason for t in any_runtime.store.transitions(run_id)]
+    reasons = [t.reason for t in any_runtime.store.transitions.transitions(run_id)]
     assert sum(r.startswith("execution crashed") for r in reasons) == 2
     third = any_runtime.execute(run_id)  # a late duplicate delivery
     assert (third.status, third.error_code) == ("failed", "EXECUTION_CRASHED")
-    assert len(any_runtime.store.transitions(run_id)) == len(reasons)
-    assert run_id not in {r.id for r in any_runtime.store.stuck_runs(queued_older_than_s=0)}
+    assert len(any_runtime.store.transitions.transitions(run_id)) == len(reasons)
+    assert run_id not in {r.id for r in any_runtime.store.leases.stuck_runs(queued_older_than_s=0)}
     assert_browser_usable(any_runtime, any_runtime.pool.pid)
 
 
@@ -436,8 +436,8 @@ def test_runs_the_sweeper_rescues_from_vanished_workers_hit_the_poison_cap(any_r
     store = any_runtime.store
     run_id = _recorded(any_runtime, 'settings: {trace: off}\nsteps:\n  - {action: wait, ms: 1}')
     for _ in range(any_runtime.settings.max_worker_losses + 1):
-        store.acquire_lease(run_id, owner="elsewhere:1:1", ttl_s=0.001)  # a worker on another host
-        store.transition(run_id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
+        store.leases.acquire_lease(run_id, owner="elsewhere:1:1", ttl_s=0.001)  # a worker on another host
+        store.transitions.transition(run_id, "queued", reason="its worker stopped renewing the lease; re-enqueued by the sweeper")
     outcome = any_runtime.execute(run_id)
     assert outcome.status == "failed" and outcome.error_code == "WORKER_LOST_REPEATEDLY"
-    assert store.get_run(run_id).status == "failed"
+    assert store.runs.get_run(run_id).status == "failed"

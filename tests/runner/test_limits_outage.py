@@ -56,9 +56,9 @@ steps:
             waiting = runtime.execute(prepared.run_id)
             assert isinstance(waiting, RetryLater), waiting  # waits: not failed, no run retry spent
             assert f"limits Redis at redis://127.0.0.1:{proxy.port}/" in (waiting.outcome.error_message or "")
-            failed = [s for s in runtime.store.steps(prepared.run_id) if s.status == "failed"]
+            failed = [s for s in runtime.store.steps.steps(prepared.run_id) if s.status == "failed"]
             assert [(s.step_path, s.error_code) for s in failed] == [("2", "LIMITS_UNAVAILABLE")]
-            assert runtime.store.get_run(prepared.run_id).status != "failed"
+            assert runtime.store.runs.get_run(prepared.run_id).status != "failed"
             proxy.restore()
             done = runtime.run_to_end(prepared.run_id)
     finally:

@@ -39,11 +39,11 @@ def test_a_refusing_proxy_cools_down_and_the_run_retries_on_another(tmp_path, de
             bad_stats = next(s for label, s in stats.items() if str(bad.port) in label)
             assert bad_stats.failures_total == 1 and bad_stats.cooling_down_until is not None
             retried = [o for o in outcomes
-                       if "retrying" in [t.to_status for t in runtime.store.transitions(o.run_id)]]
+                       if "retrying" in [t.to_status for t in runtime.store.transitions.transitions(o.run_id)]]
             assert len(retried) == 1  # the one run that drew the bad proxy, retried on the good one
-            codes = {s.error_code for s in runtime.store.steps(retried[0].run_id) if s.error_code}
+            codes = {s.error_code for s in runtime.store.steps.steps(retried[0].run_id) if s.error_code}
             assert codes == {"PROXY_FAILED"}
-            everything = repr([runtime.store.steps(o.run_id) for o in outcomes])
+            everything = repr([runtime.store.steps.steps(o.run_id) for o in outcomes])
             assert "pa55word" not in everything and "pa55word" not in repr(runtime.proxies.stats())
 
 
@@ -79,7 +79,7 @@ def test_an_identity_keeps_its_session_between_runs_encrypted_at_rest(pg_runtime
     anonymous = pg_runtime.run_loaded(template(ACCOUNT), params)
     assert alice.outputs["landed"].endswith("/account")  # logged in from the stored session
     assert bob.outputs["landed"].endswith("/login") and anonymous.outputs["landed"].endswith("/login")
-    stored = pg_runtime.store.get_identity("alice")
+    stored = pg_runtime.store.identities.get_identity("alice")
     assert stored.storage_encrypted and stored.storage_saved_at is not None
     assert stored.uses == 2 and not stored.leased()  # two runs, and released after each
     engine = sa.create_engine(pg_url)
@@ -158,4 +158,4 @@ def test_an_identity_keeps_its_proxy_while_it_is_healthy(tmp_path, demo) -> None
                 assert outcome.status == "completed"
             used = [p for p in (a, b) if p.hits]
             assert len(used) == 1  # round robin for everyone else, sticky for dora
-            assert runtime.store.get_identity("dora").proxy_id is not None
+            assert runtime.store.identities.get_identity("dora").proxy_id is not None

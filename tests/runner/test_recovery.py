@@ -29,7 +29,7 @@ def test_expired_session_logs_in_again_and_retries_the_step(any_runtime: Runtime
     outcome = any_runtime.run_loaded(loaded, {"base_url": demo.url, "password": "s3cret-pass"})
     assert outcome.status == "completed", outcome
     assert outcome.outputs["welcome"] == "Welcome, demo"
-    steps = any_runtime.store.steps(outcome.run_id)
+    steps = any_runtime.store.steps.steps(outcome.run_id)
     assert [s.step_path for s in steps if "~login" in s.step_path] == [f"1~login.{i}" for i in range(4)]
     welcome = [s for s in steps if s.step_path == "1"]
     assert [s.status for s in welcome] == ["failed", "succeeded"]
@@ -60,7 +60,7 @@ def test_an_unknown_side_effect_whose_postcondition_holds_is_recovered(any_runti
     loaded = template(LOST_ANSWER.format(url=demo.url, extra='postcondition: {selector: "#done"}'))
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "completed", outcome
-    send = [s for s in any_runtime.store.steps(outcome.run_id) if s.step_path == "1"]
+    send = [s for s in any_runtime.store.steps.steps(outcome.run_id) if s.step_path == "1"]
     assert [(s.attempt, s.status) for s in send] == [(1, "unknown"), (2, "succeeded")]
     assert send[0].error_code == "EVAL_ERROR" and send[1].inputs["probe"] == "postcondition"
     assert send[1].output["recovered"] is True
@@ -69,7 +69,7 @@ def test_an_unknown_side_effect_whose_postcondition_holds_is_recovered(any_runti
 def test_an_unknown_side_effect_without_postcondition_needs_review(any_runtime: Runtime, demo) -> None:
     outcome = any_runtime.run_loaded(template(LOST_ANSWER.format(url=demo.url, extra="")))
     assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("needs_review", "OUTCOME_UNKNOWN", "1")
-    send = [s for s in any_runtime.store.steps(outcome.run_id) if s.step_path == "1"]
+    send = [s for s in any_runtime.store.steps.steps(outcome.run_id) if s.step_path == "1"]
     assert [s.status for s in send] == ["unknown", "failed"]
 
 
@@ -77,6 +77,6 @@ def test_on_unknown_retry_runs_the_side_effect_again_within_its_retries(sqlite_r
     extra = 'on_unknown: retry\n    retries: 3\n    postcondition: {selector: "#never"}'
     outcome = sqlite_runtime.run_loaded(template(LOST_ANSWER.format(url=demo.url, extra=extra)))
     assert (outcome.status, outcome.error_code) == ("failed", "EVAL_ERROR")
-    send = [s for s in sqlite_runtime.store.steps(outcome.run_id) if s.step_path == "1"]
+    send = [s for s in sqlite_runtime.store.steps.steps(outcome.run_id) if s.step_path == "1"]
     assert [(s.attempt, s.status) for s in send] == [(1, "unknown"), (2, "failed"), (3, "unknown"), (4, "failed")]
     assert send[1].error_code == "OUTCOME_UNKNOWN"

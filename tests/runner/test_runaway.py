@@ -43,9 +43,9 @@ def test_runaway_eval_fails_timeout_with_snapshot_and_keeps_the_browser(pg_runti
     outcome = pg_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "TIMEOUT", outcome
     assert outcome.error_step_path == "1"
-    steps = [s for s in pg_runtime.store.steps(outcome.run_id) if s.step_path == "1"]
+    steps = [s for s in pg_runtime.store.steps.steps(outcome.run_id) if s.step_path == "1"]
     assert [(s.attempt, s.status, s.error_code) for s in steps] == [(1, "failed", "TIMEOUT"), (2, "failed", "TIMEOUT")]
-    kinds = {a.kind for a in pg_runtime.store.artifacts(outcome.run_id)}
+    kinds = {a.kind for a in pg_runtime.store.steps.artifacts(outcome.run_id)}
     # The script was ended, so the page could still be photographed and serialized.
     assert {"failure_screenshot", "dom", "console", "network", "trace"} <= kinds
     assert pg_runtime.pool.pid == pid_before and pg_runtime.pool.launches == launches_before
@@ -82,7 +82,7 @@ def test_every_action_on_a_busy_page_ends_at_its_timeout(sqlite_runtime: Runtime
     outcome = sqlite_runtime.run_loaded(loaded)
     assert outcome.status == "completed", outcome
     assert outcome.outputs["alive"].startswith("Quotes")  # the page answers again after all that
-    records = sqlite_runtime.store.steps(outcome.run_id)
+    records = sqlite_runtime.store.steps.steps(outcome.run_id)
     busy = [s for s in records if s.step_path in {str(3 * i + 3) for i in range(len(actions))}]
     assert [s.action for s in busy] == [a.split(",")[0].split(": ")[1] for a in actions]
     for record in busy:
@@ -105,7 +105,7 @@ def test_run_timeout_holds_in_process_with_a_runaway_script(sqlite_runtime: Runt
     )
     outcome = sqlite_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "RUN_TIMEOUT", outcome
-    kinds = {a.kind for a in sqlite_runtime.store.artifacts(outcome.run_id)}
+    kinds = {a.kind for a in sqlite_runtime.store.steps.artifacts(outcome.run_id)}
     assert {"failure_screenshot", "dom"} <= kinds
     assert sqlite_runtime.pool.pid == pid_before
     _next_run_completes(sqlite_runtime, demo.url)
@@ -127,7 +127,7 @@ def test_a_script_that_rearms_itself_still_ends_at_the_step_timeout(sqlite_runti
     )
     outcome = sqlite_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code == "TIMEOUT", outcome
-    attempts = [s for s in sqlite_runtime.store.steps(outcome.run_id) if s.step_path == "2"]
+    attempts = [s for s in sqlite_runtime.store.steps.steps(outcome.run_id) if s.step_path == "2"]
     assert attempts and {s.error_code for s in attempts} == {"TIMEOUT"}
     assert sqlite_runtime.pool.pid == pid_before and sqlite_runtime.pool.open_contexts == 0
     _next_run_completes(sqlite_runtime, demo.url)

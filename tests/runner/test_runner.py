@@ -17,6 +17,6 @@ def test_run_timeout_bounds_a_hung_page(any_runtime: Runtime, demo) -> None:
     )
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "failed" and outcome.error_code in {"RUN_TIMEOUT", "TIMEOUT"}
-    run = any_runtime.store.get_run(outcome.run_id)
+    run = any_runtime.store.runs.get_run(outcome.run_id)
     assert (run.finished_at - run.started_at).total_seconds() < 10
-    assert all(s.status != "started" for s in any_runtime.store.steps(outcome.run_id))
+    assert all(s.status != "started" for s in any_runtime.store.steps.steps(outcome.run_id))

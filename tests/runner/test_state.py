@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from browserq.errors import ErrorClass
-from browserq.journal import ArtifactDir, RunJournal
+from browserq.journal import ArtifactDir, RunJournal, RunRecords
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
 from browserq.runner.state import RunState
@@ -26,7 +26,8 @@ def test_a_failed_outcome_is_a_result_dict_with_its_error_and_policy() -> None:
 def test_the_scope_holds_params_outputs_the_run_and_the_innermost_loop(tmp_path: Path) -> None:
     loaded = template('steps:\n  - {action: navigate, url: "https://example.test/"}')
     request = RunRequest(run_id="r1", run_attempt=2, loaded=loaded, params={"user": "ann"})
-    journal = RunJournal(None, ArtifactDir(tmp_path), run_id="r1", run_attempt=2, token=None,  # type: ignore[arg-type]
+    nowhere = RunRecords(None, None, None, None)  # type: ignore[arg-type]  # a journal that never writes
+    journal = RunJournal(nowhere, ArtifactDir(tmp_path), run_id="r1", run_attempt=2, token=None,
                          redactor=Redactor({}))
     state = RunState(request=request, redactor=Redactor({}), deadline=0.0, journal=journal)
     state.outputs["n"] = 3

@@ -48,7 +48,7 @@ def test_single_steps_run_on_an_open_context_and_each_is_recorded(sqlite_runtime
     assert open_after
 
     recorded = [(s.step_path, s.step_id, s.attempt, s.action, s.status, s.error_code)
-                for s in runtime.store.steps(run_id)]
+                for s in runtime.store.steps.steps(run_id)]
     assert recorded == [
         ("0", None, 1, "navigate", "succeeded", None),
         ("1", "nothing", 1, "click", "failed", "SELECTOR_NOT_FOUND"),

@@ -37,7 +37,7 @@ def test_repeat_bound_stops_early_and_nests(any_runtime: Runtime, demo) -> None:
     outcome = any_runtime.run_loaded(loaded)
     assert outcome.status == "completed", outcome
     assert len(outcome.outputs["authors"]) == 20
-    paths = {s.step_path for s in any_runtime.store.steps(outcome.run_id)}
+    paths = {s.step_path for s in any_runtime.store.steps.steps(outcome.run_id)}
     assert {"1[1].0[3].0", "1[2].0[1].0", "1[2].2"} <= paths
     assert demo.hits("/quotes/page/3/") == 1
 
@@ -84,5 +84,5 @@ def test_until_missing_and_optional_wait_for_a_page_still_loading(sqlite_runtime
     # The first check ran on a document still loading: judged "missing" it would end after page 1.
     assert outcome.outputs["items"] == ["page 1", "page 2", "page 3"]
     assert outcome.warnings == []  # stopped by until_missing on page 3, not by max
-    clicks = [(s.step_path, s.status) for s in sqlite_runtime.store.steps(outcome.run_id) if s.step_path.endswith(".1")]
+    clicks = [(s.step_path, s.status) for s in sqlite_runtime.store.steps.steps(outcome.run_id) if s.step_path.endswith(".1")]
     assert clicks == [("1[1].1", "succeeded"), ("1[2].1", "succeeded"), ("1[3].1", "skipped")]

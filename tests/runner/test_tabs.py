@@ -87,7 +87,7 @@ def closed_pages(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[list
 
 
 def _steps(runtime: Runtime, run_id: str) -> dict[str, Any]:
-    return {s.step_id: s for s in runtime.store.steps(run_id) if s.step_id}
+    return {s.step_id: s for s in runtime.store.steps.steps(run_id) if s.step_id}
 
 
 def test_a_popup_is_followed_read_closed_and_the_run_goes_on_on_the_opener(
@@ -202,7 +202,7 @@ def test_a_failure_inside_the_popup_snapshots_the_popup(runtime: Runtime, site: 
     assert (outcome.status, outcome.error_code) == ("failed", "SELECTOR_NOT_FOUND")
     failing = _steps(runtime, outcome.run_id)["missing"]
     assert failing.url_after == f"{site}/popup"
-    artifacts = {a.kind: a for a in runtime.store.artifacts(outcome.run_id) if a.step_attempt_id == failing.id}
+    artifacts = {a.kind: a for a in runtime.store.steps.artifacts(outcome.run_id) if a.step_attempt_id == failing.id}
     assert {"failure_screenshot", "dom", "console", "network"} <= set(artifacts)
     dom = (Path(runtime.settings.artifacts_dir) / artifacts["dom"].path).read_text()
     assert "in the popup" in dom and "on the opener" not in dom
@@ -245,7 +245,7 @@ def test_a_popup_to_a_host_outside_allowed_domains_is_refused(runtime: Runtime, 
     assert (outcome.status, outcome.error_code) == ("failed", "DOMAIN_DENIED"), outcome.error_message
     assert f"{foreign}/stolen" in outcome.error_message
     assert _Counting.requests == []  # stopped before it was sent
-    kinds = [a.kind for a in runtime.store.artifacts(outcome.run_id)]
+    kinds = [a.kind for a in runtime.store.steps.artifacts(outcome.run_id)]
     assert "blocked_requests" in kinds
 
 
@@ -263,9 +263,9 @@ def test_a_checkpoint_in_a_popup_resumes_on_the_popups_url(runtime: Runtime, sit
     outcome = runtime.run_loaded(loaded)
     assert outcome.status == "completed", (outcome.error_code, outcome.error_message)
     assert outcome.outputs == {"where": f"{site}/gate2"}
-    run = runtime.store.get_run(outcome.run_id)
+    run = runtime.store.runs.get_run(outcome.run_id)
     assert run is not None and run.attempt == 2
-    resumed = [s for s in runtime.store.steps(outcome.run_id) if s.action == "resume"]
+    resumed = [s for s in runtime.store.steps.steps(outcome.run_id) if s.action == "resume"]
     assert [s.inputs["url"] for s in resumed] == [f"{site}/popup"]
     assert resumed[0].inputs["checkpoint"] == "1"
     assert resumed[0].url_after == f"{site}/popup"

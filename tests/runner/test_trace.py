@@ -39,11 +39,11 @@ def tracing_starts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
 
 def _kinds(runtime: Runtime, run_id: str) -> set[str]:
-    return {a.kind for a in runtime.store.artifacts(run_id)}
+    return {a.kind for a in runtime.store.steps.artifacts(run_id)}
 
 
 def _trace_text(runtime: Runtime, run_id: str) -> bytes:
-    artifact = next(a for a in runtime.store.artifacts(run_id) if a.kind == "trace")
+    artifact = next(a for a in runtime.store.steps.artifacts(run_id) if a.kind == "trace")
     with zipfile.ZipFile(runtime.settings.artifacts_dir / artifact.path) as archive:
         return b"".join(archive.read(n) for n in archive.namelist() if n.endswith(".trace"))
 
@@ -62,7 +62,7 @@ def test_a_step_retried_before_the_run_failed_leaves_a_trace_of_the_retry(
     )
     outcome = any_runtime.run_loaded(loaded)
     assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "SELECTOR_NOT_FOUND", "1")
-    attempts = [(s.step_path, s.attempt, s.status) for s in any_runtime.store.steps(outcome.run_id)]
+    attempts = [(s.step_path, s.attempt, s.status) for s in any_runtime.store.steps.steps(outcome.run_id)]
     assert attempts == [("0", 1, "failed"), ("0", 2, "succeeded"), ("1", 1, "failed")]
     assert _kinds(any_runtime, outcome.run_id) == SNAPSHOT | {"trace"}
     assert len(tracing_starts) == 1  # from the retry on, once
@@ -84,7 +84,7 @@ def test_a_step_that_fails_without_retry_keeps_its_snapshot_and_starts_no_trace(
     outcome = any_runtime.run_loaded(loaded)
     assert (outcome.status, outcome.error_code) == ("failed", "SELECTOR_NOT_FOUND")
     base = any_runtime.settings.artifacts_dir
-    artifacts = {a.kind: a for a in any_runtime.store.artifacts(outcome.run_id)}
+    artifacts = {a.kind: a for a in any_runtime.store.steps.artifacts(outcome.run_id)}
     assert set(artifacts) == SNAPSHOT  # the whole snapshot; no trace: nothing was retried
     assert (base / artifacts["failure_screenshot"].path).read_bytes()[:4] == b"\x89PNG"
     assert "<html" in (base / artifacts["dom"].path).read_text().lower()

@@ -79,7 +79,7 @@ def shop() -> Iterator[_Site]:
 
 
 def _steps(runtime: Runtime, run_id: str) -> dict[str, Any]:
-    return {s.step_path: s for s in runtime.store.steps(run_id)}
+    return {s.step_path: s for s in runtime.store.steps.steps(run_id)}
 
 
 BANNER = """
@@ -121,7 +121,7 @@ def test_within_ms_waits_for_a_banner_that_shows_late(sqlite_runtime: Runtime, s
 def test_show_prints_the_skip_reason(sqlite_runtime: Runtime, shop: _Site, capsys) -> None:
     outcome = sqlite_runtime.run_loaded(template(BANNER % 100), {"page": f"{shop.base}/plain"})
     store = sqlite_runtime.store
-    render.show_plain(store, store.get_run(outcome.run_id), store.steps(outcome.run_id), [])
+    render.show_plain(store, store.runs.get_run(outcome.run_id), store.steps.steps(outcome.run_id), [])
     lines = capsys.readouterr().out.splitlines()
     [row] = [line for line in lines if line.startswith("1\t")]
     assert row.split("\t")[1:3] == ["consent", "click"] and "\tskipped\t" in row
@@ -153,7 +153,7 @@ def test_a_branch_on_an_earlier_output(
     outcome = any_runtime.run_loaded(template(BRANCH), {"page": shop.base + page})
     assert outcome.status == "completed", outcome
     assert outcome.outputs["status"] == status
-    by_id = {s.step_id: s for s in any_runtime.store.steps(outcome.run_id) if s.step_id}
+    by_id = {s.step_id: s for s in any_runtime.store.steps.steps(outcome.run_id) if s.step_id}
     assert by_id[ran].status == "succeeded"
     assert (by_id[skipped].status, by_id[skipped].output) == ("skipped", {"skipped": reason})
 
@@ -202,7 +202,7 @@ def test_paths_inside_blocks_and_repeats(sqlite_runtime: Runtime, shop: _Site) -
     """
     outcome = sqlite_runtime.run_loaded(template(body), {"page": f"{shop.base}/banner"})
     assert outcome.status == "completed", outcome
-    statuses = {s.step_path: s.status for s in sqlite_runtime.store.steps(outcome.run_id)}
+    statuses = {s.step_path: s.status for s in sqlite_runtime.store.steps.steps(outcome.run_id)}
     assert statuses == {
         "0": "succeeded",
         "1.0": "succeeded",
@@ -267,7 +267,7 @@ def test_a_run_resumes_inside_a_block_without_judging_its_condition_again(
     outcome = runtime.run_loaded(template(body), {"base": shop.base})
     assert outcome.status == "completed", outcome
     assert outcome.outputs == {"heading": "Flaky ok", "banners": 0}
-    rows = [(s.run_attempt, s.step_path, s.status) for s in runtime.store.steps(outcome.run_id)]
+    rows = [(s.run_attempt, s.step_path, s.status) for s in runtime.store.steps.steps(outcome.run_id)]
     assert rows == [
         (1, "0", "succeeded"),
         (1, "1.0", "succeeded"),
@@ -277,7 +277,7 @@ def test_a_run_resumes_inside_a_block_without_judging_its_condition_again(
         (2, "1.2", "succeeded"),
         (2, "2", "succeeded"),
     ]
-    assert runtime.store.get_run(outcome.run_id).attempt == 2
+    assert runtime.store.runs.get_run(outcome.run_id).attempt == 2
 
 
 def test_a_condition_takes_a_locator_like_any_selector(sqlite_runtime: Runtime, shop: _Site) -> None:

@@ -54,7 +54,7 @@ def test_a_slot_fired_twice_has_one_run(queue: str, monkeypatch: pytest.MonkeyPa
     assert not later.joined and later.run_id != first.run_id
 
     store = producer_services().store
-    run = store.get_run(first.run_id)
+    run = store.runs.get_run(first.run_id)
     assert run.status == "queued" and run.queue == queue and run.idempotency_key == first.key
     assert run.params["password"] == "[secret:password]" and run.template_name == "login"
     messages = redis.Redis.from_url(REDIS).lrange(queue, 0, -1)
@@ -68,10 +68,10 @@ def test_an_entry_goes_to_its_own_queue_and_is_validated_like_any_run(queue: str
                  f"queue: {queue}-other}}")
     try:
         fired = fire(ping, SLOT)
-        assert producer_services().store.get_run(fired.run_id).queue == f"{queue}-other"
+        assert producer_services().store.runs.get_run(fired.run_id).queue == f"{queue}-other"
     finally:
         redis.Redis.from_url(REDIS).delete(f"{queue}-other")
     broken = entry("{name: broken, template: ping, params: {url: 'ftp://127.0.0.1/'}, every: 5m}")
     with pytest.raises(ParamError, match="param 'url'"):
         fire(broken, SLOT)
-    assert producer_services().store.find_run_by_idempotency_key("schedule:broken:2026-01-01T12:05:00Z") is None
+    assert producer_services().store.runs.find_run_by_idempotency_key("schedule:broken:2026-01-01T12:05:00Z") is None

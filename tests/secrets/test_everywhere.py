@@ -78,7 +78,7 @@ def _finished(pg_url: str, run_id: str) -> Any:
 
     store = Store(pg_url)
     try:
-        return store.get_run(run_id)
+        return store.runs.get_run(run_id)
     finally:
         store.dispose()
 

@@ -27,7 +27,7 @@ def test_records_and_artifacts_of_a_run_hold_no_form_of_its_secret(
     outcome = any_runtime.run_loaded(loaded, params(secret_site))
     assert (outcome.status, outcome.error_code) == ("failed", "ASSERTION_FAILED"), outcome
     assert outcome.outputs["echoed"] == "[secret:password]"  # the page did echo it back
-    run = any_runtime.store.get_run(outcome.run_id)
+    run = any_runtime.store.runs.get_run(outcome.run_id)
     assert run is not None and "[secret:password]" in run.checkpoint["url"]  # ?v=${password}
     blobs = [("outcome", json.dumps(outcome.as_result(), ensure_ascii=False).encode())]
     with any_runtime.store.engine.connect() as conn:
@@ -36,10 +36,10 @@ def test_records_and_artifacts_of_a_run_hold_no_form_of_its_secret(
             blobs.append((f"table {table}", repr(rows).encode() + json.dumps([list(map(str, r)) for r in rows],
                                                                              ensure_ascii=False).encode()))
     artifacts = []
-    for artifact in any_runtime.store.artifacts(outcome.run_id):
+    for artifact in any_runtime.store.steps.artifacts(outcome.run_id):
         path = any_runtime.settings.artifacts_dir / artifact.path
         artifacts += list(expand(str(path), path.read_bytes()))
-    assert {a.kind for a in any_runtime.store.artifacts(outcome.run_id)} >= {"dom", "console", "network", "trace"}
+    assert {a.kind for a in any_runtime.store.steps.artifacts(outcome.run_id)} >= {"dom", "console", "network", "trace"}
     blobs += artifacts
     assert find_leaks(blobs, secret_forms(SECRET, basic_user=BASIC_USER)) == []
     for where, data in artifacts:

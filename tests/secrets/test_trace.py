@@ -35,7 +35,7 @@ def test_human_typed_secret_is_left_out_of_a_trace_that_still_opens(sqlite_runti
     outcome = sqlite_runtime.run_loaded(template(HUMAN_LOGIN), {"base_url": demo.url, "password": DEMO_PASSWORD})
     assert outcome.status == "completed", outcome  # the keys did reach the page: logged in
     assert outcome.outputs["welcome"] == "Welcome, demo"
-    trace = next(a for a in sqlite_runtime.store.artifacts(outcome.run_id) if a.kind == "trace")
+    trace = next(a for a in sqlite_runtime.store.steps.artifacts(outcome.run_id) if a.kind == "trace")
     path = sqlite_runtime.settings.artifacts_dir / trace.path
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}

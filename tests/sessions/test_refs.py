@@ -47,7 +47,7 @@ def test_a_login_form_is_filled_and_sent_through_refs(session: LiveSession, demo
 
     welcome = session.do("get", selector="#welcome", what="text", into="welcome")
     assert (welcome.outcome, welcome.output) == (StepOutcome.SUCCEEDED, "Welcome, demo")
-    recorded = [(s.action, s.status, s.inputs.get("selector")) for s in session.runtime.store.steps(session.state.request.run_id)]
+    recorded = [(s.action, s.status, s.inputs.get("selector")) for s in session.runtime.store.steps.steps(session.state.request.run_id)]
     assert recorded[1:3] + recorded[4:5] == [("fill", "succeeded", f"ref={username}"), ("fill", "succeeded", f"ref={password}"),
                              ("click", "succeeded", f"ref={ref_of(snap, 'button', 'Log in')}")]
 

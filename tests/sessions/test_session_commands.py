@@ -41,9 +41,9 @@ def test_a_client_logs_in_and_sends_a_form_one_command_at_a_time(fleet: Fleet, d
 
     store = Store(pg_url)
     try:
-        run = store.get_run(session_id)
+        run = store.runs.get_run(session_id)
         assert run is not None and run.status == "completed" and run.template_name == "session"
-        steps = [(st.step_path, st.action, st.status, st.error_code) for st in store.steps(session_id)]
+        steps = [(st.step_path, st.action, st.status, st.error_code) for st in store.steps.steps(session_id)]
         assert steps == [
             ("0", "navigate", "succeeded", None), ("1", "fill", "succeeded", None),
             ("2", "fill", "succeeded", None), ("3", "click", "succeeded", None),
@@ -51,7 +51,7 @@ def test_a_client_logs_in_and_sends_a_form_one_command_at_a_time(fleet: Fleet, d
             ("6", "fill", "succeeded", None), ("7", "fill", "succeeded", None),
             ("8", "click", "succeeded", None), ("9", "get", "succeeded", None),
         ]
-        assert DEMO_PASSWORD not in repr(store.steps(session_id)) and DEMO_PASSWORD not in repr(run)
+        assert DEMO_PASSWORD not in repr(store.steps.steps(session_id)) and DEMO_PASSWORD not in repr(run)
     finally:
         store.dispose()
     # seen like runs: `runs --kind session` lists it, `show` shows its commands as steps

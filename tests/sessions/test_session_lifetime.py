@@ -25,7 +25,7 @@ def test_an_idle_session_is_closed_and_its_run_says_why(tmp_path: Path, pg_url: 
         s.navigate(url=f"{demo.url}/quotes/")
         store = Store(pg_url)
         try:
-            run = wait_until(lambda: (r := store.get_run(s.id)) is not None and r.status == "cancelled" and r,
+            run = wait_until(lambda: (r := store.runs.get_run(s.id)) is not None and r.status == "cancelled" and r,
                              60, "the idle session to be closed")
             assert run.error_code == "SESSION_IDLE" and "idle_timeout_s" in (run.error_message or "")
         finally:
@@ -48,7 +48,7 @@ def test_a_full_process_and_a_full_fleet_answer_session_capacity(tmp_path: Path,
             assert full.value.retry_after_s == 2 and "BROWSERQ_SESSION_MAX_PER_PROCESS=1" in str(full.value)
             store = Store(pg_url)
             try:
-                refused = next(r for r in store.list_runs(template="session", limit=5) if r.id != held.id)
+                refused = next(r for r in store.runs.list_runs(template="session", limit=5) if r.id != held.id)
                 assert refused.status == "cancelled" and refused.error_code == "SESSION_CAPACITY"
             finally:
                 store.dispose()
@@ -89,7 +89,7 @@ def test_a_stopping_worker_closes_its_sessions_and_records_why(tmp_path: Path, p
     # the worker was stopped (SIGTERM, a warm shutdown) when the fleet's block ended
     store = Store(pg_url)
     try:
-        run = store.get_run(s.id)
+        run = store.runs.get_run(s.id)
         assert run is not None and run.status == "cancelled", run
         assert "worker process is stopping" in (run.error_message or "")
     finally:

@@ -55,7 +55,7 @@ def test_a_killed_workers_session_goes_on_elsewhere(tmp_path: Path, pg_url: str,
 
             sender = threading.Thread(target=side_effect)
             sender.start()
-            wait_until(lambda: any(st.action == "eval" for st in store.steps(s.id)), 60,
+            wait_until(lambda: any(st.action == "eval" for st in store.steps.steps(s.id)), 60,
                        "the side effect's record, written ahead")
             kill_group(first.pid)
         with celery_worker(config):
@@ -71,9 +71,9 @@ def test_a_killed_workers_session_goes_on_elsewhere(tmp_path: Path, pg_url: str,
             assert s.epoch is not None and epoch is not None and s.epoch > epoch
             s.close()
     try:
-        evals = [st for st in store.steps(s.id) if st.action == "eval"]
+        evals = [st for st in store.steps.steps(s.id) if st.action == "eval"]
         assert [st.status for st in evals] == ["unknown"]  # never run a second time
-        run = store.get_run(s.id)
+        run = store.runs.get_run(s.id)
         assert run is not None and run.status == "completed" and run.attempt == 2
     finally:
         store.dispose()

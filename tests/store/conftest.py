@@ -77,7 +77,7 @@ def pg_shared_url(pg_databases: PgDatabases) -> str:
     """One migrated PostgreSQL database for the whole session (tables emptied per test)."""
     url = pg_databases.create(pg_databases.prefix)
     store = Store(url)
-    store.upgrade()
+    store.schema.upgrade()
     store.dispose()
     return url
 
@@ -113,7 +113,7 @@ def store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> s
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path / 'store.db'}"
         store = Store(url)
-        store.upgrade()
+        store.schema.upgrade()
         store.dispose()
         return url
     url = request.getfixturevalue("pg_shared_url")

@@ -19,7 +19,7 @@ HASH_A = "a" * 64
 def template(
     store: Store, name: str = "login", version: str = "1", content_hash: str = HASH_A
 ) -> int:
-    return store.save_template(
+    return store.templates.save_template(
         name=name,
         version=version,
         content_hash=content_hash,
@@ -30,7 +30,7 @@ def template(
 
 def new_run(store: Store, template_id: int | None = None, **kwargs: Any) -> str:
     run_id = kwargs.pop("run_id", uuid.uuid4().hex)
-    store.create_run(
+    store.runs.create_run(
         run_id=run_id,
         template_id=template_id if template_id is not None else template(store),
         template_name=kwargs.pop("name", "login"),
@@ -45,7 +45,7 @@ def new_run(store: Store, template_id: int | None = None, **kwargs: Any) -> str:
 def step(
     store: Store, run_id: str, path: str = "0", *, run_attempt: int = 1, attempt: int = 1, **kw: Any
 ) -> int:
-    return store.start_step(
+    return store.steps.start_step(
         run_id=run_id,
         run_attempt=run_attempt,
         step_path=path,
@@ -89,10 +89,10 @@ def run_in(store: Store, status: RunStatus | str, **kwargs: Any) -> tuple[str, L
     run_id = new_run(store, **kwargs)
     if status is RunStatus.QUEUED:
         return run_id, None
-    lease = store.acquire_lease(run_id, owner="w1", ttl_s=60)
+    lease = store.leases.acquire_lease(run_id, owner="w1", ttl_s=60)
     if status is RunStatus.RUNNING:
         return run_id, lease
-    store.transition(run_id, status, reason=f"to {status.value}", token=lease.token)
+    store.transitions.transition(run_id, status, reason=f"to {status.value}", token=lease.token)
     return run_id, lease
 
 

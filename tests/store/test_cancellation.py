@@ -14,7 +14,7 @@ S = RunStatus
 @pytest.mark.parametrize("status", [S.QUEUED, S.RETRYING])
 def test_cancel_a_waiting_run(store: Store, status: RunStatus) -> None:
     run_id, _ = run_in(store, status)
-    run = store.request_cancel(run_id, reason="customer withdrew")
+    run = store.cancellation.request_cancel(run_id, reason="customer withdrew")
     assert (run.status, run.error_code, run.error_message) == (
         "cancelled",
         "CANCELLED",
@@ -22,26 +22,26 @@ def test_cancel_a_waiting_run(store: Store, status: RunStatus) -> None:
     )
     assert run.cancel_reason == "customer withdrew" and run.cancel_requested_at is not None
     assert run.finished_at is not None
-    last = store.transitions(run_id)[-1]
+    last = store.transitions.transitions(run_id)[-1]
     assert (last.from_status, last.to_status, last.reason) == (
         status.value,
         "cancelled",
         "cancelled: customer withdrew",
     )
     with pytest.raises(RunAlreadyFinished):
-        store.acquire_lease(run_id, owner="w", ttl_s=30)
+        store.leases.acquire_lease(run_id, owner="w", ttl_s=30)
 
 
 def test_cancel_a_running_run(store: Store) -> None:
     run_id, lease = run_in(store, S.RUNNING)
     assert lease is not None
-    run = store.request_cancel(run_id, reason="stop it")
+    run = store.cancellation.request_cancel(run_id, reason="stop it")
     assert run.status == "running" and run.cancel_requested and run.cancel_reason == "stop it"
-    again = store.request_cancel(run_id, reason="second ask")
+    again = store.cancellation.request_cancel(run_id, reason="second ask")
     assert again.cancel_requested_at == run.cancel_requested_at and again.cancel_reason == "stop it"
-    seen = store.renew_lease(run_id, token=lease.token, ttl_s=30)
+    seen = store.leases.renew_lease(run_id, token=lease.token, ttl_s=30)
     assert seen.cancel_requested
-    store.finish_run(
+    store.transitions.finish_run(
         run_id,
         status="cancelled",
         outputs=None,
@@ -49,27 +49,27 @@ def test_cancel_a_running_run(store: Store) -> None:
         error_message=seen.cancel_reason,
         token=lease.token,
     )
-    assert store.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
+    assert store.runs.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
 
 
 def test_cancel_requested_and_worker_gone(store: Store) -> None:
     run_id, _lease = run_in(store, S.RUNNING)
-    store.request_cancel(run_id, reason="stop it")
+    store.cancellation.request_cancel(run_id, reason="stop it")
     expire_lease(store, run_id)
     with pytest.raises(RunAlreadyFinished) as caught:
-        store.acquire_lease(run_id, owner="b", ttl_s=30)
+        store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
     assert caught.value.run.status == "cancelled" and caught.value.run.error_code == "CANCELLED"
-    assert store.transitions(run_id)[-1].reason == "cancelled: stop it (its worker w1 is gone)"
+    assert store.transitions.transitions(run_id)[-1].reason == "cancelled: stop it (its worker w1 is gone)"
 
 
 @pytest.mark.parametrize("status", [S.COMPLETED, S.FAILED, S.CANCELLED, S.NEEDS_REVIEW])
 def test_cancel_a_finished_run_changes_nothing(store: Store, status: RunStatus) -> None:
     run_id, _ = run_in(store, status)
-    before = store.get_run(run_id)
-    assert store.request_cancel(run_id, reason="late") == before
-    assert store.get_run(run_id) == before
+    before = store.runs.get_run(run_id)
+    assert store.cancellation.request_cancel(run_id, reason="late") == before
+    assert store.runs.get_run(run_id) == before
 
 
 def test_cancel_unknown_run(store: Store) -> None:
     with pytest.raises(StoreError, match="no such run"):
-        store.request_cancel("nope", reason="x")
+        store.cancellation.request_cancel("nope", reason="x")

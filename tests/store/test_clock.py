@@ -27,9 +27,9 @@ import sys
 from browserq.store import Store
 store = Store(sys.argv[1])
 if sys.argv[2] == "lease":
-    store.acquire_lease(sys.argv[3], owner="skewed-host:1", ttl_s=60)
+    store.leases.acquire_lease(sys.argv[3], owner="skewed-host:1", ttl_s=60)
 else:
-    print(",".join(r.id for r in store.stuck_runs(queued_older_than_s=3600)))
+    print(",".join(r.id for r in store.leases.stuck_runs(queued_older_than_s=3600)))
 """
 
 
@@ -62,16 +62,16 @@ def backend() -> str:
 def test_a_lease_taken_on_a_slow_clock_is_live_for_everyone(store: Store, store_url: str) -> None:
     run_id = new_run(store)
     skewed("-10m", store_url, "lease", run_id)
-    assert run_id not in [r.id for r in store.stuck_runs(queued_older_than_s=3600)]
+    assert run_id not in [r.id for r in store.leases.stuck_runs(queued_older_than_s=3600)]
     with pytest.raises(
         LeaseBusy
     ):  # nobody takes it over: it has ~60 s left on the database's clock
-        store.acquire_lease(run_id, owner="normal-host:1", ttl_s=60)
+        store.leases.acquire_lease(run_id, owner="normal-host:1", ttl_s=60)
 
 
 def test_a_process_on_a_fast_clock_sees_no_live_lease_as_expired(
     store: Store, store_url: str
 ) -> None:
     run_id = new_run(store)
-    store.acquire_lease(run_id, owner="normal-host:1", ttl_s=60)
+    store.leases.acquire_lease(run_id, owner="normal-host:1", ttl_s=60)
     assert run_id not in skewed("+10m", store_url, "stuck").split(",")

@@ -35,11 +35,11 @@ from tests.store.helpers import new_run
 from browserq.store.relay import WebhookRelay
 store = Store(sys.argv[1], webhook_relay=WebhookRelay(fleet_notify_url="https://hooks.example.com/h"))
 run_id = new_run(store)
-lease = store.acquire_lease(run_id, owner="skewed", ttl_s=30)
-handoff = store.begin_handoff(run_id, token=lease.token, run_attempt=1, step_path="0", kind="step",
+lease = store.leases.acquire_lease(run_id, owner="skewed", ttl_s=30)
+handoff = store.handoffs.begin_handoff(run_id, token=lease.token, run_attempt=1, step_path="0", kind="step",
                               message="m", until=None, timeout_s={WAIT_S}, live_base_url="http://127.0.0.5:9")
-link = store.mint_live_token(run_id, purpose="test", ttl_s={TTL_S})
-store.request_cancel(run_id, reason="skew test")
+link = store.handoffs.mint_live_token(run_id, purpose="test", ttl_s={TTL_S})
+store.cancellation.request_cancel(run_id, reason="skew test")
 store.dispose()
 print(json.dumps({{"run_id": run_id, "handoff_id": handoff.id, "token": link.split("token=")[1]}}))
 """
@@ -57,12 +57,12 @@ def as_skewed_worker(pg_url: str, skew: str) -> dict:
 @pytest.mark.parametrize("skew", ["-10m", "+10m"], ids=["behind", "ahead"])
 def test_a_skewed_worker_writes_wait_times_on_the_database_clock(pg_url: str, skew: str) -> None:
     store = Store(pg_url)
-    store.upgrade()
+    store.schema.upgrade()
     try:
         made = as_skewed_worker(pg_url, skew)
-        now = store.database_now()
-        [handoff] = store.handoffs(made["run_id"])
-        run = store.get_run(made["run_id"])
+        now = store.leases.database_now()
+        [handoff] = store.handoffs.handoffs(made["run_id"])
+        run = store.runs.get_run(made["run_id"])
         with store.engine.connect() as c:
             token = c.execute(select(LiveToken.expires_at).where(LiveToken.run_id == made["run_id"])).scalar_one()
             outbox = c.execute(select(WebhookDelivery.next_attempt_at)
@@ -77,6 +77,6 @@ def test_a_skewed_worker_writes_wait_times_on_the_database_clock(pg_url: str, sk
         for what, since in ago.items():
             assert timedelta(seconds=-1) < since < timedelta(seconds=60), (what, since)
         # the person on the true clock opens the link: it works (behind: no early expiry) once
-        assert store.redeem_live_token(made["token"], handoff_id=made["handoff_id"]) is True
+        assert store.handoffs.redeem_live_token(made["token"], handoff_id=made["handoff_id"]) is True
     finally:
         store.dispose()

@@ -76,7 +76,7 @@ def test_an_authorization_sqlstate_is_permanent() -> None:
 def test_unreachable_postgres_is_a_store_error_without_password() -> None:
     store = Store("postgresql://browserq:s3cr3t-pw@127.0.0.1:1/browserq", retry_window_s=0)
     try:
-        for call in (lambda: store.get_run("x"), store.upgrade, store.current_revision):
+        for call in (lambda: store.runs.get_run("x"), store.schema.upgrade, store.schema.current_revision):
             with pytest.raises(StoreError) as caught:
                 call()
             message = str(caught.value)
@@ -92,7 +92,7 @@ def test_unmigrated_database_is_a_store_error(empty_url: str) -> None:
     store = Store(empty_url)
     try:
         with pytest.raises(StoreError):
-            store.get_run("x")
+            store.runs.get_run("x")
     finally:
         store.dispose()
 

@@ -121,8 +121,8 @@ def test_an_unavailable_store_asks_for_a_short_jittered_wait() -> None:
 
 def test_a_busy_lease_raised_by_the_store_carries_its_wait(store: Store) -> None:
     run_id = new_run(store)
-    store.acquire_lease(run_id, owner="a", ttl_s=120)
+    store.leases.acquire_lease(run_id, owner="a", ttl_s=120)
     with pytest.raises(LeaseBusy) as busy:
-        store.acquire_lease(run_id, owner="b", ttl_s=120)
+        store.leases.acquire_lease(run_id, owner="b", ttl_s=120)
     assert busy.value.policy is ErrorClass.WAIT
     assert 60.0 < busy.value.retry_in_s <= 121.0

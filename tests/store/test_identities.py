@@ -31,7 +31,7 @@ def test_errors_are_store_errors() -> None:
 
 
 def test_upsert_creates_then_updates_only_the_given_fields(store: Store) -> None:
-    created = store.upsert_identity(name="ann", pool="p", proxy_id="px1", locale="de-DE")
+    created = store.identities.upsert_identity(name="ann", pool="p", proxy_id="px1", locale="de-DE")
     assert re.fullmatch(r"[0-9a-f]{32}", created.fingerprint_seed)
     assert (created.pool, created.proxy_id, created.locale, created.timezone) == (
         "p",
@@ -42,27 +42,27 @@ def test_upsert_creates_then_updates_only_the_given_fields(store: Store) -> None
     assert (created.lease_token, created.uses, created.storage_encrypted) == (0, 0, None)
     assert created.created_at.tzinfo is not None and not created.disabled
 
-    updated = store.upsert_identity(name="ann", timezone="Europe/Berlin", region="eu")
+    updated = store.identities.upsert_identity(name="ann", timezone="Europe/Berlin", region="eu")
     assert updated.fingerprint_seed == created.fingerprint_seed  # kept
     assert (updated.pool, updated.proxy_id, updated.locale) == ("p", "px1", "de-DE")
     assert (updated.timezone, updated.region) == ("Europe/Berlin", "eu")
-    assert store.upsert_identity(name="ann", fingerprint_seed="s1").fingerprint_seed == "s1"
-    assert store.upsert_identity(name="bob", fingerprint_seed="s2").fingerprint_seed == "s2"
-    assert store.get_identity("ann") == store.upsert_identity(name="ann")
+    assert store.identities.upsert_identity(name="ann", fingerprint_seed="s1").fingerprint_seed == "s1"
+    assert store.identities.upsert_identity(name="bob", fingerprint_seed="s2").fingerprint_seed == "s2"
+    assert store.identities.get_identity("ann") == store.identities.upsert_identity(name="ann")
     with pytest.raises(ValueError, match="longer than 100"):
-        store.upsert_identity(name="x" * 101)
+        store.identities.upsert_identity(name="x" * 101)
 
 
 def test_get_list_delete(store: Store) -> None:
     for name, pool in (("c", "p1"), ("a", "p1"), ("b", "p2"), ("d", None)):
-        store.upsert_identity(name=name, pool=pool)
-    assert [i.name for i in store.list_identities()] == ["a", "b", "c", "d"]
-    assert [i.name for i in store.list_identities(pool="p1")] == ["a", "c"]
-    assert store.list_identities(pool="nope") == []
-    store.delete_identity("a")
-    store.delete_identity("a")  # absent: a no-op
-    assert store.get_identity("a") is None
-    assert [i.name for i in store.list_identities(pool="p1")] == ["c"]
+        store.identities.upsert_identity(name=name, pool=pool)
+    assert [i.name for i in store.identities.list_identities()] == ["a", "b", "c", "d"]
+    assert [i.name for i in store.identities.list_identities(pool="p1")] == ["a", "c"]
+    assert store.identities.list_identities(pool="nope") == []
+    store.identities.delete_identity("a")
+    store.identities.delete_identity("a")  # absent: a no-op
+    assert store.identities.get_identity("a") is None
+    assert [i.name for i in store.identities.list_identities(pool="p1")] == ["c"]
 
 
 def test_migration_0003_adds_identities_and_the_runs_identity_columns(empty_url: str) -> None:
@@ -107,8 +107,8 @@ def test_migration_0003_adds_identities_and_the_runs_identity_columns(empty_url:
         assert diff(schema(identities=True)) == []
         indexes = {ix["name"] for ix in inspect(store.engine).get_indexes("identities")}
         assert indexes == {"ix_identities_pool_lease_expires_at"}
-        store.upsert_identity(name="ann", pool="p")
-        assert store.acquire_identity(run_id="r1", owner="w", ttl_s=60, pool="p").name == "ann"
+        store.identities.upsert_identity(name="ann", pool="p")
+        assert store.identity_leases.acquire_identity(run_id="r1", owner="w", ttl_s=60, pool="p").name == "ann"
         migrate(command.downgrade, "0002")
         assert "identities" not in inspect(store.engine).get_table_names()
         run_columns = {c["name"] for c in inspect(store.engine).get_columns("runs")}

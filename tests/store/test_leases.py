@@ -27,12 +27,12 @@ S = RunStatus
 def test_acquire_a_queued_run(store: Store) -> None:
     run_id = new_run(store)
     before = utcnow()
-    lease = store.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
+    lease = store.leases.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
     assert isinstance(lease, Lease)
     assert (lease.run_id, lease.owner, lease.token, lease.attempt) == (run_id, "host-a/1", 1, 1)
     assert (lease.takeover, lease.takeovers) == (False, 0)
     assert before + timedelta(seconds=29) < lease.expires_at <= utcnow() + timedelta(seconds=30)
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None
     assert (run.status, run.lease_owner, run.lease_token, run.worker, run.attempt) == (
         "running",
@@ -43,16 +43,16 @@ def test_acquire_a_queued_run(store: Store) -> None:
     )
     assert run.lease_expires_at == lease.expires_at
     assert run.started_at is not None and run.heartbeat_at is not None and run.finished_at is None
-    assert store.transitions(run_id)[-1].reason == "started by host-a/1"
+    assert store.transitions.transitions(run_id)[-1].reason == "started by host-a/1"
 
 
 def test_the_lease_carries_the_run_as_its_transaction_left_it(store: Store) -> None:
     run_id = new_run(store)
-    store.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
-    store.save_checkpoint(run_id, token=1, checkpoint={"path": "2"})
-    store.release_lease(run_id, token=1)
-    lease = store.acquire_lease(run_id, owner="host-b/1", ttl_s=30)
-    assert lease.run is not None and lease.run == store.get_run(run_id)
+    store.leases.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
+    store.leases.save_checkpoint(run_id, token=1, checkpoint={"path": "2"})
+    store.leases.release_lease(run_id, token=1)
+    lease = store.leases.acquire_lease(run_id, owner="host-b/1", ttl_s=30)
+    assert lease.run is not None and lease.run == store.runs.get_run(run_id)
     assert (lease.run.status, lease.run.lease_token, lease.run.attempt) == ("running", 2, 2)
     assert lease.run.checkpoint == {"path": "2"} and lease.run.lease_owner == "host-b/1"
 
@@ -60,85 +60,85 @@ def test_the_lease_carries_the_run_as_its_transaction_left_it(store: Store) -> N
 def test_leaving_running_under_the_own_token_gives_the_lease_back(store: Store) -> None:
     for end in ("completed", "retrying"):
         run_id = new_run(store)
-        lease = store.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
+        lease = store.leases.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
         if end == "completed":
-            store.finish_run(run_id, status=end, outputs={"n": 1}, token=lease.token)
+            store.transitions.finish_run(run_id, status=end, outputs={"n": 1}, token=lease.token)
         else:
-            store.transition(run_id, end, reason="retry later", token=lease.token)
-        run = store.get_run(run_id)
+            store.transitions.transition(run_id, end, reason="retry later", token=lease.token)
+        run = store.runs.get_run(run_id)
         assert (run.status, run.lease_owner, run.lease_expires_at, run.lease_token) == (end, None, None, 1)
-    assert store.acquire_lease(run_id, owner="host-b/1", ttl_s=30).token == 2  # the retrying one
+    assert store.leases.acquire_lease(run_id, owner="host-b/1", ttl_s=30).token == 2  # the retrying one
 
 
 def test_a_live_lease_is_busy(store: Store) -> None:
     run_id = new_run(store)
-    lease = store.acquire_lease(run_id, owner="a", ttl_s=30)
+    lease = store.leases.acquire_lease(run_id, owner="a", ttl_s=30)
     with pytest.raises(LeaseBusy) as caught:
-        store.acquire_lease(run_id, owner="b", ttl_s=30)
+        store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
     assert caught.value.holder == "a" and caught.value.expires_at == lease.expires_at
     assert "run by a" in str(caught.value)
     with pytest.raises(LeaseBusy):  # the holder is asked about, and is alive
-        store.acquire_lease(run_id, owner="b", ttl_s=30, holder_dead=lambda owner: False)
-    run = store.get_run(run_id)
+        store.leases.acquire_lease(run_id, owner="b", ttl_s=30, holder_dead=lambda owner: False)
+    run = store.runs.get_run(run_id)
     assert run is not None and (run.lease_owner, run.lease_token, run.attempt) == ("a", 1, 1)
-    assert len(store.transitions(run_id)) == 2
+    assert len(store.transitions.transitions(run_id)) == 2
 
 
 def test_the_same_owner_may_reacquire(store: Store) -> None:
     run_id = new_run(store)
-    first = store.acquire_lease(run_id, owner="a", ttl_s=30)
-    second = store.acquire_lease(run_id, owner="a", ttl_s=30)
+    first = store.leases.acquire_lease(run_id, owner="a", ttl_s=30)
+    second = store.leases.acquire_lease(run_id, owner="a", ttl_s=30)
     assert second.token == first.token + 1 and second.attempt == 2
     with pytest.raises(LeaseLost):
-        store.renew_lease(run_id, token=first.token, ttl_s=30)
-    store.renew_lease(run_id, token=second.token, ttl_s=30)
+        store.leases.renew_lease(run_id, token=first.token, ttl_s=30)
+    store.leases.renew_lease(run_id, token=second.token, ttl_s=30)
 
 
 def test_takeover_after_expiry(store: Store) -> None:
     run_id = new_run(store)
-    first = store.acquire_lease(run_id, owner="a", ttl_s=30)
+    first = store.leases.acquire_lease(run_id, owner="a", ttl_s=30)
     expire_lease(store, run_id)
-    second = store.acquire_lease(run_id, owner="b", ttl_s=30)
+    second = store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
     assert (second.token, second.attempt, second.takeover, second.takeovers) == (2, 2, True, 1)
-    assert store.transitions(run_id)[-1].reason == "taken over from a (lease expired)"
-    assert [t.to_status for t in store.transitions(run_id)] == ["queued", "running", "running"]
-    run = store.get_run(run_id)
+    assert store.transitions.transitions(run_id)[-1].reason == "taken over from a (lease expired)"
+    assert [t.to_status for t in store.transitions.transitions(run_id)] == ["queued", "running", "running"]
+    run = store.runs.get_run(run_id)
     assert run is not None and (run.lease_owner, run.worker, run.takeovers) == ("b", "b", 1)
     with pytest.raises(LeaseLost, match="token 2, held by b"):
-        store.renew_lease(run_id, token=first.token, ttl_s=30)
+        store.leases.renew_lease(run_id, token=first.token, ttl_s=30)
 
 
 def test_takeover_from_a_dead_holder(store: Store) -> None:
     run_id = new_run(store)
-    store.acquire_lease(run_id, owner="a", ttl_s=300)
+    store.leases.acquire_lease(run_id, owner="a", ttl_s=300)
     asked: list[str] = []
 
     def dead(owner: str) -> bool:
         asked.append(owner)
         return owner == "a"
 
-    lease = store.acquire_lease(run_id, owner="b", ttl_s=30, holder_dead=dead)
+    lease = store.leases.acquire_lease(run_id, owner="b", ttl_s=30, holder_dead=dead)
     assert asked == ["a"]
     assert lease.takeover and lease.takeovers == 1 and lease.owner == "b"
-    assert store.transitions(run_id)[-1].reason == "taken over from a (holder dead)"
+    assert store.transitions.transitions(run_id)[-1].reason == "taken over from a (holder dead)"
 
 
 def test_finished_runs_are_not_leased(store: Store) -> None:
     for status in (S.COMPLETED, S.FAILED, S.CANCELLED, S.NEEDS_REVIEW):
         run_id, _ = run_in(store, status)
         with pytest.raises(RunAlreadyFinished) as caught:
-            store.acquire_lease(run_id, owner="b", ttl_s=30)
+            store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
         assert caught.value.run.status == status and caught.value.run.id == run_id
     with pytest.raises(StoreError, match="no such run"):
-        store.acquire_lease("nope", owner="b", ttl_s=30)
+        store.leases.acquire_lease("nope", owner="b", ttl_s=30)
     with pytest.raises(ValueError):
-        store.acquire_lease("nope", owner="b", ttl_s=0)
+        store.leases.acquire_lease("nope", owner="b", ttl_s=0)
 
 
 def test_retrying_runs_are_leased_again(store: Store) -> None:
     run_id, first = run_in(store, S.RETRYING)
     assert first is not None
-    lease = store.acquire_lease(run_id, owner="b", ttl_s=30)
+    lease = store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
     assert (lease.token, lease.attempt, lease.takeover) == (first.token + 1, 2, False)
 
 
@@ -146,34 +146,34 @@ def test_renew_and_release(store: Store) -> None:
     run_id, lease = run_in(store, S.RUNNING)
     assert lease is not None
     age(store, run_id, heartbeat_at=100)
-    renewed = store.renew_lease(run_id, token=lease.token, ttl_s=120)
+    renewed = store.leases.renew_lease(run_id, token=lease.token, ttl_s=120)
     assert renewed.lease_expires_at is not None and renewed.lease_expires_at > lease.expires_at
     assert renewed.heartbeat_at is not None and renewed.heartbeat_at > utcnow() - timedelta(
         seconds=5
     )
     assert not renewed.cancel_requested
 
-    store.release_lease(run_id, token=lease.token + 1)  # not ours: nothing happens
-    assert store.get_run(run_id).lease_owner == "w1"  # type: ignore[union-attr]
-    store.release_lease(run_id, token=lease.token)
-    released = store.get_run(run_id)
+    store.leases.release_lease(run_id, token=lease.token + 1)  # not ours: nothing happens
+    assert store.runs.get_run(run_id).lease_owner == "w1"  # type: ignore[union-attr]
+    store.leases.release_lease(run_id, token=lease.token)
+    released = store.runs.get_run(run_id)
     assert released is not None and released.lease_owner is None and released.status == "running"
     assert released.lease_expires_at is not None and released.lease_expires_at <= utcnow()
     with pytest.raises(LeaseLost, match="released"):
-        store.renew_lease(run_id, token=lease.token, ttl_s=30)
-    taken = store.acquire_lease(run_id, owner="b", ttl_s=30)
+        store.leases.renew_lease(run_id, token=lease.token, ttl_s=30)
+    taken = store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
     assert (
         taken.takeover
-        and store.transitions(run_id)[-1].reason == "taken over from w1 (lease released)"
+        and store.transitions.transitions(run_id)[-1].reason == "taken over from w1 (lease released)"
     )
 
-    store.finish_run(run_id, status="completed", outputs={}, token=taken.token)
+    store.transitions.finish_run(run_id, status="completed", outputs={}, token=taken.token)
     with pytest.raises(LeaseLost, match="is completed"):
-        store.renew_lease(run_id, token=taken.token, ttl_s=30)
-    store.release_lease(run_id, token=taken.token)
-    store.release_lease("nope", token=1)
+        store.leases.renew_lease(run_id, token=taken.token, ttl_s=30)
+    store.leases.release_lease(run_id, token=taken.token)
+    store.leases.release_lease("nope", token=1)
     with pytest.raises(StoreError, match="no such run"):
-        store.renew_lease("nope", token=1, ttl_s=30)
+        store.leases.renew_lease("nope", token=1, ttl_s=30)
 
 
 def _fenced_writes(
@@ -181,7 +181,7 @@ def _fenced_writes(
 ) -> dict[str, Callable[[], object]]:
     return {
         "start_step": lambda: step(store, run_id, "9", run_attempt=1, token=token),
-        "record_skipped_step": lambda: store.record_skipped_step(
+        "record_skipped_step": lambda: store.steps.record_skipped_step(
             run_id=run_id,
             run_attempt=1,
             step_path="8",
@@ -193,10 +193,10 @@ def _fenced_writes(
             reason="when: false",
             token=token,
         ),
-        "finish_step": lambda: store.finish_step(
+        "finish_step": lambda: store.steps.finish_step(
             step_id, status="succeeded", url_after=None, token=token
         ),
-        "add_artifact": lambda: store.add_artifact(
+        "add_artifact": lambda: store.steps.add_artifact(
             run_id=run_id,
             step_attempt_id=step_id,
             kind="screenshot",
@@ -206,42 +206,42 @@ def _fenced_writes(
             sha256="e" * 64,
             token=token,
         ),
-        "finish_run": lambda: store.finish_run(
+        "finish_run": lambda: store.transitions.finish_run(
             run_id, status="completed", outputs={"late": 1}, token=token
         ),
-        "save_checkpoint": lambda: store.save_checkpoint(
+        "save_checkpoint": lambda: store.leases.save_checkpoint(
             run_id, token=token, checkpoint={"path": "9"}
         ),
-        "transition": lambda: store.transition(run_id, "failed", reason="late", token=token),
-        "renew_lease": lambda: store.renew_lease(run_id, token=token, ttl_s=30),
+        "transition": lambda: store.transitions.transition(run_id, "failed", reason="late", token=token),
+        "renew_lease": lambda: store.leases.renew_lease(run_id, token=token, ttl_s=30),
     }
 
 
 def test_every_fenced_write_refuses_a_lost_token(store: Store) -> None:
     run_id = new_run(store)
-    old = store.acquire_lease(run_id, owner="a", ttl_s=30)
+    old = store.leases.acquire_lease(run_id, owner="a", ttl_s=30)
     open_step = step(store, run_id, "0", token=old.token)
-    store.save_checkpoint(run_id, token=old.token, checkpoint={"path": "0"})
+    store.leases.save_checkpoint(run_id, token=old.token, checkpoint={"path": "0"})
     expire_lease(store, run_id)
-    new = store.acquire_lease(run_id, owner="b", ttl_s=30)
+    new = store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
 
     before = (
-        store.get_run(run_id),
-        store.steps(run_id),
-        store.artifacts(run_id),
-        store.transitions(run_id),
+        store.runs.get_run(run_id),
+        store.steps.steps(run_id),
+        store.steps.artifacts(run_id),
+        store.transitions.transitions(run_id),
     )
     for name, write in _fenced_writes(store, run_id, old.token, open_step).items():
         with pytest.raises(LeaseLost) as caught:
             write()
         assert caught.value.token == old.token and caught.value.current_token == new.token, name
         assert caught.value.holder == "b"
-    store.release_lease(run_id, token=old.token)  # no error, no effect
+    store.leases.release_lease(run_id, token=old.token)  # no error, no effect
     after = (
-        store.get_run(run_id),
-        store.steps(run_id),
-        store.artifacts(run_id),
-        store.transitions(run_id),
+        store.runs.get_run(run_id),
+        store.steps.steps(run_id),
+        store.steps.artifacts(run_id),
+        store.transitions.transitions(run_id),
     )
     assert after == before
     assert before[0] is not None and before[0].checkpoint == {"path": "0"}
@@ -258,16 +258,16 @@ def test_every_fenced_write_refuses_a_lost_token(store: Store) -> None:
         "finish_run",
     ):
         writes[name]()
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None and run.status == "completed" and run.checkpoint == {"path": "9"}
 
 
 def test_unfenced_writes_still_work(store: Store) -> None:
     run_id, _lease = run_in(store, S.RUNNING)
     sid = step(store, run_id)
-    store.finish_step(sid, status="succeeded", url_after=None)
-    store.finish_run(run_id, status="completed", outputs={})
-    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
+    store.steps.finish_step(sid, status="succeeded", url_after=None)
+    store.transitions.finish_run(run_id, status="completed", outputs={})
+    assert store.runs.get_run(run_id).status == "completed"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("expired", [False, True], ids=["fresh", "expired"])
@@ -275,7 +275,7 @@ def test_concurrent_acquire_has_one_winner(store_url: str, expired: bool) -> Non
     setup = Store(store_url)
     run_id = new_run(setup)
     if expired:
-        setup.acquire_lease(run_id, owner="dead", ttl_s=30)
+        setup.leases.acquire_lease(run_id, owner="dead", ttl_s=30)
         expire_lease(setup, run_id)
     contenders = 8
     stores = [Store(store_url) for _ in range(contenders)]  # one engine each, like processes
@@ -287,7 +287,7 @@ def test_concurrent_acquire_has_one_winner(store_url: str, expired: bool) -> Non
     def contend(i: int) -> None:
         barrier.wait()
         try:
-            leases.append(stores[i].acquire_lease(run_id, owner=f"w{i}", ttl_s=30))
+            leases.append(stores[i].leases.acquire_lease(run_id, owner=f"w{i}", ttl_s=30))
         except LeaseBusy as e:
             busy.append(e)
         except BaseException as e:
@@ -303,11 +303,11 @@ def test_concurrent_acquire_has_one_winner(store_url: str, expired: bool) -> Non
         assert len(leases) == 1 and len(busy) == contenders - 1
         (winner,) = leases
         assert {e.holder for e in busy} == {winner.owner}
-        run = setup.get_run(run_id)
+        run = setup.runs.get_run(run_id)
         assert run is not None and run.lease_owner == winner.owner
         assert run.lease_token == winner.token == (2 if expired else 1)
         assert run.takeovers == (1 if expired else 0) and winner.takeover == expired
-        assert len(setup.transitions(run_id)) == (3 if expired else 2)
+        assert len(setup.transitions.transitions(run_id)) == (3 if expired else 2)
     finally:
         for s in [setup, *stores]:
             s.dispose()
@@ -325,43 +325,43 @@ def test_stuck_runs(store: Store) -> None:
     age(store, old_queued, queued_at=600)
     old_but_reenqueued = new_run(store)
     age(store, old_but_reenqueued, queued_at=600)
-    store.mark_enqueued(old_but_reenqueued)
+    store.runs.mark_enqueued(old_but_reenqueued)
     retrying, _ = run_in(store, S.RETRYING)
     age(store, retrying, queued_at=900, enqueued_at=900)
     live, _ = run_in(store, S.RUNNING)
     expired, _ = run_in(store, S.RUNNING)
     expire_lease(store, expired, seconds_ago=5)
     legacy = new_run(store)
-    store.start_run(legacy, worker="in-process")  # no lease: never swept
+    store.transitions.start_run(legacy, worker="in-process")  # no lease: never swept
     age(store, legacy, heartbeat_at=3600, started_at=3600)
     finished, _ = run_in(store, S.COMPLETED)
     age(store, finished, queued_at=3600)
 
-    stuck = store.stuck_runs(queued_older_than_s=300)
+    stuck = store.leases.stuck_runs(queued_older_than_s=300)
     assert {r.id for r in stuck} == {old_queued, retrying, expired}
     assert [r.id for r in stuck] == [retrying, old_queued, expired]  # oldest first
-    assert [r.id for r in store.stuck_runs(queued_older_than_s=300, limit=1)] == [retrying]
-    assert fresh_queued in {r.id for r in store.stuck_runs(queued_older_than_s=0)}
-    assert live not in {r.id for r in store.stuck_runs(queued_older_than_s=0)}
+    assert [r.id for r in store.leases.stuck_runs(queued_older_than_s=300, limit=1)] == [retrying]
+    assert fresh_queued in {r.id for r in store.leases.stuck_runs(queued_older_than_s=0)}
+    assert live not in {r.id for r in store.leases.stuck_runs(queued_older_than_s=0)}
     with pytest.raises(StoreError, match="no such run"):
-        store.mark_enqueued("nope")
-    enqueued = store.get_run(old_but_reenqueued)
+        store.runs.mark_enqueued("nope")
+    enqueued = store.runs.get_run(old_but_reenqueued)
     assert enqueued is not None and enqueued.enqueued_at is not None
 
 
 def test_sweeper_round_trip(store: Store) -> None:
     """What a sweeper does with a run whose worker vanished: requeue, mark, re-lease."""
     run_id = new_run(store)
-    lease = store.acquire_lease(run_id, owner="a", ttl_s=30)
+    lease = store.leases.acquire_lease(run_id, owner="a", ttl_s=30)
     step(store, run_id, "0", run_attempt=lease.attempt, token=lease.token)
     expire_lease(store, run_id)
-    (stuck,) = store.stuck_runs(queued_older_than_s=300)
-    store.transition(stuck.id, "queued", reason="lease of a expired; re-enqueued", worker="sweeper")
-    store.mark_enqueued(stuck.id)
-    assert store.stuck_runs(queued_older_than_s=300) == []
-    again = store.acquire_lease(run_id, owner="b", ttl_s=30)
+    (stuck,) = store.leases.stuck_runs(queued_older_than_s=300)
+    store.transitions.transition(stuck.id, "queued", reason="lease of a expired; re-enqueued", worker="sweeper")
+    store.runs.mark_enqueued(stuck.id)
+    assert store.leases.stuck_runs(queued_older_than_s=300) == []
+    again = store.leases.acquire_lease(run_id, owner="b", ttl_s=30)
     assert (again.takeover, again.attempt, again.token) == (False, 2, lease.token + 2)
     assert [
-        s.status for s in store.mark_interrupted_steps(run_id, before_attempt=again.attempt)
+        s.status for s in store.steps.mark_interrupted_steps(run_id, before_attempt=again.attempt)
     ] == ["unknown"]
     assert count(store, "run_transitions", "run_id = :r", r=run_id) == 4

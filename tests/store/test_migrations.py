@@ -60,7 +60,7 @@ def test_head_is_the_human_loop_migration() -> None:
 def test_migrated_schema_matches_models(empty_url: str) -> None:
     store = Store(empty_url)
     try:
-        store.upgrade()
+        store.schema.upgrade()
         assert schema_diff(store, Base.metadata) == []
 
         # The comparison is not vacuous: a model change the migration lacks is reported.
@@ -78,7 +78,7 @@ def test_migrated_schema_matches_models(empty_url: str) -> None:
 def test_constraint_and_index_names_are_explicit(empty_url: str) -> None:
     store = Store(empty_url)
     try:
-        store.upgrade()
+        store.schema.upgrade()
         inspector = inspect(store.engine)
         for table, expected in INDEXES.items():
             indexes = {ix["name"]: ix for ix in inspector.get_indexes(table)}
@@ -101,15 +101,15 @@ def test_constraint_and_index_names_are_explicit(empty_url: str) -> None:
 def test_downgrade_to_base_and_back(empty_url: str) -> None:
     store = Store(empty_url)
     try:
-        store.upgrade()
+        store.schema.upgrade()
         with store.engine.connect() as conn:
             config = alembic_config()
             config.attributes["connection"] = conn
             command.downgrade(config, "base")
             conn.commit()
         assert not TABLES & set(inspect(store.engine).get_table_names())
-        store.upgrade()
-        assert store.current_revision() == head_revision()
+        store.schema.upgrade()
+        assert store.schema.current_revision() == head_revision()
     finally:
         store.dispose()
 
@@ -127,7 +127,7 @@ def test_alembic_ini_takes_the_url_from_settings(
         reset_settings_cache()
     store = Store(empty_url)
     try:
-        assert store.current_revision() == head_revision()
+        assert store.schema.current_revision() == head_revision()
     finally:
         store.dispose()
 
@@ -139,7 +139,7 @@ def test_missing_migrations_is_a_clear_store_error(
     store = Store(f"sqlite:///{tmp_path / 'x.db'}")
     try:
         with pytest.raises(StoreError, match="cannot find browserq's database migrations"):
-            store.upgrade()
+            store.schema.upgrade()
     finally:
         store.dispose()
 
@@ -165,7 +165,7 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
     store = Store(empty_url)
     try:
         _migrate(store, command.upgrade, "0001")
-        assert store.current_revision() == "0001"
+        assert store.schema.current_revision() == "0001"
         with store.engine.begin() as conn:
             conn.execute(
                 text(
@@ -199,14 +199,14 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
             )
         before = {t: _rows(store, t) for t in ("templates", "step_attempts", "artifacts")}
 
-        store.upgrade()  # through 0002 (and the later, additive revisions)
-        assert store.current_revision() == head_revision()
+        store.schema.upgrade()  # through 0002 (and the later, additive revisions)
+        assert store.schema.current_revision() == head_revision()
         assert schema_diff(store, Base.metadata) == []  # an upgraded database equals a fresh one
         for table, rows in before.items():
             after = _rows(store, table)  # later revisions may add (empty) columns
             assert [{k: row[k] for k in rows[0]} for row in after] == rows, table
             assert all(row.get("warnings") is None for row in after), table
-        runs = {r.id: r for r in store.list_runs()}
+        runs = {r.id: r for r in store.runs.list_runs()}
         assert {k: v.status for k, v in runs.items()} == {
             "r1": "completed",
             "r2": "running",
@@ -222,26 +222,26 @@ def test_0001_to_0002_keeps_existing_rows(empty_url: str) -> None:
             assert run.cancel_requested_at is None and run.status_reason is None
 
         # The old rows work with the new API.
-        lease = store.acquire_lease("r2", owner="new-w", ttl_s=30)
+        lease = store.leases.acquire_lease("r2", owner="new-w", ttl_s=30)
         assert lease.takeover and lease.token == 1 and lease.attempt == 2
-        assert [s.id for s in store.mark_interrupted_steps("r2", before_attempt=2)] == [1]
-        store.finish_run("r2", status="completed", outputs={}, token=lease.token)
-        assert store.request_cancel("r3", reason="x").status == "cancelled"
-        assert [t.to_status for t in store.transitions("r2")] == ["running", "completed"]
-        store.create_batch(
+        assert [s.id for s in store.steps.mark_interrupted_steps("r2", before_attempt=2)] == [1]
+        store.transitions.finish_run("r2", status="completed", outputs={}, token=lease.token)
+        assert store.cancellation.request_cancel("r3", reason="x").status == "cancelled"
+        assert [t.to_status for t in store.transitions.transitions("r2")] == ["running", "completed"]
+        store.batches.create_batch(
             batch_id="b", template_name="t", template_version="1", total=1, breaker=None
         )
 
         # And back down: 0001's tables and rows are still there (SQLite rebuilds `runs`).
         _migrate(store, command.downgrade, "0001")
-        assert store.current_revision() == "0001"
+        assert store.schema.current_revision() == "0001"
         names = set(inspect(store.engine).get_table_names())
         assert {"templates", "runs", "step_attempts", "artifacts"} <= names
         assert not {"run_transitions", "batches", "identities"} & names
         assert [r["id"] for r in _rows(store, "runs")] == ["r1", "r2", "r3"]
         assert len(_rows(store, "step_attempts")) == 1 and len(_rows(store, "artifacts")) == 1
         assert _rows(store, "artifacts")[0]["step_attempt_id"] == 1
-        store.upgrade()
+        store.schema.upgrade()
         assert schema_diff(store, Base.metadata) == []
     finally:
         store.dispose()

@@ -27,7 +27,7 @@ def proxied(pg_databases: PgDatabases) -> Iterator[tuple[str, TcpProxy]]:
     """A migrated PostgreSQL database, and its URL through a TCP proxy we can cut."""
     direct = pg_databases.create()
     setup = Store(direct)
-    setup.upgrade()
+    setup.schema.upgrade()
     setup.dispose()
     admin = make_url(PG_ADMIN_URL)
     proxy = TcpProxy(admin.host or "127.0.0.1", admin.port or 5432).start()
@@ -48,18 +48,18 @@ def test_writes_ride_out_an_outage(proxied: tuple[str, TcpProxy]) -> None:
     errors: list[BaseException] = []
     try:
         run_id = new_run(store)
-        lease = store.acquire_lease(run_id, owner="writer", ttl_s=120)
+        lease = store.leases.acquire_lease(run_id, owner="writer", ttl_s=120)
 
         def write() -> None:
             try:
                 for i in range(total):
                     began = time.monotonic()
                     sid = step(store, run_id, str(i), token=lease.token)
-                    store.finish_step(
+                    store.steps.finish_step(
                         sid, status="succeeded", url_after=None, output={"i": i}, token=lease.token
                     )
                     if i % 10 == 0:
-                        store.add_artifact(
+                        store.steps.add_artifact(
                             run_id=run_id,
                             step_attempt_id=sid,
                             kind="screenshot",
@@ -69,11 +69,11 @@ def test_writes_ride_out_an_outage(proxied: tuple[str, TcpProxy]) -> None:
                             sha256=f"{i:064x}",
                             token=lease.token,
                         )
-                        store.renew_lease(run_id, token=lease.token, ttl_s=120)
+                        store.leases.renew_lease(run_id, token=lease.token, ttl_s=120)
                     latencies.append(time.monotonic() - began)
                     progress.append(i)
                     time.sleep(0.005)
-                store.finish_run(
+                store.transitions.finish_run(
                     run_id, status="completed", outputs={"n": total}, token=lease.token
                 )
             except BaseException as e:
@@ -97,14 +97,14 @@ def test_writes_ride_out_an_outage(proxied: tuple[str, TcpProxy]) -> None:
         assert during - cut_at <= 1  # nothing got through while the database was away
         assert max(latencies) >= 2.5  # a write waited out the outage, then landed
 
-        steps = store.steps(run_id)
+        steps = store.steps.steps(run_id)
         assert [s.step_path for s in steps] == [str(i) for i in range(total)]  # each exactly once
         assert all(s.status == "succeeded" for s in steps)
         assert [s.output for s in steps] == [{"i": i} for i in range(total)]
-        assert [a.size for a in store.artifacts(run_id)] == list(range(0, total, 10))
-        run = store.get_run(run_id)
+        assert [a.size for a in store.steps.artifacts(run_id)] == list(range(0, total, 10))
+        run = store.runs.get_run(run_id)
         assert run is not None and run.status == "completed" and run.outputs == {"n": total}
-        assert [t.to_status for t in store.transitions(run_id)] == [
+        assert [t.to_status for t in store.transitions.transitions(run_id)] == [
             "queued",
             "running",
             "completed",
@@ -122,7 +122,7 @@ def test_a_longer_outage_than_the_window_is_a_clear_error(proxied: tuple[str, Tc
         proxy.cut()
         began = time.monotonic()
         with pytest.raises(StoreUnavailable) as caught:
-            store.finish_run(run_id, status="failed", outputs=None, error_code="X")
+            store.transitions.finish_run(run_id, status="failed", outputs=None, error_code="X")
         elapsed = time.monotonic() - began
         assert 0.9 <= elapsed < 6
         message = str(caught.value)
@@ -131,7 +131,7 @@ def test_a_longer_outage_than_the_window_is_a_clear_error(proxied: tuple[str, Tc
         assert f":{proxy.port}/" in message
         assert "is unavailable (gave up after" in message and "retry_window_s=1)" in message
         proxy.restore()
-        assert store.get_run(run_id).status == "queued"  # type: ignore[union-attr]
+        assert store.runs.get_run(run_id).status == "queued"  # type: ignore[union-attr]
     finally:
         store.dispose()
 
@@ -156,7 +156,7 @@ class _LoseAcks:
     def __init__(self, store: Store) -> None:
         self.armed = False
         self.fired = 0
-        event.listen(store._writing, "after_commit", self._after_commit)
+        event.listen(store.database._writing, "after_commit", self._after_commit)
 
     def _after_commit(self, _session: object) -> None:
         if self.armed:
@@ -187,18 +187,18 @@ def test_a_lost_commit_acknowledgement_does_not_write_twice(
         with lose:
             run_id = new_run(store, tid, idempotency_key="k1")
         with lose:
-            store.create_batch(
+            store.batches.create_batch(
                 batch_id="b", template_name="login", template_version="1", total=1, breaker=None
             )
         with lose:
-            lease = store.acquire_lease(run_id, owner="w", ttl_s=30)
+            lease = store.leases.acquire_lease(run_id, owner="w", ttl_s=30)
         assert (lease.token, lease.attempt) == (1, 1)
         with lose:
             sid = step(store, run_id, "0", token=lease.token)
         with lose:
-            store.finish_step(sid, status="succeeded", url_after=None, token=lease.token)
+            store.steps.finish_step(sid, status="succeeded", url_after=None, token=lease.token)
         with lose:
-            store.add_artifact(
+            store.steps.add_artifact(
                 run_id=run_id,
                 step_attempt_id=sid,
                 kind="dom",
@@ -209,24 +209,24 @@ def test_a_lost_commit_acknowledgement_does_not_write_twice(
                 token=lease.token,
             )
         with lose:
-            store.transition(run_id, "retrying", reason="crash", token=lease.token)
+            store.transitions.transition(run_id, "retrying", reason="crash", token=lease.token)
         with lose:
-            lease = store.acquire_lease(run_id, owner="w", ttl_s=30)
+            lease = store.leases.acquire_lease(run_id, owner="w", ttl_s=30)
         with lose:
-            store.finish_run(run_id, status="completed", outputs={"ok": True}, token=lease.token)
+            store.transitions.finish_run(run_id, status="completed", outputs={"ok": True}, token=lease.token)
         assert lose.fired == 9
 
         assert count(store, "runs") == 1 and count(store, "batches") == 1
-        assert len(store.steps(run_id)) == 1 and store.steps(run_id)[0].status == "succeeded"
-        assert len(store.artifacts(run_id)) == 1
-        assert [t.to_status for t in store.transitions(run_id)] == [
+        assert len(store.steps.steps(run_id)) == 1 and store.steps.steps(run_id)[0].status == "succeeded"
+        assert len(store.steps.artifacts(run_id)) == 1
+        assert [t.to_status for t in store.transitions.transitions(run_id)] == [
             "queued",
             "running",
             "retrying",
             "running",
             "completed",
         ]
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         assert run is not None and (run.status, run.attempt, run.lease_token) == ("completed", 2, 2)
     finally:
         store.dispose()
@@ -235,7 +235,7 @@ def test_a_lost_commit_acknowledgement_does_not_write_twice(
 def test_sqlite_lock_contention_is_waited_out(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'locked.db'}"
     store = Store(url, retry_window_s=20)
-    store.upgrade()
+    store.schema.upgrade()
     run_id = new_run(store)
     holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock for a while
@@ -243,9 +243,9 @@ def test_sqlite_lock_contention_is_waited_out(tmp_path) -> None:
     released.start()
     try:
         began = time.monotonic()
-        store.mark_enqueued(run_id)
+        store.runs.mark_enqueued(run_id)
         assert time.monotonic() - began >= 0.3
-        assert store.get_run(run_id).enqueued_at is not None  # type: ignore[union-attr]
+        assert store.runs.get_run(run_id).enqueued_at is not None  # type: ignore[union-attr]
     finally:
         released.join()
         holder.close()
@@ -276,12 +276,12 @@ def test_an_idle_connection_that_died_is_replaced_before_use(
     store = Store(url, retry_window_s=10)
     try:
         run_id = new_run(store)
-        assert store.get_run(run_id) is not None
+        assert store.runs.get_run(run_id) is not None
         assert _terminate_other_sessions(url) >= 1  # the pooled connection's session is gone
         time.sleep(0.7)
         retried: list[str] = []
         monkeypatch.setattr(plumbing.log, "warning", lambda event_, **kw: retried.append(event_))
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         assert run is not None and run.id == run_id
         assert retried == []  # the ping found the dead connection; no transaction failed
     finally:
@@ -296,11 +296,11 @@ def test_a_connection_that_died_in_use_costs_one_retry(proxied: tuple[str, TcpPr
     store = Store(url, retry_window_s=10)
     try:
         run_id = new_run(store)
-        assert store.get_run(run_id) is not None
+        assert store.runs.get_run(run_id) is not None
         assert _terminate_other_sessions(url) >= 1
         retried: list[str] = []
         monkeypatch.setattr(plumbing.log, "warning", lambda event_, **kw: retried.append(event_))
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         assert run is not None and run.id == run_id
         assert retried == ["database error, retrying"]
     finally:
@@ -336,7 +336,7 @@ def test_a_pooled_connection_that_went_silent_is_dropped_and_the_write_retried(
         run_id = new_run(store)
         assert proxy.swallow() >= 1  # the pooled connection: open, acknowledged, silent
         began = time.monotonic()
-        lease = store.acquire_lease(run_id, owner="w", ttl_s=60)  # the old code waits here for ever
+        lease = store.leases.acquire_lease(run_id, owner="w", ttl_s=60)  # the old code waits here for ever
         took = time.monotonic() - began
         print(f"write after a silent connection: {took:.1f} s (answer limit {QUICK.answer_s:g} s)")
         assert lease.token == 1 and count(store, "runs", "id = :r and status = 'running'", r=run_id) == 1
@@ -356,9 +356,9 @@ def test_a_row_lock_held_by_a_silent_client_is_freed_by_the_server(proxied: tupl
         conn.exec_driver_sql("select 1 from runs where id = %(id)s for update", {"id": run_id})
         proxy.swallow()  # the holder's client goes silent mid-transaction, its lock held
         began = time.monotonic()
-        store.acquire_lease(run_id, owner="w", ttl_s=60)  # the old code waits here for ever
+        store.leases.acquire_lease(run_id, owner="w", ttl_s=60)  # the old code waits here for ever
         print(f"row lock of a silent client freed after {time.monotonic() - began:.1f} s")
-        assert store.get_run(run_id).status == "running"
+        assert store.runs.get_run(run_id).status == "running"
     finally:
         conn.invalidate()
         holder.dispose()

@@ -24,7 +24,7 @@ def test_run_lifecycle(store: Store) -> None:
         tenant="acme",
         params={"user": "ann", "password": "***"},
     )
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None
     assert (run.status, run.attempt, run.started_at, run.finished_at) == ("queued", 0, None, None)
     assert run.queued_at is not None and run.queued_at.tzinfo == UTC
@@ -36,17 +36,17 @@ def test_run_lifecycle(store: Store) -> None:
     )
     assert run.params == {"user": "ann", "password": "***"}
 
-    first = store.start_run(run_id, worker="host-a/1")
+    first = store.transitions.start_run(run_id, worker="host-a/1")
     assert (first.status, first.attempt, first.worker) == (RunStatus.RUNNING, 1, "host-a/1")
     assert first.started_at is not None and first.heartbeat_at is not None
 
-    second = store.start_run(run_id, worker="host-b/2")
+    second = store.transitions.start_run(run_id, worker="host-b/2")
     assert second.attempt == 2
     assert second.started_at == first.started_at
     assert second.worker == "host-b/2"
     assert second.heartbeat_at >= first.heartbeat_at
 
-    store.finish_run(
+    store.transitions.finish_run(
         run_id,
         status=RunStatus.FAILED,
         outputs=None,
@@ -54,7 +54,7 @@ def test_run_lifecycle(store: Store) -> None:
         error_message="no element matched #go",
         error_step_path="1[3].0",
     )
-    done = store.get_run(run_id)
+    done = store.runs.get_run(run_id)
     assert done is not None and done.terminal
     assert (done.status, done.error_code, done.error_step_path) == (
         "failed",
@@ -66,7 +66,7 @@ def test_run_lifecycle(store: Store) -> None:
 
 
 def test_views_are_frozen_plain_values(store: Store) -> None:
-    run = store.get_run(new_run(store, template(store)))
+    run = store.runs.get_run(new_run(store, template(store)))
     assert run is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.status = "completed"  # type: ignore[misc]
@@ -79,9 +79,9 @@ def test_json_round_trip_with_unicode(store: Store) -> None:
         "empty": {},
     }
     run_id = new_run(store, template(store), params={"q": "café", "list": [1, 2, {"a": "ß"}]})
-    store.start_run(run_id, worker="w")
-    store.finish_run(run_id, status="completed", outputs=outputs)
-    run = store.get_run(run_id)
+    store.transitions.start_run(run_id, worker="w")
+    store.transitions.finish_run(run_id, status="completed", outputs=outputs)
+    run = store.runs.get_run(run_id)
     assert run is not None
     assert run.outputs == outputs
     assert run.params == {"q": "café", "list": [1, 2, {"a": "ß"}]}
@@ -89,8 +89,8 @@ def test_json_round_trip_with_unicode(store: Store) -> None:
 
 def test_none_json_is_sql_null(store: Store) -> None:
     run_id = new_run(store, template(store))
-    store.start_run(run_id, worker="w")
-    store.finish_run(run_id, status="completed", outputs=None)
+    store.transitions.start_run(run_id, worker="w")
+    store.transitions.finish_run(run_id, status="completed", outputs=None)
     with store.engine.connect() as conn:
         nulls = conn.execute(
             text("SELECT count(*) FROM runs WHERE outputs IS NULL AND checkpoint IS NULL")
@@ -99,15 +99,15 @@ def test_none_json_is_sql_null(store: Store) -> None:
 
 
 def test_unknown_run_ids(store: Store) -> None:
-    assert store.get_run("nope") is None
-    assert store.steps("nope") == [] and store.artifacts("nope") == []
+    assert store.runs.get_run("nope") is None
+    assert store.steps.steps("nope") == [] and store.steps.artifacts("nope") == []
     with pytest.raises(StoreError, match="no such run"):
-        store.start_run("nope", worker="w")
+        store.transitions.start_run("nope", worker="w")
     with pytest.raises(StoreError, match="no such run"):
-        store.finish_run("nope", status="completed", outputs={})
+        store.transitions.finish_run("nope", status="completed", outputs={})
     with pytest.raises(StoreError, match="no such run"):
-        store.heartbeat("nope")
-    store.delete_run("nope")  # deleting is idempotent
+        store.runs.heartbeat("nope")
+    store.runs.delete_run("nope")  # deleting is idempotent
 
 
 def test_statuses_are_validated(store: Store) -> None:
@@ -116,9 +116,9 @@ def test_statuses_are_validated(store: Store) -> None:
         new_run(store, tid, status="exploded")
     run_id = new_run(store, tid, status=RunStatus.QUEUED)
     with pytest.raises(ValueError, match="unknown run status"):
-        store.finish_run(run_id, status="done", outputs=None)
+        store.transitions.finish_run(run_id, status="done", outputs=None)
     with pytest.raises(ValueError, match="unknown run status"):
-        store.list_runs(status="done")
+        store.runs.list_runs(status="done")
 
 
 def test_run_with_unknown_template_is_refused(store: Store) -> None:
@@ -133,7 +133,7 @@ def test_duplicate_idempotency_key(store: Store) -> None:
         new_run(store, tid, idempotency_key="order-42")
     assert caught.value.existing_run_id == first
     assert isinstance(caught.value, StoreError)
-    found = store.find_run_by_idempotency_key("order-42")
+    found = store.runs.find_run_by_idempotency_key("order-42")
     assert found is not None and found.id == first
     new_run(store, tid)  # NULL keys do not collide
     new_run(store, tid)
@@ -153,23 +153,23 @@ def test_list_runs_filters_and_orders_newest_first(store: Store) -> None:
         tid, name = (login, "login") if i % 2 == 0 else (search, "search")
         created.append(new_run(store, tid, name=name))
     for done in (created[0], created[4]):
-        store.start_run(done, worker="w")
-        store.finish_run(done, status="completed", outputs={})
+        store.transitions.start_run(done, worker="w")
+        store.transitions.finish_run(done, status="completed", outputs={})
 
-    assert [r.id for r in store.list_runs()] == created[::-1]
-    assert [r.id for r in store.list_runs(limit=2)] == created[:-3:-1]
-    assert [r.id for r in store.list_runs(template="search")] == [
+    assert [r.id for r in store.runs.list_runs()] == created[::-1]
+    assert [r.id for r in store.runs.list_runs(limit=2)] == created[:-3:-1]
+    assert [r.id for r in store.runs.list_runs(template="search")] == [
         created[5],
         created[3],
         created[1],
     ]
-    assert [r.id for r in store.list_runs(status="completed")] == [created[4], created[0]]
-    assert [r.id for r in store.list_runs(status=RunStatus.QUEUED, template="login")] == [
+    assert [r.id for r in store.runs.list_runs(status="completed")] == [created[4], created[0]]
+    assert [r.id for r in store.runs.list_runs(status=RunStatus.QUEUED, template="login")] == [
         created[2]
     ]
-    assert store.list_runs(template="nothing") == []
+    assert store.runs.list_runs(template="nothing") == []
     with pytest.raises(ValueError):
-        store.list_runs(limit=0)
+        store.runs.list_runs(limit=0)
 
 
 def test_delete_run_cascades(store: Store) -> None:
@@ -177,8 +177,8 @@ def test_delete_run_cascades(store: Store) -> None:
     doomed, kept = new_run(store, tid), new_run(store, tid)
     for run_id in (doomed, kept):
         step = new_step(store, run_id)
-        store.finish_step(step, status="succeeded", url_after=None)
-        store.add_artifact(
+        store.steps.finish_step(step, status="succeeded", url_after=None)
+        store.steps.add_artifact(
             run_id=run_id,
             step_attempt_id=step,
             kind="screenshot",
@@ -187,15 +187,15 @@ def test_delete_run_cascades(store: Store) -> None:
             size=1,
             sha256="e" * 64,
         )
-    store.delete_run(doomed)
-    assert store.get_run(doomed) is None
-    assert store.steps(doomed) == [] and store.artifacts(doomed) == []
-    assert len(store.steps(kept)) == 1 and len(store.artifacts(kept)) == 1
+    store.runs.delete_run(doomed)
+    assert store.runs.get_run(doomed) is None
+    assert store.steps.steps(doomed) == [] and store.steps.artifacts(doomed) == []
+    assert len(store.steps.steps(kept)) == 1 and len(store.steps.artifacts(kept)) == 1
     assert (count(store, "step_attempts"), count(store, "artifacts")) == (1, 1)
 
 
 def test_a_run_sent_at_once_is_recorded_enqueued(store: Store) -> None:
-    later = store.get_run(new_run(store))
-    sent = store.get_run(new_run(store, enqueued=True))
+    later = store.runs.get_run(new_run(store))
+    sent = store.runs.get_run(new_run(store, enqueued=True))
     assert later is not None and later.enqueued_at is None  # stamped by mark_enqueued when sent
     assert sent is not None and sent.enqueued_at is not None and sent.queued_at is not None

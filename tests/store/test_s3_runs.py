@@ -70,7 +70,7 @@ def test_a_failed_run_leaves_its_artifacts_in_the_bucket_and_none_on_disk(
     s3_runtime: Runtime, demo, s3_endpoint: str, bucket: str
 ) -> None:
     run_id = failing_run(s3_runtime, demo.url)
-    rows = s3_runtime.store.artifacts(run_id)
+    rows = s3_runtime.store.steps.artifacts(run_id)
     assert {a.kind for a in rows} == {"screenshot", "failure_screenshot", "dom", "console", "network", "trace"}
     client = boto3.client("s3", endpoint_url=s3_endpoint)
     listed = client.list_objects_v2(Bucket=bucket, Prefix=f"{PREFIX}/{run_id}/")["Contents"]
@@ -109,7 +109,7 @@ def test_a_second_host_shows_s3_locations_and_opens_the_trace(
     shown = subprocess.run([sys.executable, "-m", "browserq.cli", "show", run_id], env=env, cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
-    rows = s3_runtime.store.artifacts(run_id)
+    rows = s3_runtime.store.steps.artifacts(run_id)
     section = shown.stdout.split("\nArtifacts\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert sorted(line.split("\t")[-1] for line in section) == sorted(
         f"s3://{bucket}/{PREFIX}/{a.path}" for a in rows)
@@ -152,8 +152,8 @@ def test_a_bucket_gone_while_the_worker_runs_fails_the_screenshot_step_clearly(
         runner.artifacts = kept
     assert (outcome.status, outcome.error_code, outcome.error_step_path) == ("failed", "STORE_WRITE_FAILED", "1")
     assert f"bucket '{gone}' does not exist" in (outcome.error_message or "")
-    assert s3_runtime.store.get_run(outcome.run_id).status == "failed"
-    assert s3_runtime.store.artifacts(outcome.run_id) == []
+    assert s3_runtime.store.runs.get_run(outcome.run_id).status == "failed"
+    assert s3_runtime.store.steps.artifacts(outcome.run_id) == []
 
 
 def test_prune_deletes_a_runs_objects_from_the_bucket(s3_runtime: Runtime, demo, s3_endpoint: str, bucket: str) -> None:
@@ -169,9 +169,9 @@ def test_prune_deletes_a_runs_objects_from_the_bucket(s3_runtime: Runtime, demo,
         listed = client.list_objects_v2(Bucket=bucket, Prefix=f"{PREFIX}/{run_id}")
         return [o["Key"] for o in listed.get("Contents", [])]
 
-    assert len(objects()) == len(s3_runtime.store.artifacts(run_id)) >= 5
+    assert len(objects()) == len(s3_runtime.store.steps.artifacts(run_id)) >= 5
     report = prune_runs(
         s3_runtime.store, s3_runtime.artifacts, older_than=timedelta(days=30), now=utcnow() + timedelta(days=31)
     )
-    assert report.runs >= 1 and s3_runtime.store.get_run(run_id) is None
+    assert report.runs >= 1 and s3_runtime.store.runs.get_run(run_id) is None
     assert objects() == []

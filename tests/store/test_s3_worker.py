@@ -55,7 +55,7 @@ def test_a_worker_stores_a_failed_runs_artifacts_in_the_bucket(
     assert isinstance(outcome, RunFailed) and outcome.code == "SELECTOR_NOT_FOUND", outcome
     store = Store(pg_url)
     try:
-        rows = store.artifacts(result.id)
+        rows = store.steps.artifacts(result.id)
     finally:
         store.dispose()
     assert {a.kind for a in rows} >= {"failure_screenshot", "dom", "console", "network", "trace"}

@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_upgrade_from_empty_to_head(empty_url: str) -> None:
     store = Store(empty_url)
     try:
-        assert store.current_revision() is None
-        store.upgrade()
-        assert store.current_revision() == head_revision()
+        assert store.schema.current_revision() is None
+        store.schema.upgrade()
+        assert store.schema.current_revision() == head_revision()
         assert set(inspect(store.engine).get_table_names()) >= set(TABLES)
     finally:
         store.dispose()
@@ -33,13 +33,13 @@ def test_upgrade_from_empty_to_head(empty_url: str) -> None:
 def test_upgrade_twice_is_a_no_op(empty_url: str) -> None:
     store = Store(empty_url)
     try:
-        store.upgrade()
-        tid = store.save_template(
+        store.schema.upgrade()
+        tid = store.templates.save_template(
             name="t", version="1", content_hash="0" * 64, body="steps: []", source="t.yaml"
         )
-        store.upgrade()
-        assert store.current_revision() == head_revision()
-        assert store.get_template_body(tid).body == "steps: []"
+        store.schema.upgrade()
+        assert store.schema.current_revision() == head_revision()
+        assert store.templates.get_template_body(tid).body == "steps: []"
     finally:
         store.dispose()
 
@@ -53,7 +53,7 @@ def test_concurrent_upgrades_do_not_race(new_empty_url: Callable[[], str]) -> No
     def upgrade(store: Store) -> None:
         barrier.wait()
         try:
-            store.upgrade()
+            store.schema.upgrade()
         except BaseException as e:
             errors.append(e)
 
@@ -64,7 +64,7 @@ def test_concurrent_upgrades_do_not_race(new_empty_url: Callable[[], str]) -> No
         t.join(60)
     try:
         assert errors == []
-        assert stores[0].current_revision() == head_revision()
+        assert stores[0].schema.current_revision() == head_revision()
         assert schema_diff(stores[0], Base.metadata) == []
     finally:
         for s in stores:
@@ -74,10 +74,10 @@ def test_concurrent_upgrades_do_not_race(new_empty_url: Callable[[], str]) -> No
 def test_in_memory_sqlite_can_be_upgraded() -> None:
     store = Store("sqlite://")
     try:
-        store.upgrade()
-        assert store.current_revision() == head_revision()
+        store.schema.upgrade()
+        assert store.schema.current_revision() == head_revision()
         assert (
-            store.save_template(name="t", version="1", content_hash="1" * 64, body="b", source="s")
+            store.templates.save_template(name="t", version="1", content_hash="1" * 64, body="b", source="s")
             == 1
         )
     finally:
@@ -91,7 +91,7 @@ def test_concurrent_upgrades_from_several_processes(new_empty_url: Callable[[], 
         "from browserq.store import Store\n"
         "start = float(sys.argv[2])\n"
         "time.sleep(max(0.0, start - time.time()))\n"
-        "s = Store(sys.argv[1]); s.upgrade(); print(s.current_revision())\n"
+        "s = Store(sys.argv[1]); s.schema.upgrade(); print(s.schema.current_revision())\n"
     )
     start = time.time() + 1.5
     procs = [

@@ -73,12 +73,12 @@ def test_canonical_hash_ignores_layout_and_sees_meaning() -> None:
 
 def test_a_changed_body_under_a_used_version_is_refused(store: Store) -> None:
     first = record(store, BODY)
-    run = store.get_run(first)
+    run = store.runs.get_run(first)
     assert run is not None and run.template_hash == canonical_hash(BODY)
-    assert store.template_pin("pinned", "1.0.0") == canonical_hash(BODY)
+    assert store.templates.template_pin("pinned", "1.0.0") == canonical_hash(BODY)
 
     second = record(store, REFORMATTED)  # same meaning: accepted, its exact text kept too
-    assert store.get_run(second).template_hash == run.template_hash
+    assert store.runs.get_run(second).template_hash == run.template_hash
     before = counts(store)
 
     with pytest.raises(TemplateChanged) as info:
@@ -86,12 +86,12 @@ def test_a_changed_body_under_a_used_version_is_refused(store: Store) -> None:
     message = str(info.value)
     assert "pinned@1.0.0" in message and "Bump `version:`" in message and "immutable" in message
     assert counts(store) == before  # nothing recorded: no run, no template row
-    assert store.template_pin("pinned", "1.0.0") == canonical_hash(BODY)
+    assert store.templates.template_pin("pinned", "1.0.0") == canonical_hash(BODY)
     # the body the first run used is what its worker executes
-    assert store.get_template_body(run.template_id).body == BODY
+    assert store.templates.get_template_body(run.template_id).body == BODY
 
     bumped = record(store, CHANGED.replace("version: 1.0.0", "version: 1.0.1"))
-    assert store.get_run(bumped).template_hash == canonical_hash(CHANGED.replace("1.0.0", "1.0.1"))
+    assert store.runs.get_run(bumped).template_hash == canonical_hash(CHANGED.replace("1.0.0", "1.0.1"))
 
 
 def test_two_producers_racing_with_different_bodies_pin_one(store: Store) -> None:
@@ -116,7 +116,7 @@ def test_two_producers_racing_with_different_bodies_pin_one(store: Store) -> Non
     accepted = [o for o in outcomes if isinstance(o, str)]
     assert len(refused) == 1 and len(accepted) == 1, outcomes
     winner = bodies[outcomes.index(accepted[0])]
-    assert store.template_pin(name, "1.0.0") == canonical_hash(winner)
+    assert store.templates.template_pin(name, "1.0.0") == canonical_hash(winner)
 
 
 def test_migration_0004_backfills_hashes_and_pins(empty_url: str) -> None:
@@ -157,10 +157,10 @@ def test_migration_0004_backfills_hashes_and_pins(empty_url: str) -> None:
                     {"id": run_id, "tid": ids[key], "now": "2026-11-30 10:00:00+00"},
                 )
         migrate(command.upgrade, "head")
-        assert store.get_run("r1").template_hash == canonical_hash(BODY)
-        assert store.get_run("r2").template_hash == canonical_hash(newer)
-        assert store.template_pin("pinned", "1.0.0") == canonical_hash(newer)  # the newest used
-        assert store.template_pin("pinned", "2.0.0") is None
+        assert store.runs.get_run("r1").template_hash == canonical_hash(BODY)
+        assert store.runs.get_run("r2").template_hash == canonical_hash(newer)
+        assert store.templates.template_pin("pinned", "1.0.0") == canonical_hash(newer)  # the newest used
+        assert store.templates.template_pin("pinned", "2.0.0") is None
         with pytest.raises(TemplateChanged):
             record(store, BODY)
         record(store, newer)
@@ -178,7 +178,7 @@ def test_save_template_is_idempotent(store: Store) -> None:
     other_version = template(store, version="2")
     assert len({first, other_hash, other_version}) == 3
     assert count(store, "templates") == 3
-    record = store.get_template_body(first)
+    record = store.templates.get_template_body(first)
     assert isinstance(record, TemplateRecord)
     assert (record.name, record.version, record.body) == ("login", "1", "name: login\n")
     assert record.created_at.tzinfo is not None
@@ -186,12 +186,12 @@ def test_save_template_is_idempotent(store: Store) -> None:
 
 def test_save_template_rejects_a_bad_hash(store: Store) -> None:
     with pytest.raises(ValueError, match="sha256"):
-        store.save_template(name="x", version="1", content_hash="nothex", body="", source="s")
+        store.templates.save_template(name="x", version="1", content_hash="nothex", body="", source="s")
 
 
 def test_unknown_template_id(store: Store) -> None:
     with pytest.raises(StoreError, match="no template"):
-        store.get_template_body(12345)
+        store.templates.get_template_body(12345)
 
 
 def test_concurrent_save_template_makes_one_row(store: Store) -> None:

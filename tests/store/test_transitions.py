@@ -67,9 +67,9 @@ def test_illegal_transition_message() -> None:
 )
 def test_every_legal_transition(store: Store, frm: RunStatus, to: RunStatus) -> None:
     run_id, _lease = run_in(store, frm)
-    before = store.get_run(run_id)
+    before = store.runs.get_run(run_id)
     assert before is not None and before.status == frm
-    after = store.transition(
+    after = store.transitions.transition(
         run_id, to, reason=f"test {frm}->{to}", worker="op", fields={"error_code": "X"}
     )
     assert after.status == to and after.error_code == "X"
@@ -77,21 +77,21 @@ def test_every_legal_transition(store: Store, frm: RunStatus, to: RunStatus) -> 
     assert (after.finished_at is not None) == (
         to in {S.COMPLETED, S.FAILED, S.CANCELLED, S.NEEDS_REVIEW}
     )
-    last = store.transitions(run_id)[-1]
+    last = store.transitions.transitions(run_id)[-1]
     assert (last.from_status, last.to_status, last.reason, last.worker) == (
         frm.value,
         to.value,
         f"test {frm}->{to}",
         "op",
     )
-    assert store.get_run(run_id) == after
+    assert store.runs.get_run(run_id) == after
 
 
 def test_running_to_running_is_only_a_takeover(store: Store) -> None:
     run_id, _lease = run_in(store, S.RUNNING)
     with pytest.raises(IllegalTransition, match="only acquire_lease"):
-        store.transition(run_id, S.RUNNING, reason="again")
-    assert len(store.transitions(run_id)) == 2
+        store.transitions.transition(run_id, S.RUNNING, reason="again")
+    assert len(store.transitions.transitions(run_id)) == 2
 
 
 ILLEGAL_SAMPLE = [
@@ -113,28 +113,28 @@ ILLEGAL_SAMPLE = [
 @pytest.mark.parametrize(("frm", "to"), ILLEGAL_SAMPLE)
 def test_illegal_transitions_write_nothing(store: Store, frm: RunStatus, to: RunStatus) -> None:
     run_id, _lease = run_in(store, frm)
-    before = store.get_run(run_id)
-    history = store.transitions(run_id)
+    before = store.runs.get_run(run_id)
+    history = store.transitions.transitions(run_id)
     with pytest.raises(IllegalTransition) as caught:
-        store.transition(run_id, to, reason="nope", fields={"error_code": "NOPE"})
+        store.transitions.transition(run_id, to, reason="nope", fields={"error_code": "NOPE"})
     assert caught.value.run_id == run_id
-    assert store.get_run(run_id) == before
-    assert store.transitions(run_id) == history
+    assert store.runs.get_run(run_id) == before
+    assert store.transitions.transitions(run_id) == history
 
 
 def test_history_of_a_run(store: Store) -> None:
     run_id = new_run(store)
-    first = store.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
-    store.transition(
+    first = store.leases.acquire_lease(run_id, owner="host-a/1", ttl_s=30)
+    store.transitions.transition(
         run_id,
         "retrying",
         reason="PAGE_CRASHED: renderer died",
         token=first.token,
         worker="host-a/1",
     )
-    store.transition(run_id, "queued", reason="retry due", worker="sweeper")
-    second = store.acquire_lease(run_id, owner="host-b/2", ttl_s=30)
-    store.finish_run(
+    store.transitions.transition(run_id, "queued", reason="retry due", worker="sweeper")
+    second = store.leases.acquire_lease(run_id, owner="host-b/2", ttl_s=30)
+    store.transitions.finish_run(
         run_id,
         status="needs_review",
         outputs={"x": 1},
@@ -142,9 +142,9 @@ def test_history_of_a_run(store: Store) -> None:
         error_message="the payment click may have happened",
         token=second.token,
     )
-    store.transition(run_id, "completed", reason="operator confirmed the payment", worker="alice")
+    store.transitions.transition(run_id, "completed", reason="operator confirmed the payment", worker="alice")
 
-    history = store.transitions(run_id)
+    history = store.transitions.transitions(run_id)
     assert [(t.from_status, t.to_status) for t in history] == [
         (None, "queued"),
         ("queued", "running"),
@@ -174,7 +174,7 @@ def test_history_of_a_run(store: Store) -> None:
     ]
     assert [t.id for t in history] == sorted(t.id for t in history)
     assert all(a.at <= b.at for a, b in itertools.pairwise(history))
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None
     assert (run.status, run.status_reason, run.attempt, run.outputs) == (
         "completed",
@@ -183,53 +183,53 @@ def test_history_of_a_run(store: Store) -> None:
         {"x": 1},
     )
     assert run.finished_at is not None
-    store.delete_run(run_id)
-    assert store.transitions(run_id) == [] and count(store, "run_transitions") == 0
+    store.runs.delete_run(run_id)
+    assert store.transitions.transitions(run_id) == [] and count(store, "run_transitions") == 0
 
 
 def test_finish_run_is_checked_and_logged(store: Store) -> None:
     run_id = new_run(store)
     with pytest.raises(IllegalTransition):
-        store.finish_run(run_id, status="completed", outputs={})
-    store.finish_run(
+        store.transitions.finish_run(run_id, status="completed", outputs={})
+    store.transitions.finish_run(
         run_id, status="failed", outputs=None, error_code="TEMPLATE_INVALID", error_message="bad"
     )
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     assert run is not None and (run.status, run.error_code) == ("failed", "TEMPLATE_INVALID")
-    assert store.transitions(run_id)[-1].reason == "TEMPLATE_INVALID: bad"
+    assert store.transitions.transitions(run_id)[-1].reason == "TEMPLATE_INVALID: bad"
     with pytest.raises(IllegalTransition):
-        store.finish_run(run_id, status="completed", outputs={})
+        store.transitions.finish_run(run_id, status="completed", outputs={})
 
 
 def test_start_run_logs_transitions(store: Store) -> None:
     run_id = new_run(store)
-    store.start_run(run_id, worker="a")
-    again = store.start_run(run_id, worker="b")
+    store.transitions.start_run(run_id, worker="a")
+    again = store.transitions.start_run(run_id, worker="b")
     assert (again.attempt, again.takeovers, again.worker) == (2, 1, "b")
-    assert [t.reason for t in store.transitions(run_id)] == [
+    assert [t.reason for t in store.transitions.transitions(run_id)] == [
         "enqueued",
         "started by a",
         "restarted by b (was running on a)",
     ]
-    store.finish_run(run_id, status="completed", outputs={})
+    store.transitions.finish_run(run_id, status="completed", outputs={})
     with pytest.raises(IllegalTransition):
-        store.start_run(run_id, worker="c")
+        store.transitions.start_run(run_id, worker="c")
 
 
 def test_transition_arguments(store: Store) -> None:
     run_id, lease = run_in(store, S.RUNNING)
     assert lease is not None
     with pytest.raises(ValueError, match="unknown run status"):
-        store.transition(run_id, "exploded", reason="x")
+        store.transitions.transition(run_id, "exploded", reason="x")
     with pytest.raises(ValueError, match="cannot set"):
-        store.transition(run_id, "failed", reason="x", fields={"status": "completed"})
+        store.transitions.transition(run_id, "failed", reason="x", fields={"status": "completed"})
     with pytest.raises(ValueError, match="cannot set"):
-        store.transition(run_id, "failed", reason="x", fields={"no_such_column": 1})
+        store.transitions.transition(run_id, "failed", reason="x", fields={"no_such_column": 1})
     with pytest.raises(StoreError, match="no such run"):
-        store.transition("nope", "failed", reason="x")
+        store.transitions.transition("nope", "failed", reason="x")
     with pytest.raises(LeaseLost):
-        store.transition(run_id, "completed", reason="x", token=lease.token + 5)
-    view = store.transition(
+        store.transitions.transition(run_id, "completed", reason="x", token=lease.token + 5)
+    view = store.transitions.transition(
         run_id,
         "needs_review",
         reason="x",
@@ -243,9 +243,9 @@ def test_leaving_running_ends_the_lease(store: Store) -> None:
     # By the holder (fenced): the token stays, so its own late writes still land.
     run_id, lease = run_in(store, S.RUNNING)
     assert lease is not None
-    done = store.transition(run_id, "completed", reason="ok", token=lease.token)
+    done = store.transitions.transition(run_id, "completed", reason="ok", token=lease.token)
     assert (done.lease_owner, done.lease_expires_at, done.lease_token) == (None, None, lease.token)
-    store.add_artifact(
+    store.steps.add_artifact(
         run_id=run_id,
         step_attempt_id=None,
         kind="trace",
@@ -258,19 +258,19 @@ def test_leaving_running_ends_the_lease(store: Store) -> None:
     # By anyone else (the sweeper): the token moves on, fencing the old holder out.
     run_id, lease = run_in(store, S.RUNNING)
     assert lease is not None
-    requeued = store.transition(
+    requeued = store.transitions.transition(
         run_id, "queued", reason="lease expired; re-enqueued", worker="sweeper"
     )
     assert requeued.lease_token == lease.token + 1 and requeued.lease_owner is None
     with pytest.raises(LeaseLost):
-        store.save_checkpoint(run_id, token=lease.token, checkpoint={"path": "3"})
+        store.leases.save_checkpoint(run_id, token=lease.token, checkpoint={"path": "3"})
 
 
 def test_non_terminal_finish_leaves_finished_at_empty(store: Store) -> None:
     run_id = new_run(store, template(store))
-    store.start_run(run_id, worker="w")
-    store.finish_run(run_id, status="retrying", outputs=None, error_code="WORKER_LOST")
-    run = store.get_run(run_id)
+    store.transitions.start_run(run_id, worker="w")
+    store.transitions.finish_run(run_id, status="retrying", outputs=None, error_code="WORKER_LOST")
+    run = store.runs.get_run(run_id)
     assert run is not None and run.status == "retrying" and run.finished_at is None
     assert not run.terminal
-    store.heartbeat(run_id)
+    store.runs.heartbeat(run_id)

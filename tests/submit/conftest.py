@@ -52,7 +52,7 @@ def producer(tmp_path: Path) -> Iterator[Producer]:
     env = producer_settings(tmp_path)
     with producer_env(env):
         store = Store(env["BROWSERQ_DATABASE_URL"])
-        store.upgrade()
+        store.schema.upgrade()
         try:
             yield Producer(queue, store)
         finally:

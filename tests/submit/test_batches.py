@@ -15,7 +15,7 @@ def test_one_bad_item_sends_nothing(producer: Producer) -> None:
     with pytest.raises(ParamError) as raised:
         run_batch("quotes", [START, {**START, "max_pages": 0}, {}], queue=producer.queue)
     assert [p.split(":")[0] for p in raised.value.problems] == ["item 1", "item 2"]
-    assert producer.store.list_runs() == [] and producer.messages() == []
+    assert producer.store.runs.list_runs() == [] and producer.messages() == []
     with pytest.raises(BrowserqError, match="between 0 and 1"):
         run_batch("quotes", [START], max_failure_rate=1.5, queue=producer.queue)
 
@@ -28,4 +28,4 @@ def test_a_batch_is_recorded_and_sent_as_a_group(producer: Producer) -> None:
     summary = batch_summary(handle.batch_id)
     assert (summary.total, summary.queued) == (2, 2)
     assert summary.breaker == {"min_runs": 2, "max_failure_rate": 0.5}
-    assert {producer.store.get_run(r).batch_id for r in handle.run_ids} == {handle.batch_id}
+    assert {producer.store.runs.get_run(r).batch_id for r in handle.run_ids} == {handle.batch_id}

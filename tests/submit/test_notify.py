@@ -32,7 +32,7 @@ def test_a_bad_notify_url_is_refused_before_anything_is_recorded(producer: Produ
     with pytest.raises(ConfigError, match="BROWSERQ_WEBHOOK_SECRET is not set"):  # nothing to sign with
         run_template.apply_async(args=["quotes"], kwargs={"params": START, "notify": "https://x.example/h"},
                                  queue=producer.queue)
-    assert producer.store.list_runs() == [] and producer.messages() == []
+    assert producer.store.runs.list_runs() == [] and producer.messages() == []
 
 
 @pytest.fixture
@@ -55,8 +55,8 @@ def test_a_cancelled_runs_event_is_sent_for_delivery_at_once(signing_producer: A
     store, sent = signing_producer
     handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
     assert cancel_run(handle.id) == "cancelled"  # through the producer's store, which relays
-    assert store.get_run(handle.id).notify_url == "https://hooks.example.com/browserq"  # type: ignore[union-attr]
-    [delivery] = store.webhook_deliveries(handle.id)
+    assert store.runs.get_run(handle.id).notify_url == "https://hooks.example.com/browserq"  # type: ignore[union-attr]
+    [delivery] = store.webhooks.webhook_deliveries(handle.id)
     assert (delivery.event, delivery.status) == ("cancelled", "pending")
     [headers] = sent()
     assert headers["task"] == "browserq.deliver_webhook" and headers["argsrepr"] == f"[{delivery.id}, 1]"
@@ -94,14 +94,14 @@ def test_an_event_nobody_sent_is_sent_by_the_sweep(signing_producer: Any) -> Non
 
     store, sent = signing_producer
     handle = run_template.delay("quotes", params=START, notify="https://hooks.example.com/browserq")
-    store.request_cancel(handle.id, reason="gone")  # as if the process died after the commit
-    [delivery] = store.webhook_deliveries(handle.id)
+    store.cancellation.request_cancel(handle.id, reason="gone")  # as if the process died after the commit
+    [delivery] = store.webhooks.webhook_deliveries(handle.id)
     assert sent() == []
     with store.engine.begin() as conn:
         conn.execute(update(WebhookDelivery).values(created_at=utcnow() - timedelta(seconds=30)))
     sweep_stuck_runs(store, get_settings())
     assert [h["argsrepr"] for h in sent()] == [f"[{delivery.id}, 1]"]
-    assert store.overdue_webhooks() == []  # sent: not again at the next sweep
+    assert store.webhooks.overdue_webhooks() == []  # sent: not again at the next sweep
 
 
 @pytest.mark.parametrize(("url", "why"), [
@@ -134,7 +134,7 @@ def test_a_notify_url_that_can_never_be_delivered_is_a_param_error(producer: Pro
         run_template.apply_async(args=["quotes"], kwargs={"params": START, "notify": url}, queue=producer.queue)
     if why not in ("port 0", "xn--", "unusual spelling", "unspecified", "multicast", "not a host name"):
         assert "BROWSERQ_WEBHOOK_ALLOWED" in str(refused.value)  # what to set for an internal receiver
-    assert producer.store.list_runs() == [] and producer.messages() == []
+    assert producer.store.runs.list_runs() == [] and producer.messages() == []
 
 
 def test_a_templates_notify_is_checked_against_the_egress_policy_at_the_producer(

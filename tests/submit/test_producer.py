@@ -18,7 +18,7 @@ START = {"start_url": "http://127.0.0.1:8000/quotes/"}
 
 def test_a_run_is_recorded_then_sent_with_its_id_and_time_limits(producer: Producer) -> None:
     handle = run_template.apply_async(args=["quotes@1.2"], kwargs={"params": START}, queue=producer.queue)
-    run = producer.store.get_run(handle.id)
+    run = producer.store.runs.get_run(handle.id)
     assert run is not None and run.status == "queued" and run.enqueued_at is not None
     assert (run.task_id, run.queue, run.timeout_s) == (handle.id, producer.queue, 120)
     (message,) = producer.messages()
@@ -44,7 +44,7 @@ def test_bad_input_is_refused_before_anything_is_recorded_or_sent(producer: Prod
                                  queue=producer.queue)
     with pytest.raises(TypeError, match="unexpected arguments: priority_class"):
         run_template.apply_async(args=["quotes"], kwargs={"params": START, "priority_class": 1}, queue=producer.queue)
-    assert producer.store.list_runs() == [] and producer.messages() == []
+    assert producer.store.runs.list_runs() == [] and producer.messages() == []
 
 
 def test_a_broker_that_is_down_leaves_no_run_behind(tmp_path: Path) -> None:
@@ -54,14 +54,14 @@ def test_a_broker_that_is_down_leaves_no_run_behind(tmp_path: Path) -> None:
             run_template.delay("quotes", params=START)
         from browserq.submit import producer_services
 
-        assert producer_services().store.list_runs() == []
+        assert producer_services().store.runs.list_runs() == []
     assert "redis://:***@127.0.0.1:1/0" in str(raised.value) and "hunter2" not in str(raised.value)
 
 
 def test_cancel_run_cancels_a_queued_run(producer: Producer) -> None:
     handle = run_template.apply_async(args=["quotes"], kwargs={"params": START}, queue=producer.queue)
     assert cancel_run(handle.id, reason="changed my mind") == "cancelled"
-    assert "changed my mind" in producer.store.get_run(handle.id).status_reason
+    assert "changed my mind" in producer.store.runs.get_run(handle.id).status_reason
 
 
 def test_the_idempotency_key_is_the_callers_or_the_templates() -> None:

@@ -16,7 +16,7 @@ def test_a_recorded_run_is_sent_as_it_is(producer: Producer) -> None:  # noqa: F
     handle = run_template.apply_async(args=["quotes"], kwargs={"run_id": run_id}, task_id=run_id, queue=producer.queue)
     (message,) = producer.messages()
     assert handle.id == run_id and message["kwargs"] == {"run_id": run_id} and message["args"] == ["quotes"]
-    assert producer.store.get_run(run_id) is None  # nothing validated or recorded: it already was
+    assert producer.store.runs.get_run(run_id) is None  # nothing validated or recorded: it already was
 
 
 def test_without_the_producer_a_call_with_params_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

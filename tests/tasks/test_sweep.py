@@ -22,16 +22,16 @@ def test_a_sweeper_requeue_counts_as_a_worker_loss(tmp_path: Path) -> None:
     carries the run's own task id."""
     settings = make_settings(tmp_path)
     store = Store(settings.database_url)
-    store.upgrade()
+    store.schema.upgrade()
     queue = f"bq_sweep_test_{uuid.uuid4().hex[:8]}"
     client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
     try:
         prepared = prepare_loaded(template("steps:\n  - {action: navigate, url: 'http://127.0.0.1:9/'}\n"), {})
         record_run(store, prepared, secret_box=None, task_id="task-of-the-run", queue=queue)
-        store.acquire_lease(prepared.run_id, owner="elsewhere:1:1", ttl_s=0.01)
+        store.leases.acquire_lease(prepared.run_id, owner="elsewhere:1:1", ttl_s=0.01)
         time.sleep(0.05)  # the lease has expired: its worker is presumed dead
         assert sweep_stuck_runs(store, settings) == 1
-        run = store.get_run(prepared.run_id)
+        run = store.runs.get_run(prepared.run_id)
         assert (run.status, run.takeovers) == ("queued", 1)
         (message,) = client.lrange(queue, 0, -1)
         assert b'"id": "task-of-the-run"' in message

@@ -14,7 +14,7 @@ from tests.store.helpers import new_run
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     store = Store(f"sqlite:///{tmp_path / 'hooks.db'}")
-    store.upgrade()
+    store.schema.upgrade()
     yield store
     store.dispose()
 
@@ -22,7 +22,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def completed_event(store: Store, url: str) -> int:
     """A run notifying ``url`` completes: the id of its one webhook delivery."""
     run_id = new_run(store, notify_url=url)
-    lease = store.acquire_lease(run_id, owner="w1", ttl_s=30)
-    store.finish_run(run_id, status="completed", outputs={}, token=lease.token)
-    [delivery] = store.webhook_deliveries(run_id)
+    lease = store.leases.acquire_lease(run_id, owner="w1", ttl_s=30)
+    store.transitions.finish_run(run_id, status="completed", outputs={}, token=lease.token)
+    [delivery] = store.webhooks.webhook_deliveries(run_id)
     return delivery.id

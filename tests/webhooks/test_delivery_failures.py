@@ -57,11 +57,11 @@ def test_each_failure_is_an_attempt_and_the_last_one_gives_up(
         assert deliver(store, settings, delivery_id, 2) is None  # the last of 2: given up
         assert deliver(store, settings, delivery_id, 3) is None  # nothing after that
         assert server.seen()[0] == 2
-    attempts = store.webhook_attempts(delivery_id)
+    attempts = store.webhooks.webhook_attempts(delivery_id)
     assert [a["status_code"] for a in attempts] == [None, None]
     assert all(reason in (a["error"] or "") for a in attempts), attempts
     assert "/hooks/browserq" not in repr(attempts)  # never the URL's path
-    [gone] = [d for d in store.webhook_deliveries(store.list_runs()[0].id)]
+    [gone] = [d for d in store.webhooks.webhook_deliveries(store.runs.list_runs()[0].id)]
     assert (gone.status, gone.attempts) == ("failed", 2)
 
 
@@ -85,13 +85,13 @@ def test_a_slow_receiver_is_cut_off_at_the_deadline_and_never_posted_twice_meanw
                     next_attempt_at=utcnow() - timedelta(seconds=300),
                 )
             )
-        assert store.overdue_webhooks() == []  # ...but its POST is in flight: not sent again
+        assert store.webhooks.overdue_webhooks() == []  # ...but its POST is in flight: not sent again
         wait_until(
-            lambda: store.webhook_attempts(delivery_id), 30, "the slow POST to end at its deadline"
+            lambda: store.webhooks.webhook_attempts(delivery_id), 30, "the slow POST to end at its deadline"
         )
         wait_until(lambda: server.seen()[1] == 1, 10, "browserq to hang up on the slow receiver")
         posting.join(10)
-    [attempt] = store.webhook_attempts(delivery_id)
+    [attempt] = store.webhooks.webhook_attempts(delivery_id)
     assert attempt["status_code"] is None
     assert (
         "timeout" in attempt["error"]
@@ -134,7 +134,7 @@ def test_first_posts_past_the_thread_cap_go_to_the_delivery_task(tmp_path: Path)
     with producer_env(env), raw_server("dribble", interval_s=0.3) as server:
         # as a worker does: first POSTs from threads of its own
         store = Store(env["BROWSERQ_DATABASE_URL"], webhook_relay=threaded_relay(get_settings()))
-        store.upgrade()
+        store.schema.upgrade()
         try:
             first = completed_event(store, server.url())
             wait_until(
@@ -144,7 +144,7 @@ def test_first_posts_past_the_thread_cap_go_to_the_delivery_task(tmp_path: Path)
             assert wait_until(sent, 10, "the second event's delivery task") == [f"[{second}, 1]"]
             assert server.seen()[0] == 1  # no second thread, no second connection
             wait_until(
-                lambda: store.webhook_attempts(first), 30, "the first POST to end at its deadline"
+                lambda: store.webhooks.webhook_attempts(first), 30, "the first POST to end at its deadline"
             )
         finally:
             store.dispose()

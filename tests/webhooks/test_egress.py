@@ -46,12 +46,12 @@ def test_a_name_that_resolves_to_an_internal_address_is_refused_at_send_time(
             deliver(store, settings, delivery_id, 1) is None
         )  # given up at once: retrying cannot help
     assert receiver.got == []  # nothing left the worker
-    [attempt] = store.webhook_attempts(delivery_id)
+    [attempt] = store.webhooks.webhook_attempts(delivery_id)
     assert attempt["error"].startswith(
         f"refused by the webhook egress policy: {name} resolves to an address webhooks may not reach: {address} is a"
     )
     assert "BROWSERQ_WEBHOOK_ALLOWED" in attempt["error"]
-    assert store.webhook_deliveries(store.list_runs()[0].id)[0].status == "failed"
+    assert store.webhooks.webhook_deliveries(store.runs.list_runs()[0].id)[0].status == "failed"
 
 
 def test_an_allowed_host_is_delivered_to_whatever_it_resolves_to(

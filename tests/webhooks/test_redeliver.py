@@ -92,7 +92,7 @@ def redeliver(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
 
 
 def given_up(store: Store, run_id: str) -> list[Any]:
-    return wait_until(lambda: [d for d in store.webhook_deliveries(run_id) if d.status == "failed"], 90,
+    return wait_until(lambda: [d for d in store.webhooks.webhook_deliveries(run_id) if d.status == "failed"], 90,
                       f"the event of {run_id} to be given up after {ATTEMPTS} attempts")
 
 
@@ -122,7 +122,7 @@ def test_failed_events_are_sent_again_as_new_deliveries(fleet: tuple[dict[str, s
     assert len(set(ids)) == 2 and not set(ids) & olds, (ids, olds)  # new delivery ids, once each
     assert sorted(r.data["run_id"] for r in delivered) == sorted(r.id for r in runs)
     for run in runs:
-        rows = store.webhook_deliveries(run.id)
+        rows = store.webhooks.webhook_deliveries(run.id)
         assert [(d.status, d.attempts) for d in rows] == [("failed", ATTEMPTS), ("delivered", 1)], rows
         assert rows[1].event_key == rows[0].event_key + ":redelivery:1"
         assert rows[1].payload == rows[0].payload

@@ -15,11 +15,11 @@ SECRET_URL = "https://bot:pass-456@hooks.example.com:8443/services/T0/B0/secretp
 
 def test_the_json_listings_show_a_notify_url_by_host_only(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'cli.db'}")
-    store.upgrade()
+    store.schema.upgrade()
     try:
         run_id = new_run(store, notify_url=SECRET_URL)
-        lease = store.acquire_lease(run_id, owner="w1", ttl_s=30)
-        store.finish_run(run_id, status="completed", outputs={}, token=lease.token)  # an event, too
+        lease = store.leases.acquire_lease(run_id, owner="w1", ttl_s=30)
+        store.transitions.finish_run(run_id, status="completed", outputs={}, token=lease.token)  # an event, too
     finally:
         store.dispose()
     listed = browserq(tmp_path, "runs", "--json")

@@ -106,14 +106,14 @@ def test_a_slow_receiver_holds_no_thread_or_slot_past_the_deadline(worker: Hooke
         first = run_template.delay("hooked", params={"base_url": worker.site}, notify=slow.url())
         assert first.get(timeout=90)["status"] == "completed"
         [delivery] = wait_until(
-            lambda: [d for d in worker.store.webhook_deliveries(first.id) if d.status == "failed"],
+            lambda: [d for d in worker.store.webhooks.webhook_deliveries(first.id) if d.status == "failed"],
             90,
             "the slow receiver's event to be given up after its 2 attempts",
         )
         wait_until(
             lambda: slow.seen() == (2, 2), 30, "both POSTs to have hung up on the slow receiver"
         )
-    attempts = worker.store.webhook_attempts(delivery.id)
+    attempts = worker.store.webhooks.webhook_attempts(delivery.id)
     assert [a["attempt"] for a in attempts] == [1, 2] and delivery.attempts == 2
     assert all("BROWSERQ_WEBHOOK_TIMEOUT_S (1 s) in all" in (a["error"] or "") for a in attempts), (
         attempts
@@ -129,7 +129,7 @@ def test_a_workers_notify_url_applies_to_runs_without_their_own(worker: HookedWo
     run = run_template.delay(
         "hooked", params={"base_url": worker.site}
     )  # no notify, none at the producer
-    assert worker.store.get_run(run.id).notify_url is None  # type: ignore[union-attr]
+    assert worker.store.runs.get_run(run.id).notify_url is None  # type: ignore[union-attr]
     assert run.get(timeout=90)["status"] == "completed"
     [completed] = wait_until(
         lambda: [r for r in worker.fleet.verified("completed") if r.data["run_id"] == run.id],
@@ -137,4 +137,4 @@ def test_a_workers_notify_url_applies_to_runs_without_their_own(worker: HookedWo
         "the completed webhook at the worker's BROWSERQ_NOTIFY_URL",
     )
     assert completed.data["result"]["outputs"] == {"text": "hello"}
-    assert worker.store.get_run(run.id).notify_url == worker.fleet.url  # type: ignore[union-attr]
+    assert worker.store.runs.get_run(run.id).notify_url == worker.fleet.url  # type: ignore[union-attr]
