@@ -6,7 +6,7 @@ A session is a live context that a program or an AI agent drives one command at 
 ``REF_STALE`` / ``REF_UNKNOWN``; :func:`command_step` makes a command a step, so it runs through
 the same executor as a template's steps (``docs/sessions.md``).
 
-The runtime that holds sessions on the fleet (``docs/session-runtime.md``): :mod:`.host` (the
+The runtime that holds sessions on the fleet (``docs/sessions.md``): :mod:`.host` (the
 sessions a worker process holds), :mod:`.held` (a command run as a step), :mod:`.routing` (the
 broker's queues), :mod:`.template` (the session's synthetic template), :mod:`.errors`.
 """

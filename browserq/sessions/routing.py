@@ -7,7 +7,7 @@ worker process holds the session consumes it. A process consumes the queues of a
 holds with ONE kombu consumer on a daemon thread with its own broker connection
 (:class:`CommandConsumer`); queues are added and removed as sessions open and close. A command is
 acknowledged after it ran: a command in flight when its worker dies is delivered again to the next
-holder, which finds its step record and never replays it (``docs/session-runtime.md``).
+holder, which finds its step record and never replays it (``docs/sessions.md``).
 Replies go to the client's reply queue by the default exchange (:class:`Publisher`).
 """
 
