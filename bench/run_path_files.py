@@ -4,8 +4,9 @@ run's last write — for one or more revisions, side by side.
 Why: "follow one run id" is how a newcomer reads the code; every file on that path is one more to
 open. Issue 24 counted 33 and set ≤ 15 as the bar. This counts it the same way for every revision:
 
-* the producer (this process, for a revision run in a child) calls ``run_template.delay("quotes",
-  …)`` against the demo site; a real ``browserq worker --pool threads -c 1`` runs it on Redis with
+* the producer (this process, for a revision run in a child) calls ``run_template.delay()`` of
+  ``--template`` against the demo site: ``login_form`` by default (log in, fill and send a form —
+  a side effect, written ahead from the runner — a screenshot, a secret param) or ``quotes``; a real ``browserq worker --pool threads -c 1`` runs it on Redis with
   an SQLite store; the worker is stopped once the run's result is in;
 * both processes carry a ``sys.setprofile`` hook (``bench/run_path/tracer.py``; in the worker through
   ``bench/run_path/sitecustomize.py``) that notes, for every call into a file under ``browserq/``, the
@@ -43,6 +44,8 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
+from cryptography.fernet import Fernet
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TRACE_SITE = HERE / "run_path"
@@ -73,7 +76,15 @@ def start_worker(tree: Path, env: dict[str, str], trace: Path, log: Path) -> sub
 Files = dict[str, list[str]]  # file under browserq/ → the processes it was seen in
 
 
-def measure_here(broker: str) -> dict[str, Files]:
+def template_params(template: str, site_url: str) -> dict[str, object]:
+    if template == "quotes":
+        return {"start_url": f"{site_url}/quotes/", "max_pages": 2}
+    from browserq.demo.site import DEMO_PASSWORD
+
+    return {"base_url": site_url, "password": DEMO_PASSWORD}
+
+
+def measure_here(broker: str, template: str) -> dict[str, Files]:
     """One run traced in this process (the producer) and in a worker: per measure, file → sides."""
     tree = Path(__import__("browserq").__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="browserq-run-path-") as scratch:
@@ -85,6 +96,7 @@ def measure_here(broker: str) -> dict[str, Files]:
             "BROWSERQ_TEMPLATES_DIR": str(tree / "templates"),
             "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
             "BROWSERQ_QUEUE": f"runpath-{uuid.uuid4().hex[:8]}",
+            "BROWSERQ_SECRET_KEY": Fernet.generate_key().decode(),  # login_form takes a secret param
         })
         os.environ.update(env)
         subprocess.run([sys.executable, "-m", "browserq.cli", "db", "upgrade"], env=env, cwd=tree,
@@ -101,8 +113,7 @@ def measure_here(broker: str) -> dict[str, Files]:
         try:
             with DemoSite() as site:
                 sys.setprofile(producer.profile)
-                result = run_template.delay("quotes", params={"start_url": f"{site.url}/quotes/",
-                                                              "max_pages": 2})
+                result = run_template.delay(template, params=template_params(template, site.url))
                 sys.setprofile(None)
                 result.get(timeout=180, propagate=False)
                 run_id = result.id
@@ -125,7 +136,7 @@ def measure_here(broker: str) -> dict[str, Files]:
         return found
 
 
-def measure_revision(label: str, broker: str, scratch: Path) -> tuple[str, dict[str, Files]]:
+def measure_revision(label: str, broker: str, template: str, scratch: Path) -> tuple[str, dict[str, Files]]:
     """Check ``label`` out (``.`` is this tree) and measure it in a child whose imports are that tree's."""
     if label == ".":
         tree, commit = REPO, git("rev-parse", "--short", "HEAD")
@@ -135,7 +146,7 @@ def measure_revision(label: str, broker: str, scratch: Path) -> tuple[str, dict[
         git("worktree", "add", "--detach", "--quiet", str(tree), commit)
     try:
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        done = subprocess.run([sys.executable, __file__, "--here", "--broker", broker], env=env,
+        done = subprocess.run([sys.executable, __file__, "--here", "--broker", broker, "--template", template], env=env,
                               capture_output=True, text=True, cwd=tree)
         if done.returncode != 0:
             raise SystemExit(f"run_path_files: {label} failed:\n{done.stderr[-3000:]}")
@@ -172,6 +183,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rev", action="append", help="a git revision, or . for this tree (repeatable)")
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/0", help="Redis broker URL")
+    parser.add_argument("--template", choices=["login_form", "quotes"], default="login_form",
+                        help="the run to follow (default login_form: a form sent, a screenshot, a secret)")
     parser.add_argument("--list", action="store_true", help="name every file")
     parser.add_argument("--functions", action="store_true",
                         help="count file:function pairs instead of files (with --list: who is handed the id)")
@@ -179,7 +192,7 @@ def main() -> None:
     parser.add_argument("--here", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.here:
-        print(json.dumps(measure_here(args.broker)))
+        print(json.dumps(measure_here(args.broker, args.template)))
         return
     if args.functions:
         os.environ["BROWSERQ_RUN_PATH_FUNCTIONS"] = "1"
@@ -187,7 +200,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="browserq-run-path-revs-") as scratch:
         for label in args.rev or ["."]:
             print(f"measuring {label} …", file=sys.stderr)
-            commit, files = measure_revision(label, args.broker, Path(scratch))
+            commit, files = measure_revision(label, args.broker, args.template, Path(scratch))
             results.append((label, commit, files))
     if args.json:
         print(json.dumps({label: {"commit": commit, "files": files} for label, commit, files in results},
