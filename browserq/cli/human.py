@@ -36,7 +36,7 @@ def live(
     """Print a fresh one-time link to the live view of a run that waits for a person (or of a
     running run, view only, when the workers set BROWSERQ_LIVE_VIEW_WHILE_RUNNING)."""
     store = open_store()
-    full_id = resolve_run_id(store, run_id)
+    full_id = resolve_run_id(store.runs, run_id)
     run = store.runs.get_run(full_id)
     assert run is not None
     if run.status not in (WAITING, "running"):

@@ -26,7 +26,7 @@ def report(
     from browserq.report import build_report, write_report
 
     store = open_store()
-    full_id = resolve_run_id(store, run_id)
+    full_id = resolve_run_id(store.runs, run_id)
     target = output if output is not None else Path(f"report-{full_id}.html")
     try:
         written = write_report(build_report(store, get_settings(), full_id), target).resolve()

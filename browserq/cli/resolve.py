@@ -72,7 +72,7 @@ def resolve(
     outcome: Outcome = "completed" if completed else "failed" if failed else "retry"
     settings = get_settings()
     store = open_store(relay_webhooks=True)  # the run's completed/failed webhook leaves at once
-    full_id = resolve_run_id(store, run_id)
+    full_id = resolve_run_id(store.runs, run_id)
     review = Review(
         outcome=outcome,
         by=by or operator_name(),

@@ -122,7 +122,7 @@ def export(
 
     settings = get_settings()
     store = open_store(settings)
-    full = resolve_run_id(store, run_id)
+    full = resolve_run_id(store.runs, run_id)
     target = output or Path(f"run-{full}.zip")
     count = export_run(store, artifact_store(settings), full, target)
     console.print(f"wrote {target} ({count} artifact file(s))")

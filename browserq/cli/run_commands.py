@@ -205,7 +205,7 @@ def show(
 ) -> None:
     """Show a run: its outcome, the timeline of every step attempt, and its artifacts."""
     store = open_store()
-    run_id = resolve_run_id(store, run_id)
+    run_id = resolve_run_id(store.runs, run_id)
     if follow:
         from browserq.cli.follow import follow_run
 
@@ -244,7 +244,7 @@ def cancel(
     from browserq.store.states import FINISHED
 
     store = open_store(relay_webhooks=True)  # the run's cancelled webhook leaves at once
-    full_id = resolve_run_id(store, run_id)
+    full_id = resolve_run_id(store.runs, run_id)
     before = store.runs.get_run(full_id)
     if before is not None and before.status in FINISHED:
         console.print(f"run {full_id} already ended: {before.status}")

@@ -7,10 +7,14 @@ shown masked (it may hold a password).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from browserq.cli.render import fail
 from browserq.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from browserq.store import Store
+    from browserq.store.runs import Runs
 
 #: How long a command retries a database it cannot reach: not at all. A worker rides out an
 #: outage (the store's retry window); a person at a prompt is told at once, in one line, not
@@ -18,7 +22,7 @@ from browserq.settings import Settings, get_settings
 CLI_RETRY_WINDOW_S = 0.0
 
 
-def cli_store(settings: Settings | None = None, *, relay_webhooks: bool = False) -> Any:
+def cli_store(settings: Settings | None = None, *, relay_webhooks: bool = False) -> Store:
     """The run store as a command uses it: a database that cannot be reached fails the command
     at once (:data:`CLI_RETRY_WINDOW_S`). ``relay_webhooks``: the events it records leave at once
     as delivery tasks (:func:`browserq.tasks.observers.client_relay`), not at the next sweep."""
@@ -34,7 +38,7 @@ def cli_store(settings: Settings | None = None, *, relay_webhooks: bool = False)
     return Store(settings.database_url, retry_window_s=CLI_RETRY_WINDOW_S, webhook_relay=relay)
 
 
-def open_store(settings: Settings | None = None, *, relay_webhooks: bool = False) -> Any:
+def open_store(settings: Settings | None = None, *, relay_webhooks: bool = False) -> Store:
     """The run store of ``settings`` (default: the current ones), upgraded first when auto_migrate is on."""
     settings = settings or get_settings()
     store = cli_store(settings, relay_webhooks=relay_webhooks)
@@ -50,9 +54,10 @@ def masked_db(settings: Settings) -> str:
     return mask_url(settings.database_url)
 
 
-def resolve_run_id(store: Any, run_id: str) -> str:
-    """The full id of the one run ``run_id`` is a prefix of; exits 2 naming the problem otherwise."""
-    matches = store.runs.run_ids_starting_with(run_id)
+def resolve_run_id(runs: Runs, run_id: str) -> str:
+    """The full id of the one run ``run_id`` is a prefix of (asked of the store's ``runs``); exits 2
+    naming the problem otherwise."""
+    matches = runs.run_ids_starting_with(run_id)
     if len(matches) > 1:
         fail(f"{run_id!r} matches several runs ({', '.join(m[:12] for m in matches)}…); give more of the id")
     if not matches:

@@ -41,7 +41,7 @@ def redeliver(
     except BrowserqError as exc:
         fail(str(exc))
     store = open_store(relay_webhooks=True)  # each new delivery leaves as a task on the webhook queue
-    full = resolve_run_id(store, run_id) if run_id is not None else None
+    full = resolve_run_id(store.runs, run_id) if run_id is not None else None
     rows = store.webhooks.redeliver_webhooks(run_id=full, failed_since=since, dry_run=dry_run)
     if as_json:
         console.print_json(json.dumps([_row(r) for r in rows]))
