@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
 
 from browserq.cli.render import err_console
 from browserq.cli.terminal import inert
+
+if TYPE_CHECKING:
+    from browserq.store import Store
 
 #: How often the store (and the result backend) are asked where the run is.
 POLL_S = 0.5
@@ -47,7 +50,7 @@ class Where:
 class RunWatch:
     """Reads where one run is, from the backend's PROGRESS meta or the store's step records."""
 
-    def __init__(self, store: Any, run_id: str) -> None:
+    def __init__(self, store: Store, run_id: str) -> None:
         self.store, self.run_id = store, run_id
         self.backend: Any = None
         self._backend_failed = False
@@ -110,7 +113,7 @@ class RunWatch:
         return self._of or None
 
 
-def follow_run(store: Any, run_id: str, timeout_s: float | None = None) -> Any | None:
+def follow_run(store: Store, run_id: str, timeout_s: float | None = None) -> Any | None:
     """Show the run's progress until it ends; returns its final view, or None after ``timeout_s``.
     Ctrl-C stops following (the run goes on) and exits 130."""
     watch = RunWatch(store, run_id)

@@ -9,7 +9,7 @@ A live-view link is one-time: whoever opens it first gets the view, and the link
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.text import Text
@@ -18,11 +18,14 @@ from browserq.cli.render import console, err_console, friendly_errors
 from browserq.cli.services import open_store, resolve_run_id
 from browserq.settings import get_settings
 
+if TYPE_CHECKING:
+    from browserq.store import Store
+
 #: A run in this status has a live view (a worker serves its page to a person).
 WAITING = "waiting_for_human"
 
 
-def live_link(store: Any, run_id: str, purpose: str, ttl_s: float | None = None) -> str | None:
+def live_link(store: Store, run_id: str, purpose: str, ttl_s: float | None = None) -> str | None:
     """A fresh one-time link to the run's live view, or None when nobody is asked to look."""
     return store.handoffs.mint_live_token(run_id, purpose=purpose, ttl_s=ttl_s or get_settings().live_token_ttl_s)
 
@@ -71,7 +74,7 @@ def run_fields(run: Any, *, drop: tuple[str, ...]) -> dict[str, Any]:
     return data
 
 
-def human_loop_data(store: Any, run: Any) -> dict[str, Any]:
+def human_loop_data(store: Store, run: Any) -> dict[str, Any]:
     """``show --json``'s ``handoffs`` and ``webhooks`` (URLs shown by host only, no live link)."""
     from dataclasses import asdict
 
@@ -87,7 +90,7 @@ def _refuse(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
-def print_handoffs(store: Any, run: Any) -> None:
+def print_handoffs(store: Store, run: Any) -> None:
     """The run's waits for people (``show``), a fresh live-view link while it waits, and how
     its webhook events were delivered."""
     _print_webhooks(store, run)
@@ -112,7 +115,7 @@ def print_handoffs(store: Any, run: Any) -> None:
             console.print("  its worker serves no live view", style="dim")
 
 
-def _print_webhooks(store: Any, run: Any) -> None:
+def _print_webhooks(store: Store, run: Any) -> None:
     from browserq.webhooks.targets import shown_url
 
     deliveries = store.webhooks.webhook_deliveries(run.id)

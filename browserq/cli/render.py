@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich import box
@@ -23,6 +23,9 @@ from browserq.settings import get_settings
 from browserq.store.artifacts import artifact_store
 from browserq.store.errors import StoreUnavailable
 from browserq.store.views import event_text
+
+if TYPE_CHECKING:
+    from browserq.store import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -144,7 +147,7 @@ def step_printer(verbose: bool = True) -> Callable[[Any], None]:
     return show
 
 
-def print_outcome(outcome: Any, store: Any) -> None:
+def print_outcome(outcome: Any, store: Store) -> None:
     """A finished run: status, duration, error, warnings, then its outputs."""
     run = store.runs.get_run(outcome.run_id)
     style = STATUS_STYLE.get(outcome.status, "")
@@ -231,7 +234,7 @@ def trace_commands(artifacts: list[Any]) -> list[str]:
     return [trace(files, a, "").command for a in artifacts if a.kind == "trace"]
 
 
-def show_run(store: Any, run_view: Any, steps: list[Any], artifacts: list[Any]) -> None:
+def show_run(store: Store, run_view: Any, steps: list[Any], artifacts: list[Any]) -> None:
     """``show`` on a terminal: the run's facts, its history, then tables of steps and artifacts."""
     console.print(Text.assemble(("Run ", "bold"), (run_view.id, "cyan"), "  ", status_text(run_view.status)))
     console.print(f"  template  {run_view.template_name}@{run_view.template_version}")
@@ -288,7 +291,7 @@ def _step_notes(s: Any) -> Text:
     return notes
 
 
-def show_plain(store: Any, run: Any, steps: list[Any], artifacts: list[Any]) -> None:
+def show_plain(store: Store, run: Any, steps: list[Any], artifacts: list[Any]) -> None:
     """``show`` for a pipe or a file: one ``key<TAB>value`` line per fact, then tab-separated
     sections with a header line each — full values, nothing folded or cut."""
     tsv("run", run.id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browserq.report import evidence
 from browserq.report.model import (
@@ -27,6 +27,9 @@ from browserq.report.model import (
 from browserq.report.outputs import previews
 from browserq.report.timeline import build_timeline, duration_text, span, step_lines
 from browserq.store.artifacts import artifact_store
+
+if TYPE_CHECKING:
+    from browserq.store import Store
 
 #: A transition's reason in the history line is cut to this (the error is shown whole above it).
 MAX_REASON_CHARS = 90
@@ -49,7 +52,7 @@ def when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if value else "-"
 
 
-def build_report(store: Any, settings: Any, run_id: str, *, now: datetime | None = None) -> Report:
+def build_report(store: Store, settings: Any, run_id: str, *, now: datetime | None = None) -> Report:
     """Everything the report page shows about run ``run_id``."""
     run = store.runs.get_run(run_id)
     if run is None:
@@ -84,7 +87,7 @@ def build_report(store: Any, settings: Any, run_id: str, *, now: datetime | None
     )
 
 
-def handoff_lines(store: Any, run_id: str, now: datetime) -> tuple[HandoffLine, ...]:
+def handoff_lines(store: Store, run_id: str, now: datetime) -> tuple[HandoffLine, ...]:
     """The run's waits for people (a view-only watch is not one)."""
     return tuple(
         HandoffLine(h.step_path, h.kind, h.message, h.until or "Continue", when(h.started_at),
@@ -94,7 +97,7 @@ def handoff_lines(store: Any, run_id: str, now: datetime) -> tuple[HandoffLine, 
     )
 
 
-def webhook_lines(store: Any, run_id: str) -> tuple[WebhookLine, ...]:
+def webhook_lines(store: Store, run_id: str) -> tuple[WebhookLine, ...]:
     from browserq.webhooks.targets import shown_url
 
     return tuple(WebhookLine(d.event, shown_url(d.url), d.status, d.attempts, d.last_error or "")
