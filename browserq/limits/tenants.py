@@ -162,10 +162,12 @@ class TenantLimiter:
             pause = self.poll_s * random.uniform(0.6, 1.4)
             await asyncio.sleep(min(pause, left))
         slot = Slot(tenant, run_id, cap, time.monotonic() - started)
-        renewer = asyncio.create_task(self._renew(slot, key, args), name=f"tenant-slot-{tenant}")
+        done = asyncio.Event()  # a renewer stops on it too: a cancel swallowed inside a call must not keep it
+        renewer = asyncio.create_task(self._renew(slot, key, args, done), name=f"tenant-slot-{tenant}")
         try:
             yield slot
         finally:
+            done.set()
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
@@ -174,10 +176,13 @@ class TenantLimiter:
             except LimitsUnavailable as exc:  # the claim lapses by itself after ttl_s
                 log.warning("could not release tenant slot %s/%s: %s", tenant, run_id, exc)
 
-    async def _renew(self, slot: Slot, key: str, args: list[Any]) -> None:
+    async def _renew(self, slot: Slot, key: str, args: list[Any], done: asyncio.Event) -> None:
         every = self.ttl_s / 3
-        while True:
-            await asyncio.sleep(every)
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), every)
+            if done.is_set():
+                return
             try:
                 held, _ = await _CLAIM.arun(self._handle, [key], args)
             except LimitsUnavailable as exc:
