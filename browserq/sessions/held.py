@@ -51,7 +51,6 @@ class HeldSession:
     busy: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closing: str | None = None  # why it is closing, once it is
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
     keeper: Any = None  # the future of its keeper on the runtime loop
     refs: RefBook | None = None  # the refs its snapshots issued (their epoch is the session's)
     snapshots: Snapshotter | None = None

@@ -34,7 +34,7 @@ from browserq.sessions.routing import (
     command_queue_name,
 )
 from browserq.sessions.snapshot import Snapshotter
-from browserq.store import LeaseBusy, RunAlreadyFinished
+from browserq.store import RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
 
@@ -80,8 +80,6 @@ class SessionHost:
             self._reply(reply_to, correlation_id, {"ok": False, "closed": f"the session already ended "
                                                    f"({finished.run.status}: {finished.run.error_message or ''})"})
             return "ended"
-        except LeaseBusy:
-            raise
         assert lease.run is not None
         if lease.takeovers > self.settings.max_worker_losses:  # a poison session cannot loop for ever
             self.runtime.ends.finish(run_id, lease.token, RunOutcome(
@@ -182,7 +180,8 @@ class SessionHost:
         if correlation_id in held.seen:
             return  # delivered again (a broker's redelivery): it runs and is answered once
         held.seen.add(correlation_id)
-        reply = await self._run(held, body)
+        # A reply is bytes on the broker: the session's secrets leave it masked, as from every record.
+        reply = held.redactor.data(await self._run(held, body))
         await self._reply_async(reply_to, correlation_id, reply)
 
     def _answer_interrupted(self, held: HeldSession) -> None:

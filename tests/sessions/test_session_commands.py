@@ -131,3 +131,15 @@ def test_the_async_twin_drives_a_session(redis_fleet: Fleet, demo) -> None:
             return str(await s.get(what="url"))
 
     assert asyncio.run(drive()) == f"{demo.url}/quotes/"
+
+
+def test_a_reply_carries_no_secret_in_clear(redis_fleet: Fleet, demo) -> None:
+    """A reply is bytes on the broker: a value that is the session's secret comes back masked,
+    as it is in every record (the page itself holds it in clear)."""
+    from browserq import open_session
+
+    with open_session(settings=QUICK, secrets={"password": DEMO_PASSWORD}) as s:
+        s.navigate(url=f"{demo.url}/login")
+        s.fill(selector="#username", value="${password}")
+        read_back = s.get(selector="#username", what="value")
+    assert isinstance(read_back, str) and read_back and DEMO_PASSWORD not in read_back
