@@ -197,4 +197,15 @@ class RunEnds:
             raise exc from inner
 
 
-__all__ = ["CRASH_REASON", "MAX_EXECUTION_CRASHES", "RunEnds"]
+def lost_too_often(run_id: str, takeovers: int, what: str = "run") -> RunOutcome:
+    """The end of a run (or session) whose lease expired more often than BROWSERQ_MAX_WORKER_LOSSES
+    allows: a poison run must not loop from worker to worker for ever."""
+    return RunOutcome(
+        run_id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
+        f"the {what}'s lease expired {takeovers} times while it was running (its worker "
+        "stopped renewing it: crashed, paused or cut off from the database); giving up so "
+        f"a poison {what} cannot loop forever (raise BROWSERQ_MAX_WORKER_LOSSES to allow more)",
+    )
+
+
+__all__ = ["CRASH_REASON", "MAX_EXECUTION_CRASHES", "RunEnds", "lost_too_often"]

@@ -38,7 +38,7 @@ from browserq.execute.accept import (
 from browserq.execute.admission import admit
 from browserq.execute.decide import Budget, Failure, Finish, ResumeNow, RetryLater, decide
 from browserq.execute.errors import RunBusy, WorkerUnusable
-from browserq.execute.finish import RunEnds
+from browserq.execute.finish import RunEnds, lost_too_often
 from browserq.execute.identity_slots import IdentitySlots
 from browserq.execute.liveness import holder_dead, worker_name
 from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
@@ -280,12 +280,7 @@ class Runtime:
         run = lease.run
         assert run is not None
         if lease.takeovers > self.settings.max_worker_losses:
-            return self.ends.finish(run.id, lease.token, RunOutcome(
-                run.id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
-                f"the run's lease expired {lease.takeovers} times while it was running (its worker "
-                "stopped renewing it: crashed, paused or cut off from the database); giving up so "
-                "a poison run cannot loop forever (raise BROWSERQ_MAX_WORKER_LOSSES to allow more)",
-            ), run.batch_id)
+            return self.ends.finish(run.id, lease.token, lost_too_often(run.id, lease.takeovers), run.batch_id)
         run, request = build_request(self.store, lease, loaded, params, names,
                                      checkpoint_box=self.checkpoint_box, lease_ttl_s=self.settings.lease_ttl_s)
         try:

@@ -20,6 +20,7 @@ import structlog
 
 from browserq.errors import Codes, InfrastructureError, StepFailed
 from browserq.execute import Runtime
+from browserq.execute.finish import lost_too_often
 from browserq.execute.liveness import holder_dead
 from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
@@ -82,9 +83,7 @@ class SessionHost:
             return "ended"
         assert lease.run is not None
         if lease.takeovers > self.settings.max_worker_losses:  # a poison session cannot loop for ever
-            self.runtime.ends.finish(run_id, lease.token, RunOutcome(
-                run_id, "failed", {}, Codes.WORKER_LOST_REPEATEDLY.code,
-                f"the session's lease expired {lease.takeovers} times (BROWSERQ_MAX_WORKER_LOSSES)"), None)
+            self.runtime.ends.finish(run_id, lease.token, lost_too_often(run_id, lease.takeovers, "session"), None)
             self._reply(reply_to, correlation_id, {"ok": False, "closed": "its workers kept being lost"})
             return "ended"
         loaded, params, names = materialize(self.runtime.templates, lease.run, None, self.runtime.secret_box)
