@@ -31,6 +31,8 @@ Pages and the selectors tests may rely on:
   else ``#no-ticket``; ``li.ticket`` per match.
 * ``/slow?ms=N`` (cap 60000, ``#slow``), ``/status/N`` (200..599), ``/flaky?key=K&fail=N``
   (500 for the first N requests of key K, then 200), ``/storage``, ``/console-error``.
+* ``/gate?name=K`` answers (``#gate``) only once ``site.open_gate(K)`` is called (or ``reset()``,
+  or 60 s pass): a test holds a run mid-way until it has seen what it waits for.
 """
 
 from __future__ import annotations
@@ -286,6 +288,11 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(ms / 1000)
             return self._send(200, pages.slow_page(ms))
 
+        if path == "/gate":
+            name = self.query.get("name", "")
+            opened = site.gate(name).wait(SLOW_CAP_MS / 1000)
+            return self._send(200, pages.document("Gate", f'<h1 id="gate">{"open" if opened else "timed out"}</h1>'))
+
         if len(segments) == 2 and segments[0] == "status":
             code = int(segments[1]) if segments[1].isdigit() else 0
             if not 200 <= code <= 599:
@@ -317,7 +324,7 @@ class DemoSite:
 
     ``hits(path)`` counts GET/POST requests per path (query string excluded); ``submissions``
     collects contact-form posts (the ticket number shown is ``len(submissions)`` after the post).
-    ``reset()`` zeroes hits, submissions, ticket numbers and /flaky counters; logins survive it
+    ``reset()`` zeroes hits, submissions, ticket numbers and /flaky counters, opens every gate; logins survive it
     (the session cookie is a MAC, so a logged-in browser stays logged in).
     """
 
@@ -332,6 +339,7 @@ class DemoSite:
         self._lock = threading.Lock()
         self._hits: Counter[str] = Counter()
         self._flaky: Counter[str] = Counter()
+        self._gates: dict[str, threading.Event] = {}
         self._secret = secrets.token_bytes(16)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -412,6 +420,18 @@ class DemoSite:
             self.submissions.clear()
             self.latency_ms = 0
             self.confirm_delay_ms = 0
+            gates, self._gates = self._gates, {}
+        for held in gates.values():  # nobody stays parked on a gate of an earlier test
+            held.set()
+
+    def gate(self, name: str) -> threading.Event:
+        """The gate ``/gate?name=NAME`` waits on (made on first use, by the page or the test)."""
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def open_gate(self, name: str) -> None:
+        """Let every request parked on ``/gate?name=NAME`` (and any later one) through."""
+        self.gate(name).set()
 
     def _count(self, path: str) -> None:
         with self._lock:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from browserq.cli.enqueue import inline_secrets, one_line
 from browserq.errors import ParamError
 from tests.cli.helpers import no_traceback
 from tests.conftest import REPO, TEST_SECRET_KEY
-from tests.support.progress_worker import STEPS_OF, ProgressWorker, progress_worker
+from tests.support.progress_worker import GATED_STEPS_OF, STEPS_OF, ProgressWorker, progress_worker
 from tests.support.redis import BROKER_DB, redis_url
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -137,31 +139,53 @@ def test_wait_gives_up_after_the_timeout_and_the_run_goes_on(worker, demo) -> No
     assert followed.returncode == 0 and "status\tcompleted" in followed.stdout, followed.stderr
 
 
-#: Slow pages for the follow tests: the run is still under way when ``show --follow`` (a new
-#: process, importing browserq on a busy machine) starts to poll it.
-SLOW = "slow_ms=4000"
+def follow_a_held_run(worker: ProgressWorker, demo, id_chars: int = 36, **env: str) -> subprocess.CompletedProcess[str]:
+    """``browserq show RUN --follow`` of a run held at its second step (the demo site's gate) until
+    the follower has printed a step line: it is certain to see the run under way."""
+    gate = f"follow-{uuid.uuid4().hex[:8]}"
+    sent = browserq(worker, "enqueue", "prog_gated", "-p", f"base_url={demo.url}", "-p", f"gate={gate}")
+    assert sent.returncode == 0, sent.stderr
+    run_id = sent.stdout.strip()
+    follower = subprocess.Popen([sys.executable, "-m", "browserq.cli", "show", run_id[:id_chars], "--follow"],
+                                cwd=REPO, env={**worker.env, "COLUMNS": "200", **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[str] = []
+    stepping = threading.Event()
+
+    def read_stderr() -> None:
+        assert follower.stderr is not None
+        for line in follower.stderr:
+            seen.append(line)
+            if line.startswith("step "):
+                stepping.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert stepping.wait(180), f"the follower showed no step of run {run_id}: {''.join(seen)}"
+    finally:
+        demo.open_gate(gate)
+    stdout = follower.stdout.read() if follower.stdout else ""
+    follower.wait(180)
+    reader.join(30)
+    return subprocess.CompletedProcess(follower.args, follower.returncode, stdout, "".join(seen))
 
 
 def test_show_follow_follows_a_run_to_its_end_then_shows_it(worker, demo) -> None:
-    sent = browserq(worker, "enqueue", "prog_steps", "-p", f"base_url={demo.url}", "-p", SLOW)
-    assert sent.returncode == 0, sent.stderr
-    run_id = sent.stdout.strip()
-    done = browserq(worker, "show", run_id[:12], "--follow")
+    done = follow_a_held_run(worker, demo, id_chars=12)  # a unique prefix of the id will do
     no_traceback(done)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"run\t{run_id}\nstatus\tcompleted\n"), done.stdout
-    assert "\nSteps\n" in done.stdout
-    assert any(line.startswith("step ") for line in done.stderr.splitlines()), done.stderr
+    assert done.stdout.startswith("run\t"), done.stdout
+    assert "\nstatus\tcompleted\n" in done.stdout and "\nSteps\n" in done.stdout, done.stdout
+    steps = [line for line in done.stderr.splitlines() if line.startswith("step ")]
+    assert steps and all(f" of {GATED_STEPS_OF}" in line for line in steps), done.stderr
 
 
 def test_show_follow_reads_the_store_when_the_result_backend_cannot_be_read(worker, demo) -> None:
-    sent = browserq(worker, "enqueue", "prog_steps", "-p", f"base_url={demo.url}", "-p", SLOW)
-    run_id = sent.stdout.strip()
-    done = browserq(worker, "show", run_id, "--follow", BROWSERQ_RESULT_BACKEND="redis://127.0.0.1:1/0")
+    done = follow_a_held_run(worker, demo, BROWSERQ_RESULT_BACKEND="redis://127.0.0.1:1/0")
     no_traceback(done)
-    assert done.returncode == 0 and done.stdout.startswith(f"run\t{run_id}\nstatus\tcompleted\n"), done.stderr
+    assert done.returncode == 0 and "\nstatus\tcompleted\n" in done.stdout, done.stderr
     steps = [line for line in done.stderr.splitlines() if line.startswith("step ")]
-    assert steps and all(f" of {STEPS_OF}" in line for line in steps), done.stderr
+    assert steps and all(f" of {GATED_STEPS_OF}" in line for line in steps), done.stderr
 
 
 def test_show_follow_of_a_finished_run_is_plain_show(worker, demo) -> None:

@@ -136,5 +136,10 @@ def redis_config(tmp_path_factory: pytest.TempPathFactory, pg_url: str, e2e_temp
 
 @pytest.fixture(scope="session")
 def redis_worker(redis_config: WorkerEnv) -> Iterator[None]:
-    with celery_worker(redis_config, concurrency=1):
+    # This worker outlives every test of its pytest process, on the process's one database: were it
+    # in the fleet's sweeper election (a lock per database), it would sweep the runs of later tests
+    # and win the election that the sweeper's own tests watch (tests/chaos/test_worker_kills.py).
+    quiet = WorkerEnv(env={**redis_config.env, "BROWSERQ_SWEEP_IN_WORKERS": "false"},
+                      queue=redis_config.queue, log=redis_config.log)
+    with celery_worker(quiet, concurrency=1):
         yield

@@ -40,6 +40,19 @@ steps:
   - {action: wait, ms: 800}
 """
 STEPS_OF = 6
+#: Held at its second step until the test opens the demo site's gate ``${gate}``: a follower is
+#: certain to see the run under way, however slowly it starts on a loaded machine.
+GATED_TEMPLATE = """
+params:
+  base_url: {type: url, required: true}
+  gate: {type: string, required: true}
+settings: {trace: off, run_retries: 0, step_timeout_s: 90}
+steps:
+  - {id: first, action: navigate, url: "${base_url}/quotes/"}
+  - {id: held, action: navigate, url: "${base_url}/gate?name=${gate}"}
+  - {action: assert, selector: "#gate", message: "the gate let the run through"}
+"""
+GATED_STEPS_OF = 3
 FAIL_TEMPLATE = """
 params:
   base_url: {type: url, required: true}
@@ -89,7 +102,7 @@ def progress_worker(
     queue = f"bq_prog_{uuid.uuid4().hex[:8]}"
     routed = f"{queue}_routed"
     templates = write_templates(tmp / "templates", {
-        "prog_steps": STEPS_TEMPLATE, "prog_fail": FAIL_TEMPLATE, "prog_secret": SECRET_TEMPLATE,
+        "prog_steps": STEPS_TEMPLATE, "prog_gated": GATED_TEMPLATE, "prog_fail": FAIL_TEMPLATE, "prog_secret": SECRET_TEMPLATE,
         "prog_routed": routed_template(routed),
     })
     env = browserq_env(worker_settings(
