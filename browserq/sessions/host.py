@@ -36,7 +36,7 @@ from browserq.sessions.routing import (
     command_queue_name,
 )
 from browserq.sessions.snapshot import Snapshotter
-from browserq.sessions.watched import answered_event
+from browserq.sessions.watched import answered_event, show_live
 from browserq.store import RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
@@ -103,6 +103,7 @@ class SessionHost:
         self._answer_interrupted(held)
         self.consumer.add(held.queue)  # before "opened": the client's first command finds a consumer
         held.keeper = self.runtime.loop.submit(self._keep(held))
+        self.runtime.loop.submit(show_live(self.runtime.runner.live, held))  # browserq live SESSION_ID
         log.info("session opened", run_id=run_id, epoch=held.epoch, takeover=lease.takeover)
         self.watchers.held(SessionHeld(run_id, held.epoch, bool(lease.takeover), time.time()))
         return self._reply_opened(held, reply_to, correlation_id)

@@ -1,12 +1,14 @@
-"""What a session's watchers (:mod:`browserq.session_events`) are told of one answered message:
+"""A held session watched: its page in the live view while it is held, and what its watchers (:mod:`browserq.session_events`) are told of one answered message:
 its kind, action, outcome (``ok``, an error code, ``closed``), how long it took, the epoch and the
 page's URL (redacted) — never a value the command carried or got."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
+from browserq.runner.live_view import LiveViews
 from browserq.session_events import CommandAnswered
 from browserq.sessions.held import HeldSession
 from browserq.templates import ACTIONS
@@ -33,4 +35,17 @@ def answered_event(held: HeldSession, body: dict[str, Any], reply: dict[str, Any
     return CommandAnswered(held.run_id, kind, action, outcome, took_s, held.epoch, held.answered, url, time.time())
 
 
-__all__ = ["answered_event"]
+#: How often the live view's watch looks whether its session is closing.
+WATCH_TICK_S = 0.5
+
+
+async def show_live(live: LiveViews, held: HeldSession) -> None:
+    """While the session is held here, its page in this process's live view, view only, as a
+    running run's (``BROWSERQ_LIVE_VIEW_WHILE_RUNNING``; ``browserq live SESSION_ID`` mints the
+    link). The view closes when the session closes or is lost (a takeover shows it again there)."""
+    async with live.watched(held.state):
+        while held.closing is None and held.run_id:
+            await asyncio.sleep(WATCH_TICK_S)
+
+
+__all__ = ["WATCH_TICK_S", "answered_event", "show_live"]

@@ -1,9 +1,11 @@
 """A session seen like a run, against a real prefork worker (Redis broker, PostgreSQL result
 backend) with ``BROWSERQ_METRICS_PORT``: its open task's state is its progress (Flower,
-``AsyncResult(s.id)``) then its end, and ``/metrics`` counts its opening, commands and end."""
+``AsyncResult(s.id)``) then its end, ``/metrics`` counts its opening, commands and end, the report
+shows its commands in order, and ``browserq live SESSION_ID`` shows its page, view only."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ QUICK = {"step_timeout_s": 5, "trace": "off"}
 def watched_fixture(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[tuple[Fleet, int]]:
     port = free_port()
     with session_fleet(tmp_path_factory.mktemp("sessions-seen"), pg_url, "redis",
-                       BROWSERQ_METRICS_PORT=str(port), BROWSERQ_PROGRESS_INTERVAL_MS="0") as fleet:
+                       BROWSERQ_METRICS_PORT=str(port), BROWSERQ_PROGRESS_INTERVAL_MS="0", BROWSERQ_LIVE_VIEW_WHILE_RUNNING="true") as fleet:
         yield fleet, port
 
 
@@ -112,3 +114,24 @@ def test_the_report_shows_the_sessions_commands_in_order(watched: tuple[Fleet, i
                                               "#no-such-button", "SELECTOR_NOT_FOUND", "closed by its client")]
     assert order == sorted(order), section
     assert "3 commands · 1 failed" in section
+
+
+def test_browserq_live_shows_a_held_sessions_page_view_only(watched: tuple[Fleet, int], demo) -> None:
+    from browserq import open_session
+    from tests.live.test_watch import _watch
+
+    fleet, _port = watched
+    with open_session(settings=QUICK) as s:
+        s.navigate(url=f"{demo.url}/login")
+        done = subprocess.run([sys.executable, "-m", "browserq.cli", "live", s.id], env=fleet.config.env, cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        link = done.stdout.strip().splitlines()[-1]
+        seen = asyncio.run(_watch(link))
+        assert seen["status"] == 200 and "View only" in seen["html"]
+        assert seen["frame"] == "frame" and "view only" in seen["refusal"]
+        assert s.get(what="title")  # the session goes on, untouched
+        session_id = s.id
+    gone = subprocess.run([sys.executable, "-m", "browserq.cli", "live", session_id], env=fleet.config.env,
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert gone.returncode != 0 and "completed" in gone.stderr
