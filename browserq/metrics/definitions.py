@@ -73,6 +73,23 @@ RATE_LIMIT_WAIT = Histogram(
 IDENTITY_LEASES = Counter(
     "browserq_identity_leases", "Identity lease requests: leased, busy (held by another run) or "
     "unavailable (unknown, disabled).", ["result"])
+SESSIONS_OPENED = Counter(
+    "browserq_sessions_opened", "Agent sessions this process began to hold: opened (for their "
+    "client) or takeover (from a lost worker).", ["kind"])
+SESSIONS_CLOSED = Counter(
+    "browserq_sessions_closed", "Agent sessions this process let go, by their run's status (lost: "
+    "another worker takes it over) and code (SESSION_IDLE, SESSION_LIFETIME, CANCELLED…; empty when "
+    "closed by its client).", ["status", "code"])
+SESSIONS_HELD = Gauge(
+    "browserq_sessions_held", "Agent sessions held now (each one browser context, no Celery slot); "
+    "state is open (labelled: a multiprocess value exists only after a child's first labels()).",
+    ["state"], multiprocess_mode="livesum")
+SESSION_COMMANDS = Counter(
+    "browserq_session_commands", "Messages a session answered, by action (snapshot, batch, or the "
+    "command's action) and outcome (ok, the error code, closed).", ["action", "outcome"])
+SESSION_COMMAND_DURATION = Histogram(
+    "browserq_session_command_duration_seconds", "Time from a session message's arrival at its "
+    "holder to its reply, by action.", ["action"], buckets=STEP_BUCKETS_S)
 PRUNED = Counter(
     "browserq_pruned", "What retention deleted: runs, rows (in all tables) and artifact_bytes.", ["what"])
 
@@ -193,6 +210,11 @@ __all__ = [
     "RUNS_FINISHED",
     "RUNS_IN_PROGRESS",
     "RUN_DURATION",
+    "SESSIONS_CLOSED",
+    "SESSIONS_HELD",
+    "SESSIONS_OPENED",
+    "SESSION_COMMANDS",
+    "SESSION_COMMAND_DURATION",
     "STEPS_RETRIED",
     "STEP_DURATION",
     "BoundedLabel",

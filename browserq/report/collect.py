@@ -25,6 +25,7 @@ from browserq.report.model import (
     WebhookLine,
 )
 from browserq.report.outputs import previews
+from browserq.report.session import is_session, session_timeline
 from browserq.report.timeline import build_timeline, duration_text, span, step_lines
 from browserq.store.artifacts import artifact_store
 
@@ -63,6 +64,7 @@ def build_report(store: Store, settings: Any, run_id: str, *, now: datetime | No
     files = artifact_store(settings)
     path_of = {s.id: s.step_path for s in steps}
     screenshots, snapshots, traces, extras, lines = _artifacts(files, store.steps.artifacts(run_id), path_of, origin)
+    history = store.transitions.transitions(run_id)
     error = f"{run.error_code} at step {run.error_step_path}: {run.error_message or ''}" if run.error_code else ""
     return Report(
         run_id=run.id,
@@ -72,7 +74,7 @@ def build_report(store: Store, settings: Any, run_id: str, *, now: datetime | No
         stats=stats(run, steps, len(run.outputs or {})),
         facts=facts(run),
         warnings=tuple(_warning(w) for w in run.warnings or []),
-        history=tuple(_transition(t) for t in store.transitions.transitions(run_id)),
+        history=tuple(_transition(t) for t in history),
         timeline=build_timeline(run, steps, now),
         steps=step_lines(steps, origin),
         screenshots=screenshots,
@@ -84,6 +86,7 @@ def build_report(store: Store, settings: Any, run_id: str, *, now: datetime | No
         generated_at=when(now),
         handoffs=handoff_lines(store, run_id, now),
         webhooks=webhook_lines(store, run_id),
+        session=session_timeline(run, steps, history) if is_session(run) else None,
     )
 
 

@@ -189,6 +189,39 @@ class WebhookLine:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionEntry:
+    """One line of a session's timeline: a command (``kind`` ``command``), or a moment between
+    them: ``navigation`` (its page changed: earlier refs stale), ``takeover``, ``pause``."""
+
+    kind: str
+    message: str = ""
+    n: int = 0
+    at: str = ""  # offset from the session's first command, "+1.2 s"
+    action: str = ""
+    target: str = ""  # "ref e4.17", a selector, a locator mapping, a URL
+    outcome: str = ""  # "succeeded" or the error code
+    ok: bool = True
+    status: str = ""
+    duration: str = ""
+    side_effect: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnd:
+    status: str
+    code: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimeline:
+    entries: tuple[SessionEntry, ...]
+    commands: int
+    failed: int
+    end: SessionEnd
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     run_id: str
     title: str  # template@version
@@ -209,3 +242,4 @@ class Report:
     generated_at: str
     handoffs: tuple[HandoffLine, ...] = ()  # waits for a person
     webhooks: tuple[WebhookLine, ...] = ()  # events sent to notify URLs
+    session: SessionTimeline | None = None  # an agent session's commands, in order

@@ -59,6 +59,8 @@ class HeldSession:
     known: dict[str, Any] = field(default_factory=dict)
     #: Command ids running or answered here: a second delivery of one is never run or answered again.
     seen: set[str] = field(default_factory=set)
+    #: Messages (commands, batches, snapshots) this holder answered: its watchers' count.
+    answered: int = 0
 
     @property
     def epoch(self) -> int:

@@ -26,6 +26,7 @@ from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
 from browserq.runner.heartbeat import heartbeat
+from browserq.session_events import SessionHeld, SessionLetGo, SessionWatchers
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply, holder_epoch
 from browserq.sessions.refs import RefBook
 from browserq.sessions.routing import (
@@ -35,6 +36,7 @@ from browserq.sessions.routing import (
     command_queue_name,
 )
 from browserq.sessions.snapshot import Snapshotter
+from browserq.sessions.watched import answered_event, show_live
 from browserq.store import RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
@@ -50,8 +52,10 @@ Send = Callable[[dict[str, Any], str], None]
 class SessionHost:
     """Every session this process holds, by run id; one per worker process."""
 
-    def __init__(self, runtime: Runtime, send: Send, consumer_of: Callable[[SessionHost], CommandConsumer]) -> None:
+    def __init__(self, runtime: Runtime, send: Send, consumer_of: Callable[[SessionHost], CommandConsumer],
+                 watchers: SessionWatchers | None = None) -> None:
         self.runtime = runtime
+        self.watchers = watchers or SessionWatchers()  # Flower's progress, metrics (browserq.session_events)
         self.settings = runtime.settings
         self.send = send
         self.sessions: dict[str, HeldSession] = {}
@@ -59,11 +63,11 @@ class SessionHost:
         self.consumer = consumer_of(self).start()
 
     @classmethod
-    def for_runtime(cls, runtime: Runtime) -> SessionHost:
+    def for_runtime(cls, runtime: Runtime, watchers: SessionWatchers | None = None) -> SessionHost:
         """A host replying and consuming through the fleet's broker (``BROWSERQ_BROKER_URL``)."""
         url = runtime.settings.broker_url
         publisher = Publisher(url)
-        return cls(runtime, publisher.publish, lambda host: CommandConsumer(url, host.received))
+        return cls(runtime, publisher.publish, lambda host: CommandConsumer(url, host.received), watchers)
 
     # --- open (the Celery task's thread) ----------------------------------------------------------
     def open(self, run_id: str, *, reply_to: str | None, correlation_id: str | None) -> str:
@@ -99,7 +103,9 @@ class SessionHost:
         self._answer_interrupted(held)
         self.consumer.add(held.queue)  # before "opened": the client's first command finds a consumer
         held.keeper = self.runtime.loop.submit(self._keep(held))
+        self.runtime.loop.submit(show_live(self.runtime.runner.live, held))  # browserq live SESSION_ID
         log.info("session opened", run_id=run_id, epoch=held.epoch, takeover=lease.takeover)
+        self.watchers.held(SessionHeld(run_id, held.epoch, bool(lease.takeover), time.time()))
         return self._reply_opened(held, reply_to, correlation_id)
 
     async def _open_context(self, request: RunRequest, known: dict[str, Any]) -> HeldSession:
@@ -180,8 +186,12 @@ class SessionHost:
             return  # delivered again (a broker's redelivery): it runs and is answered once
         held.seen.add(correlation_id)
         # A reply is bytes on the broker: the session's secrets leave it masked, as from every record.
+        began = time.monotonic()
         reply = held.redactor.data(await self._run(held, body))
         await self._reply_async(reply_to, correlation_id, reply)
+        if body.get("kind") != "close":
+            held.answered += 1
+            self.watchers.answered(answered_event(held, body, reply, time.monotonic() - began))
 
     def _answer_interrupted(self, held: HeldSession) -> None:
         """Commands the previous holder had started when it was lost (their records ``unknown``):
@@ -278,6 +288,7 @@ class SessionHost:
             return
         held.closing = f"this worker lost the session ({kind})"
         await self._let_go(held, delete_queue=False)
+        self.watchers.let_go(SessionLetGo(held.run_id, "lost", None, held.closing, held.answered))
 
     async def _close(self, held: HeldSession, status: str, code: str | None, why: str) -> None:
         """End the session and its run (status and why recorded); its queue goes with it."""
@@ -297,6 +308,7 @@ class SessionHost:
             log.warning("session end not recorded", run_id=held.run_id, error=str(exc)[:300])
         self.runtime.identities.release(held.request)
         log.info("session closed", run_id=held.run_id, status=status, why=why)
+        self.watchers.let_go(SessionLetGo(held.run_id, status, code, why, held.answered))
 
     async def _let_go(self, held: HeldSession, *, delete_queue: bool) -> None:
         self.sessions.pop(held.run_id, None)

@@ -218,7 +218,7 @@ def open_session(
     check_identity_request(services.store, services.secret_box, identity, identity_pool)
     prepared = admission.prepared
     box = services.secret_box if services.secret_box.enabled else None
-    record_run(services.store, prepared, secret_box=box, queue=config.queue, identity=identity,
+    record_run(services.store, prepared, secret_box=box, task_id=prepared.run_id, queue=config.queue, identity=identity,
                identity_pool=identity_pool, tenant=tenant, enqueued=True, notify_url=admission.notify_url)
     link = SessionLink(config.broker_url)
     try:
@@ -234,7 +234,8 @@ def _wait_opened(run_id: str, link: SessionLink, services: ProducerServices, con
     session = Session(run_id, link, services, config, step_timeout_s)
     correlation_id = f"open-{run_id}"
     app.send_task(SESSION_TASK_NAME, kwargs={"run_id": run_id, "reply_to": link.queue.name,
-                                             "correlation_id": correlation_id}, queue=config.queue)
+                                             "correlation_id": correlation_id}, queue=config.queue,
+                  task_id=run_id)  # the session's task is its run id: AsyncResult(s.id), Flower
     reply = link.wait(correlation_id, open_timeout_s, session._why_ended, run_id)
     if reply is None:
         services.store.cancellation.request_cancel(run_id, reason=f"no worker took the session within {open_timeout_s:g} s")

@@ -9,10 +9,13 @@ from browserq.execute.meters import UNMETERED_RUNTIME, RuntimeMeters
 from browserq.execute.retention import PruneListener
 from browserq.metrics import definitions as metrics
 from browserq.metrics.observer import metrics_observers
+from browserq.metrics.sessions import session_metrics
 from browserq.run_events import RunObserver
+from browserq.session_events import SessionWatchers
 from browserq.settings import Settings
 from browserq.store.relay import WebhookRelay
 from browserq.tasks.progress import progress_observer
+from browserq.tasks.session_progress import session_progress
 from browserq.tasks.webhooks import queued_relay, threaded_relay
 
 
@@ -22,6 +25,12 @@ def worker_observers(settings: Settings) -> list[RunObserver]:
     observers.append(progress_observer(settings))  # PROGRESS state for Flower / AsyncResult.info
     observers += metrics_observers(settings)  # Prometheus runs and steps, when metrics are on
     return observers
+
+
+def session_watchers(settings: Settings) -> SessionWatchers:
+    """The watchers of the agent sessions a worker process holds: their open task's progress
+    (Flower / ``AsyncResult``), and Prometheus when metrics are on."""
+    return SessionWatchers([session_progress(settings), *session_metrics(settings)])
 
 
 def worker_meters(settings: Settings) -> RuntimeMeters:
@@ -54,4 +63,4 @@ def client_relay(settings: Settings | None = None) -> WebhookRelay:
     return queued_relay(settings)
 
 
-__all__ = ["client_relay", "retention_meter", "worker_meters", "worker_observers", "worker_relay"]
+__all__ = ["client_relay", "retention_meter", "session_watchers", "worker_meters", "worker_observers", "worker_relay"]

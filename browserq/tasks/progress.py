@@ -34,6 +34,7 @@ import structlog
 from celery import Celery, states
 from celery.utils.saferepr import saferepr
 
+from browserq.errors import RunFailed
 from browserq.run_events import RunEnded, RunObserver, RunWaiting, StepStarted
 from browserq.settings import Settings
 from browserq.tasks.app import app as celery_app
@@ -48,6 +49,12 @@ PROGRESS = "PROGRESS"
 # running state: rank it with STARTED, so REVOKED, SUCCESS and FAILURE follow it as they follow
 # STARTED. Every process that loads browserq's app (workers, Flower, beat) has the rule.
 states.PRECEDENCE_LOOKUP.setdefault(PROGRESS, states.PRECEDENCE_LOOKUP[states.STARTED])
+#: The event Flower takes a session task's last state from (a run's task sends its own).
+FINAL_EVENTS: dict[str, dict[str, Any]] = {
+    states.SUCCESS: {"type": "task-succeeded", "runtime": None},
+    states.FAILURE: {"type": "task-failed", "exception": "RunFailed", "traceback": None},
+    states.REVOKED: {"type": "task-revoked", "terminated": False, "signum": None, "expired": False},
+}
 #: The longest a task waits at its end for a progress write of it in flight (a backend that
 #: hangs longer must not hold the run's slot forever; a warning says so).
 END_WAIT_S = 30.0
@@ -64,6 +71,9 @@ class Binding:
     request: Any
     hostname: str | None
     closed: bool = field(default=False)
+    #: ``session``: an agent session's open task, whose progress its session's watcher publishes
+    #: (:mod:`browserq.tasks.session_progress`), not its command steps.
+    kind: str = "run"
 
 
 def progress_meta(event: StepStarted) -> dict[str, Any]:
@@ -104,7 +114,7 @@ class ProgressPublisher(RunObserver):
         self.end_wait_s = end_wait_s
         self._cond = threading.Condition()
         self._bindings: dict[str, Binding] = {}  # run id -> its current execution here
-        self._slots: dict[str, tuple[Binding, dict[str, Any]]] = {}  # task id -> latest, unwritten
+        self._slots: dict[str, tuple[Binding, dict[str, Any], str]] = {}  # task id -> latest (meta, state), unwritten
         self._next_at: dict[str, float] = {}  # task id -> monotonic time its next write may go
         self._in_flight: Binding | None = None
         self._thread: threading.Thread | None = None
@@ -112,9 +122,10 @@ class ProgressPublisher(RunObserver):
         self._complained = False
 
     # --- the task thread ------------------------------------------------------------------------
-    def bind(self, run_id: str, task_id: str, request: Any = None, hostname: str | None = None) -> Binding:
+    def bind(self, run_id: str, task_id: str, request: Any = None, hostname: str | None = None,
+             kind: str = "run") -> Binding:
         """From now on, ``run_id``'s steps are published as ``task_id``'s progress."""
-        binding = Binding(run_id, task_id, request, hostname)
+        binding = Binding(run_id, task_id, request, hostname, kind=kind)
         with self._cond:
             self._bindings[run_id] = binding
         return binding
@@ -150,24 +161,41 @@ class ProgressPublisher(RunObserver):
 
     # --- the event-loop thread: never blocks on I/O ------------------------------------------------
     def step_started(self, event: StepStarted) -> None:
-        with self._cond:
-            binding = self._bindings.get(event.run_id)
-            if binding is None or binding.closed:
-                return  # not a task's run (in-process), or its execution already ended
-            self._slots[binding.task_id] = (binding, progress_meta(event))
-            self._ensure_thread()
-            self._cond.notify_all()
+        self.publish(event.run_id, progress_meta(event), kind="run")
 
     def run_waiting(self, event: RunWaiting) -> None:
         """Published at once (not throttled): a person is needed now."""
+        self.publish(event.run_id, waiting_meta(event), kind="run", at_once=True)
+
+    def publish(self, run_id: str, meta: dict[str, Any], *, kind: str, at_once: bool = False,
+                state: str = PROGRESS) -> None:
+        """``meta`` becomes the task's state ``state`` (PROGRESS) when ``run_id`` is bound to a task
+        of ``kind`` (a newer update replaces an unwritten one); never waits on I/O."""
         with self._cond:
-            binding = self._bindings.get(event.run_id)
-            if binding is None or binding.closed:
-                return
-            self._slots[binding.task_id] = (binding, waiting_meta(event))
-            self._next_at.pop(binding.task_id, None)
+            binding = self._bindings.get(run_id)
+            if binding is None or binding.closed or binding.kind != kind:
+                return  # not a task's run (in-process), or its execution already ended
+            self._slots[binding.task_id] = (binding, meta, state)
+            if at_once:
+                self._next_at.pop(binding.task_id, None)
             self._ensure_thread()
             self._cond.notify_all()
+
+    def drop(self, run_id: str) -> None:
+        """``run_id`` is no longer this process's to publish: its unwritten update is dropped."""
+        with self._cond:
+            binding = self._bindings.get(run_id)
+            if binding is not None:
+                self._close(binding)
+
+    def finish(self, run_id: str, state: str, meta: dict[str, Any]) -> None:
+        """The last state of a session's task (SUCCESS, FAILURE, REVOKED), written after any
+        unwritten update (which it replaces); the binding takes no update after it."""
+        self.publish(run_id, meta, kind="session", at_once=True, state=state)
+        with self._cond:
+            binding = self._bindings.pop(run_id, None)
+            if binding is not None:
+                binding.closed = True
 
     def _ensure_thread(self) -> None:
         """(Lock held.) The writer thread of this process (a fork has none: start another)."""
@@ -181,9 +209,9 @@ class ProgressPublisher(RunObserver):
     def _run(self) -> None:
         pooled_result_engine(self.app)  # this thread's backend: one pooled engine (celery#3032)
         while True:
-            binding, meta = self._next()
+            binding, meta, state = self._next()
             try:
-                self._write(binding, meta)
+                self._write(binding, meta, state)
             except Exception as exc:  # progress is for watchers: never let it touch a run
                 if not self._complained:
                     self._complained = True
@@ -194,27 +222,34 @@ class ProgressPublisher(RunObserver):
                     self._in_flight = None
                     self._cond.notify_all()
 
-    def _next(self) -> tuple[Binding, dict[str, Any]]:
+    def _next(self) -> tuple[Binding, dict[str, Any], str]:
         """Wait for a slot whose task may be written now; take it (marking the write in flight)."""
         with self._cond:
             while True:
                 now = time.monotonic()
                 due = next((t for t in self._slots if self._next_at.get(t, 0.0) <= now), None)
                 if due is not None:
-                    binding, meta = self._slots.pop(due)
+                    binding, meta, state = self._slots.pop(due)
                     self._next_at[due] = now + self.interval_s
                     self._in_flight = binding
-                    return binding, meta
+                    return binding, meta, state
                 waits = [self._next_at[t] - now for t in self._slots if t in self._next_at]
                 self._cond.wait(min(waits) if waits else None)
 
-    def _write(self, binding: Binding, meta: dict[str, Any]) -> None:
+    def _write(self, binding: Binding, meta: dict[str, Any], state: str = PROGRESS) -> None:
         """One backend write (``store_result``, what ``Task.update_state`` does) and one event."""
-        self.app.backend.store_result(binding.task_id, meta, PROGRESS, request=binding.request)
+        backend, task_id = self.app.backend, binding.task_id
+        if state == states.FAILURE:
+            backend.mark_as_failure(task_id, RunFailed(meta), traceback=None, request=binding.request)
+        elif state == states.REVOKED:
+            backend.mark_as_revoked(task_id, str(meta.get("why") or "cancelled"), request=binding.request)
+        else:
+            backend.store_result(task_id, meta, state, request=binding.request)
         if self.app.conf.worker_send_task_events:
+            fields = FINAL_EVENTS.get(state, {"type": "task-progress", "retry": False})
             with self.app.events.default_dispatcher(hostname=binding.hostname) as dispatcher:
-                dispatcher.send("task-progress", uuid=binding.task_id, result=saferepr(meta),
-                                retry=False)
+                dispatcher.send(fields["type"], uuid=task_id, result=saferepr(meta),
+                                **{k: v for k, v in fields.items() if k != "type"})
 
 
 class Tracking:

@@ -14,11 +14,15 @@ from typing import Any
 
 import structlog
 from celery import Task
+from celery.exceptions import Ignore
 
 from browserq.errors import ConfigError
 from browserq.sessions.host import SessionHost
+from browserq.settings import get_settings
 from browserq.store import LeaseBusy
 from browserq.tasks.app import app
+from browserq.tasks.observers import session_watchers
+from browserq.tasks.session_progress import session_progress
 from browserq.tasks.worker import exit_without_browser, on_process_stop, worker_runtime
 
 log = structlog.get_logger(__name__)
@@ -36,7 +40,8 @@ def session_host() -> SessionHost:
     global _host
     with _host_lock:
         if _host is None:
-            _host = SessionHost.for_runtime(worker_runtime())
+            runtime = worker_runtime()
+            _host = SessionHost.for_runtime(runtime, session_watchers(runtime.settings))
             on_process_stop(_stop_host)
         return _host
 
@@ -59,6 +64,8 @@ def open_session(self: Task, run_id: str, reply_to: str | None = None,
     except ConfigError as exc:  # Chromium would not start in this process
         exit_without_browser(exc)
     structlog.contextvars.bind_contextvars(run_id=run_id, task_id=self.request.id)
+    progress = session_progress(get_settings())
+    binding = progress.bind(run_id, self.request)  # before it is held: its first state is the task's
     try:
         with _host_lock:  # one open at a time per process: the capacity count stays true
             status = host.open(run_id, reply_to=reply_to, correlation_id=correlation_id)
@@ -68,8 +75,19 @@ def open_session(self: Task, run_id: str, reply_to: str | None = None,
         # for the session's whole life.
         log.info("session held by another live worker; this message is dropped", holder=busy.holder)
         status = "held elsewhere"
+    except BaseException:
+        if binding is not None:
+            progress.publisher.release(binding)
+        raise
     finally:
         structlog.contextvars.unbind_contextvars("run_id", "task_id")
+    if status == "opened" and binding is not None:
+        # Held: the session's state is the task's (PROGRESS, then its end: tasks/session_progress.py).
+        raise Ignore()
+    if binding is not None:
+        progress.publisher.release(binding)
+    if status == "held elsewhere":
+        raise Ignore()  # its holder publishes the task's state
     return {"run_id": run_id, "session": status}
 
 

@@ -60,7 +60,8 @@ def send_again(store: Store, run: RunView, settings: Settings) -> None:
     A session is sent to be opened again: its next holder takes it over from its last checkpoint
     and consumes its command queue, where its client's commands wait (no client is told)."""
     if run.template_name == SESSION_TEMPLATE:
-        open_session.apply_async(kwargs={"run_id": run.id}, queue=run.queue or settings.queue)
+        open_session.apply_async(kwargs={"run_id": run.id}, queue=run.queue or settings.queue,
+                                 task_id=run.task_id or run.id)  # its next holder goes on in the same task
         store.runs.mark_enqueued(run.id)
         return
     run_template.apply_async(
