@@ -5,8 +5,8 @@ Opening takes the run's lease (fencing token), opens a context with the runner's
 :class:`~browserq.runner.context.ContextLease` (from the last checkpoint when another worker held
 it before), has this process consume the session's command queue (:mod:`browserq.sessions.routing`),
 replies "opened" and returns: the Celery task ends, and an idle session holds one browser context
-and no Celery slot. While it is held, the runner's heartbeat renews its lease; a lost lease or a
-``browserq cancel`` ends it.
+and no Celery slot. While it is held, the process's one :class:`SessionRenewer` renews its lease
+with every other session's (one transaction a tick); a lost lease or a ``browserq cancel`` ends it.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from browserq.execute.liveness import holder_dead
 from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
-from browserq.runner.heartbeat import heartbeat
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply, holder_epoch
 from browserq.sessions.refs import RefBook
+from browserq.sessions.renewer import SessionRenewer
 from browserq.sessions.routing import (
     REPLY_QUEUE_PREFIX,
     CommandConsumer,
@@ -56,6 +56,7 @@ class SessionHost:
         self.send = send
         self.sessions: dict[str, HeldSession] = {}
         self.commands = CommandRunner(runtime.runner.attempt, frozenset(self.settings.session_side_effect_actions))
+        self.renewer = SessionRenewer(runtime.store.leases, self.settings.lease_ttl_s)
         self.consumer = consumer_of(self).start()
 
     @classmethod
@@ -243,11 +244,11 @@ class SessionHost:
 
     # --- lifetime ---------------------------------------------------------------------------------
     async def _keep(self, held: HeldSession) -> None:
-        """Renew the lease (the runner's heartbeat) and close the session when it idles out or its
-        lifetime ends; a lost lease or a cancel ends it too."""
+        """Have the process's renewer renew the lease, and close the session when it idles out or
+        its lifetime ends; a lost lease or a cancel ends it too (the renewer cancels this task)."""
         keeper = asyncio.current_task()
         assert keeper is not None
-        beat = asyncio.create_task(heartbeat(held.state, keeper))
+        self.renewer.hold(held.run_id, held.token, held.state, keeper)
         try:
             while held.closing is None:
                 now = time.monotonic()
@@ -262,7 +263,7 @@ class SessionHost:
             keeper.uncancel()
             await self._interrupted(held)
         finally:
-            beat.cancel()
+            self.renewer.let_go(held.run_id, keeper)
 
     async def _close_when_free(self, held: HeldSession, code: str, why: str) -> None:
         async with held.lock:
@@ -270,7 +271,7 @@ class SessionHost:
                 await self._close(held, "cancelled", code, why)
 
     async def _interrupted(self, held: HeldSession) -> None:
-        """The heartbeat stopped the session: lease lost (another worker holds it now: nothing may
+        """The renewer stopped the session: lease lost (another worker holds it now: nothing may
         be written, the queue stays for it), cancelled, or the database stayed away."""
         kind, reason = held.state.interrupt.kind, held.state.interrupt.reason
         if kind == "cancel":
