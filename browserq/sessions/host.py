@@ -35,7 +35,7 @@ from browserq.sessions.routing import (
     command_queue_name,
 )
 from browserq.sessions.snapshot import Snapshotter
-from browserq.store import RunAlreadyFinished
+from browserq.store import IdentityBusy, IdentityError, RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
 
@@ -90,7 +90,10 @@ class SessionHost:
         loaded, params, names = materialize(self.runtime.templates, lease.run, None, self.runtime.secret_box)
         run, request = build_request(store, lease, loaded, params, names, checkpoint_box=self.runtime.checkpoint_box,
                                      lease_ttl_s=self.settings.lease_ttl_s)
-        request = self.runtime.identities.lease(request, run)
+        try:
+            request = self.runtime.identities.lease(request, run)
+        except IdentityError as exc:  # exclusive: leased to another live run or session (or unusable)
+            return self._identity_refused(request, lease.token, exc, reply_to, correlation_id)
         known = {s.step_id: s for s in store.steps.steps(run_id) if s.step_id} if lease.attempt > 1 else {}
         try:
             held = self.runtime.loop.run(self._open_context(request, known), timeout=OPEN_TIMEOUT_S)
@@ -105,7 +108,7 @@ class SessionHost:
 
     async def _open_context(self, request: RunRequest, known: dict[str, Any]) -> HeldSession:
         runner = self.runtime.runner
-        redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
+        redactor = _redactor_of(request)
         state = runner.new_state(request, redactor)
         try:
             await runner.context.open(state)
@@ -132,15 +135,36 @@ class SessionHost:
     def _open_failed(self, request: RunRequest, token: int, exc: Exception, reply_to: str | None,
                      correlation_id: str | None) -> str:
         code = exc.code if isinstance(exc, StepFailed) else Codes.INTERNAL
-        why = f"its browser context could not be opened: {str(exc)[:500]}"
+        # Recorded and replied: a failure's text may hold a secret (a URL the session opened).
+        why = _redactor_of(request).text(f"its browser context could not be opened: {str(exc)[:500]}")
         self.runtime.identities.release(request)
         try:
             self.runtime.ends.finish(request.run_id, token, RunOutcome(request.run_id, "failed", {}, code.code, why),
                                      None)
         finally:
             self._reply(reply_to, correlation_id, {"ok": False, "closed": why})
-        log.warning("session not opened", run_id=request.run_id, error=str(exc)[:300])
+        log.warning("session not opened", run_id=request.run_id, error=why[:300])
         return "ended"
+
+    def _identity_refused(self, request: RunRequest, token: int, exc: IdentityError, reply_to: str | None,
+                          correlation_id: str | None) -> str:
+        """An identity is leased to one run or session at a time: a busy one refuses the session
+        now, as a full process does (``SessionCapacity(retry_after_s)``, run ``cancelled``
+        ``SESSION_CAPACITY``); one that cannot be used at all fails it (``IDENTITY_UNAVAILABLE``)."""
+        if not isinstance(exc, IdentityBusy):
+            why = f"its identity cannot be used: {exc}"
+            outcome = RunOutcome(request.run_id, "failed", {}, Codes.IDENTITY_UNAVAILABLE.code, why)
+            body: dict[str, Any] = {"ok": False, "closed": why}
+        else:
+            why = f"its identity is leased to another run or session: {exc}"
+            outcome = RunOutcome(request.run_id, "cancelled", {}, Codes.SESSION_CAPACITY.code, why)
+            body = {"ok": False, "capacity": why,
+                    "retry_after_s": max(self.settings.session_capacity_retry_s, float(exc.retry_in_s or 0))}
+        try:
+            self.runtime.ends.finish(request.run_id, token, outcome, None)
+        finally:
+            self._reply(reply_to, correlation_id, body)
+        return "full" if isinstance(exc, IdentityBusy) else "ended"
 
     def _reply_opened(self, held: HeldSession, reply_to: str | None, correlation_id: str | None) -> str:
         self._reply(reply_to, correlation_id, {"ok": True, "opened": held.run_id, "epoch": held.epoch,
@@ -315,6 +339,11 @@ class SessionHost:
             except Exception as exc:
                 log.warning("session not closed at shutdown", run_id=held.run_id, error=str(exc)[:200])
         self.consumer.stop()
+
+
+def _redactor_of(request: RunRequest) -> Redactor:
+    """The session's redactor: its secret params masked in every record and reply."""
+    return Redactor({name: request.params.get(name) for name in request.secret_names})
 
 
 __all__ = ["SessionHost"]
