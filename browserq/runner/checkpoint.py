@@ -101,8 +101,10 @@ class Checkpoint:
     at: float = field(default_factory=time.time)
     warnings: list[dict[str, Any]] = field(default_factory=list)  # the run's so far (notices)
     #: ``{"index", "open"}`` when the run had several pages: ``url`` is the current one's, the
-    #: page a resume continues on (alone: the others and who opened whom are not restored).
+    #: page a resume continues on; ``pages`` the URL of each, oldest first (a resume opens them
+    #: all again, in that order; who opened whom is not restored).
     tab: dict[str, int] | None = None
+    pages: list[str] | None = None
 
     def to_record(self, box: SecretBox, redactor: Redactor | None = None) -> dict[str, Any]:
         """The JSON kept in ``runs.checkpoint``.
@@ -126,7 +128,9 @@ class Checkpoint:
         }
         if self.tab is not None:
             record["tab"] = self.tab
-        state = {"outputs": self.outputs, "storage": self.storage, "url": self.url}
+        state: dict[str, Any] = {"outputs": self.outputs, "storage": self.storage, "url": self.url}
+        if self.pages is not None:  # URLs may carry tokens: never in the clear part
+            state["pages"] = self.pages
         if box.enabled:
             record["state_encrypted"] = box.encrypt_json(state)
             if box.ephemeral:
@@ -157,6 +161,7 @@ class Checkpoint:
             at=record.get("at", 0.0),
             warnings=record.get("warnings") or [],
             tab=record.get("tab"),
+            pages=state.get("pages"),
         )
 
 

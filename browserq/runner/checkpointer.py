@@ -84,7 +84,8 @@ class Checkpointer:
             storage=storage,
             seq=state.checkpoint_seq,
             warnings=list(state.warnings),
-            tab=_tab_of(state),
+            tab=(tab := _tab_of(state)),
+            pages=None if tab is None or browser.tabs is None else [page.url for page in browser.tabs.pages],
         )
         secret_box = self.parts.secret_box
         box = secret_box if secret_box.enabled or not state.redactor else self.parts.checkpoint_box

@@ -24,11 +24,16 @@ log = structlog.get_logger(__name__)
 CANCEL_POLL_S = 2.0
 
 
+def renew_interval(lease_ttl_s: float) -> float:
+    """How often a lease is renewed: every third of it, and at least every CANCEL_POLL_S so a
+    cancel lands quickly (a run's heartbeat, and the sessions' renewer of a worker process)."""
+    return max(0.5, min(lease_ttl_s / 3, CANCEL_POLL_S))
+
+
 async def heartbeat(state: RunState, main: asyncio.Task[Any]) -> None:
     """Renew the lease while the run progresses; stop the run if it was lost or cancelled."""
     request = state.request
-    # Every third of the lease, and at least every CANCEL_POLL_S so a cancel lands quickly.
-    interval = max(0.5, min(request.lease_ttl_s / 3, CANCEL_POLL_S))
+    interval = renew_interval(request.lease_ttl_s)
     while True:
         await asyncio.sleep(interval)
         try:

@@ -54,7 +54,8 @@ class Recovery:
         self.walk = walk  # the template's login steps run through it
 
     async def restore(self, checkpoint: Checkpoint, state: RunState) -> None:
-        """Open the checkpoint's page in the fresh context (storage already restored)."""
+        """Open the checkpoint's page in the fresh context (storage already restored); when the
+        run had several pages, every one of them at its URL, the run on the one it was on."""
         page = current_page(state)
         path = f"{checkpoint.path}~resume"
         record = await state.journal.step_started(
@@ -67,9 +68,13 @@ class Recovery:
         )
         failure = None
         started = time.monotonic()
+        timeout_s = state.request.loaded.template.settings.step_timeout_s
         try:
+            tabs = state.browser.tabs
+            if checkpoint.pages and checkpoint.tab and tabs is not None:  # several pages: all of them again
+                page = await tabs.reopen(checkpoint.pages, checkpoint.tab.get("index", -1), timeout_s) or page
             if checkpoint.url.startswith(("http://", "https://")):
-                await page.goto(checkpoint.url, timeout=state.request.loaded.template.settings.step_timeout_s * 1000)
+                await page.goto(checkpoint.url, timeout=timeout_s * 1000)
         except Exception as exc:
             failure = domain_failure(state) or self.parts.failure(exc)
         await state.journal.step_finished(

@@ -244,6 +244,27 @@ class Tabs:
         await self.switch(back)
         await asyncio.wait_for(page.close(), timeout_s)
 
+    async def reopen(self, urls: list[str], index: int, timeout_s: float) -> Page | None:
+        """A resume in a fresh context: a page for each of a checkpoint's ``urls`` (oldest first;
+        the first is the run's own page), each but the ``index``-th loaded at its URL; that one
+        is made current and returned, for the caller to load. A page that does not load stays
+        where it stopped (the run goes on: it was not the run's page). None (nothing done) when
+        ``index`` names none of them."""
+        if not 0 <= index < len(urls) <= MAX_OPEN_PAGES or len(self.pages) != 1:
+            return None
+        while len(self.pages) < len(urls):
+            self._opened(await stealth.new_page(self._context))  # tracked now, event or not
+        for position, (page, url) in enumerate(zip(self.pages, urls, strict=False)):
+            if position != index and url.startswith(("http://", "https://")):
+                try:
+                    await page.goto(url, timeout=timeout_s * 1000)
+                except Exception as exc:  # no URL in the log: it may carry a token
+                    log.warning("a page of the checkpoint did not load again", tab=position,
+                                error=type(exc).__name__)
+        page = self.pages[index]
+        await self.switch(page)
+        return page
+
     def describe(self) -> str:
         """The open pages for a message: ``0 http://a/ (current), 1 http://b/``."""
         parts = []

@@ -5,8 +5,8 @@ Opening takes the run's lease (fencing token), opens a context with the runner's
 :class:`~browserq.runner.context.ContextLease` (from the last checkpoint when another worker held
 it before), has this process consume the session's command queue (:mod:`browserq.sessions.routing`),
 replies "opened" and returns: the Celery task ends, and an idle session holds one browser context
-and no Celery slot. While it is held, the runner's heartbeat renews its lease; a lost lease or a
-``browserq cancel`` ends it.
+and no Celery slot. While it is held, the process's one :class:`SessionRenewer` renews its lease
+with every other session's (one transaction a tick); a lost lease or a ``browserq cancel`` ends it.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from browserq.execute.liveness import holder_dead
 from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
-from browserq.runner.heartbeat import heartbeat
 from browserq.session_events import SessionHeld, SessionLetGo, SessionWatchers
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply, holder_epoch
 from browserq.sessions.refs import RefBook
+from browserq.sessions.renewer import SessionRenewer
 from browserq.sessions.routing import (
     REPLY_QUEUE_PREFIX,
     CommandConsumer,
@@ -37,7 +37,7 @@ from browserq.sessions.routing import (
 )
 from browserq.sessions.snapshot import Snapshotter
 from browserq.sessions.watched import answered_event, show_live
-from browserq.store import RunAlreadyFinished
+from browserq.store import IdentityBusy, IdentityError, RunAlreadyFinished
 
 log = structlog.get_logger(__name__)
 
@@ -60,6 +60,7 @@ class SessionHost:
         self.send = send
         self.sessions: dict[str, HeldSession] = {}
         self.commands = CommandRunner(runtime.runner.attempt, frozenset(self.settings.session_side_effect_actions))
+        self.renewer = SessionRenewer(runtime.store.leases, self.settings.lease_ttl_s)
         self.consumer = consumer_of(self).start()
 
     @classmethod
@@ -93,7 +94,10 @@ class SessionHost:
         loaded, params, names = materialize(self.runtime.templates, lease.run, None, self.runtime.secret_box)
         run, request = build_request(store, lease, loaded, params, names, checkpoint_box=self.runtime.checkpoint_box,
                                      lease_ttl_s=self.settings.lease_ttl_s)
-        request = self.runtime.identities.lease(request, run)
+        try:
+            request = self.runtime.identities.lease(request, run)
+        except IdentityError as exc:  # exclusive: leased to another live run or session (or unusable)
+            return self._identity_refused(request, lease.token, exc, reply_to, correlation_id)
         known = {s.step_id: s for s in store.steps.steps(run_id) if s.step_id} if lease.attempt > 1 else {}
         try:
             held = self.runtime.loop.run(self._open_context(request, known), timeout=OPEN_TIMEOUT_S)
@@ -110,7 +114,7 @@ class SessionHost:
 
     async def _open_context(self, request: RunRequest, known: dict[str, Any]) -> HeldSession:
         runner = self.runtime.runner
-        redactor = Redactor({name: request.params.get(name) for name in request.secret_names})
+        redactor = _redactor_of(request)
         state = runner.new_state(request, redactor)
         try:
             await runner.context.open(state)
@@ -137,15 +141,36 @@ class SessionHost:
     def _open_failed(self, request: RunRequest, token: int, exc: Exception, reply_to: str | None,
                      correlation_id: str | None) -> str:
         code = exc.code if isinstance(exc, StepFailed) else Codes.INTERNAL
-        why = f"its browser context could not be opened: {str(exc)[:500]}"
+        # Recorded and replied: a failure's text may hold a secret (a URL the session opened).
+        why = _redactor_of(request).text(f"its browser context could not be opened: {str(exc)[:500]}")
         self.runtime.identities.release(request)
         try:
             self.runtime.ends.finish(request.run_id, token, RunOutcome(request.run_id, "failed", {}, code.code, why),
                                      None)
         finally:
             self._reply(reply_to, correlation_id, {"ok": False, "closed": why})
-        log.warning("session not opened", run_id=request.run_id, error=str(exc)[:300])
+        log.warning("session not opened", run_id=request.run_id, error=why[:300])
         return "ended"
+
+    def _identity_refused(self, request: RunRequest, token: int, exc: IdentityError, reply_to: str | None,
+                          correlation_id: str | None) -> str:
+        """An identity is leased to one run or session at a time: a busy one refuses the session
+        now, as a full process does (``SessionCapacity(retry_after_s)``, run ``cancelled``
+        ``SESSION_CAPACITY``); one that cannot be used at all fails it (``IDENTITY_UNAVAILABLE``)."""
+        if not isinstance(exc, IdentityBusy):
+            why = f"its identity cannot be used: {exc}"
+            outcome = RunOutcome(request.run_id, "failed", {}, Codes.IDENTITY_UNAVAILABLE.code, why)
+            body: dict[str, Any] = {"ok": False, "closed": why}
+        else:
+            why = f"its identity is leased to another run or session: {exc}"
+            outcome = RunOutcome(request.run_id, "cancelled", {}, Codes.SESSION_CAPACITY.code, why)
+            body = {"ok": False, "capacity": why,
+                    "retry_after_s": max(self.settings.session_capacity_retry_s, float(exc.retry_in_s or 0))}
+        try:
+            self.runtime.ends.finish(request.run_id, token, outcome, None)
+        finally:
+            self._reply(reply_to, correlation_id, body)
+        return "full" if isinstance(exc, IdentityBusy) else "ended"
 
     def _reply_opened(self, held: HeldSession, reply_to: str | None, correlation_id: str | None) -> str:
         self._reply(reply_to, correlation_id, {"ok": True, "opened": held.run_id, "epoch": held.epoch,
@@ -253,11 +278,11 @@ class SessionHost:
 
     # --- lifetime ---------------------------------------------------------------------------------
     async def _keep(self, held: HeldSession) -> None:
-        """Renew the lease (the runner's heartbeat) and close the session when it idles out or its
-        lifetime ends; a lost lease or a cancel ends it too."""
+        """Have the process's renewer renew the lease, and close the session when it idles out or
+        its lifetime ends; a lost lease or a cancel ends it too (the renewer cancels this task)."""
         keeper = asyncio.current_task()
         assert keeper is not None
-        beat = asyncio.create_task(heartbeat(held.state, keeper))
+        self.renewer.hold(held.run_id, held.token, held.state, keeper)
         try:
             while held.closing is None:
                 now = time.monotonic()
@@ -272,7 +297,7 @@ class SessionHost:
             keeper.uncancel()
             await self._interrupted(held)
         finally:
-            beat.cancel()
+            self.renewer.let_go(held.run_id, keeper)
 
     async def _close_when_free(self, held: HeldSession, code: str, why: str) -> None:
         async with held.lock:
@@ -280,7 +305,7 @@ class SessionHost:
                 await self._close(held, "cancelled", code, why)
 
     async def _interrupted(self, held: HeldSession) -> None:
-        """The heartbeat stopped the session: lease lost (another worker holds it now: nothing may
+        """The renewer stopped the session: lease lost (another worker holds it now: nothing may
         be written, the queue stays for it), cancelled, or the database stayed away."""
         kind, reason = held.state.interrupt.kind, held.state.interrupt.reason
         if kind == "cancel":
@@ -326,6 +351,11 @@ class SessionHost:
             except Exception as exc:
                 log.warning("session not closed at shutdown", run_id=held.run_id, error=str(exc)[:200])
         self.consumer.stop()
+
+
+def _redactor_of(request: RunRequest) -> Redactor:
+    """The session's redactor: its secret params masked in every record and reply."""
+    return Redactor({name: request.params.get(name) for name in request.secret_names})
 
 
 __all__ = ["SessionHost"]

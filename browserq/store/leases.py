@@ -9,7 +9,7 @@ worker that was presumed dead cannot overwrite its successor's records. Runs who
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -265,6 +265,18 @@ class Leases:
 
         return self.db.tx(action, body, write=True)
 
+    def renew_leases(self, tokens: Mapping[str, int], *, ttl_s: float) -> dict[str, LeaseSeen]:
+        """:meth:`renew_lease` for many runs (run id → fencing token) in one statement and one
+        transaction: each run's :class:`LeaseSeen` — ``renewed=False`` where the lease was lost
+        (the caller lets that run go), else the cancel requested, if any. One worker process
+        renews all the sessions it holds this way (:mod:`browserq.sessions.renewer`)."""
+        if ttl_s <= 0:
+            raise ValueError(f"ttl_s must be positive, got {ttl_s}")
+        if not tokens:
+            return {}
+        return self.db.tx(f"renewing the leases of {len(tokens)} runs",
+                          lambda s, _retried: renew_all_in(s, tokens, ttl_s), write=True)
+
     def release_lease(self, run_id: str, *, token: int) -> None:
         """Give the lease up if ``token`` is still the run's (otherwise do nothing).
 
@@ -343,20 +355,27 @@ def renew_in(s: Session, run_id: str, token: int, ttl_s: float) -> LeaseSeen:
     """Renew the lease inside the caller's (fenced) transaction, as :meth:`Leases.renew_lease`
     would, and read the cancel request with it. A run that is no longer running (or whose lease
     was released) is left alone: the heartbeat's own renewal then raises LeaseLost."""
+    return renew_all_in(s, {run_id: token}, ttl_s)[run_id]
+
+
+def renew_all_in(s: Session, tokens: Mapping[str, int], ttl_s: float) -> dict[str, LeaseSeen]:
+    """:func:`renew_in` for every run of ``tokens`` (run id → fencing token), in ONE statement:
+    a run whose token is no longer its own, that is no longer running (or waiting for a
+    person) or whose lease was released is left alone and seen ``renewed=False``."""
     now = db_now(s)
+    fenced = or_(*(and_(Run.id == run_id, Run.lease_token == token) for run_id, token in tokens.items()))
     query = (
         update(Run)
-        .where(Run.id == run_id, Run.lease_token == token, Run.status.in_(HELD_VALUES),
-               Run.lease_owner.is_not(None))
+        .where(fenced, Run.status.in_(HELD_VALUES), Run.lease_owner.is_not(None))
         .values(lease_expires_at=now + timedelta(seconds=ttl_s), heartbeat_at=now)
-        .returning(Run.cancel_requested_at, Run.cancel_reason)
+        .returning(Run.id, Run.cancel_requested_at, Run.cancel_reason)
         .execution_options(synchronize_session=False)
     )
-    row = s.execute(query).one_or_none()
-    if row is None:
-        return LeaseSeen(renewed=False)
-    reason = None if row.cancel_requested_at is None else str(row.cancel_reason or "cancelled")
-    return LeaseSeen(renewed=True, cancel_reason=reason)
+    seen = {run_id: LeaseSeen(renewed=False) for run_id in tokens}
+    for row in s.execute(query):
+        reason = None if row.cancel_requested_at is None else str(row.cancel_reason or "cancelled")
+        seen[row.id] = LeaseSeen(renewed=True, cancel_reason=reason)
+    return seen
 
 
-__all__ = ["LeaseSeen", "Leases", "renew_in"]
+__all__ = ["LeaseSeen", "Leases", "renew_all_in", "renew_in"]

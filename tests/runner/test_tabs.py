@@ -251,7 +251,8 @@ def test_a_popup_to_a_host_outside_allowed_domains_is_refused(runtime: Runtime, 
 
 def test_a_checkpoint_in_a_popup_resumes_on_the_popups_url(runtime: Runtime, site: str) -> None:
     """The checkpoint keeps the current page's URL (and which tab it was); the resumed run opens
-    that URL in its fresh context and goes on from there."""
+    that URL in its fresh context and goes on from there — its other page opened again at its
+    URL, in its place (``switch_tab: 0`` finds the opener's page)."""
     loaded = template(f"""
         settings: {{trace: off, run_retries: 1, checkpoints: explicit}}
         steps:
@@ -259,10 +260,12 @@ def test_a_checkpoint_in_a_popup_resumes_on_the_popups_url(runtime: Runtime, sit
           - {{id: pop, action: click, selector: "#pop", opens: tab, checkpoint: true}}
           - {{id: gate, action: navigate, url: "{site}/gate${{run.attempt}}"}}
           - {{id: where, action: get, what: url, into: where}}
+          - {{id: back, action: switch_tab, to: 0}}
+          - {{id: first, action: get, what: url, into: first}}
     """)
     outcome = runtime.run_loaded(loaded)
     assert outcome.status == "completed", (outcome.error_code, outcome.error_message)
-    assert outcome.outputs == {"where": f"{site}/gate2"}
+    assert outcome.outputs == {"where": f"{site}/gate2", "first": f"{site}/opener"}
     run = runtime.store.runs.get_run(outcome.run_id)
     assert run is not None and run.attempt == 2
     resumed = [s for s in runtime.store.steps.steps(outcome.run_id) if s.action == "resume"]

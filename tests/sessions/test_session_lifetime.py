@@ -97,3 +97,27 @@ def test_a_stopping_worker_closes_its_sessions_and_records_why(tmp_path: Path, p
     with pytest.raises(SessionClosed):
         s.get(what="url")
     s.close()
+
+
+def test_a_session_past_its_lifetime_is_closed_and_its_client_told_why(tmp_path: Path, pg_url: str, demo) -> None:
+    """``max_lifetime_s`` given at open, and ``BROWSERQ_SESSION_MAX_LIFETIME_S`` (the most any
+    session lives): each closes its session, recorded ``SESSION_LIFETIME``."""
+    from browserq import SessionClosed, open_session
+    from browserq.store import Store
+
+    with session_fleet(tmp_path, pg_url, "redis", BROWSERQ_SESSION_MAX_LIFETIME_S="4"):
+        asked = open_session(settings=QUICK, max_lifetime_s=1)
+        capped = open_session(settings=QUICK, max_lifetime_s=600)  # the fleet's 4 s win
+        store = Store(pg_url)
+        try:
+            for s in (asked, capped):
+                run = wait_until(lambda s=s: (r := store.runs.get_run(s.id)) is not None
+                                 and r.status == "cancelled" and r, 60, "the session's lifetime to end it")
+                assert run.error_code == "SESSION_LIFETIME" and "max_lifetime_s" in (run.error_message or "")
+        finally:
+            store.dispose()
+        for s in (asked, capped):
+            with pytest.raises(SessionClosed) as closed:
+                s.get(what="url")
+            assert "max_lifetime_s" in closed.value.why, closed.value.why
+            s.close()

@@ -176,6 +176,36 @@ def test_renew_and_release(store: Store) -> None:
         store.leases.renew_lease("nope", token=1, ttl_s=30)
 
 
+def test_many_leases_are_renewed_in_one_statement_and_each_says_what_it_saw(store: Store) -> None:
+    """What one worker process's session renewer relies on: held leases pushed forward, a lease
+    taken over (or of a run that ended, or released) not touched and seen lost, a cancel request
+    read — all in one call."""
+    held, held_lease = run_in(store, S.RUNNING)
+    taken, taken_lease = run_in(store, S.RUNNING)
+    ended, ended_lease = run_in(store, S.RUNNING)
+    cancelled, cancelled_lease = run_in(store, S.RUNNING)
+    assert held_lease and taken_lease and ended_lease and cancelled_lease
+    expire_lease(store, taken)
+    newer = store.leases.acquire_lease(taken, owner="w2", ttl_s=30)  # its token moved on
+    store.transitions.finish_run(ended, status="completed", outputs={}, token=ended_lease.token)
+    store.cancellation.request_cancel(cancelled, reason="enough")
+    age(store, held, heartbeat_at=100, lease_expires_at=-1)
+    tokens = {held: held_lease.token, taken: taken_lease.token, ended: ended_lease.token,
+              cancelled: cancelled_lease.token}
+    seen = store.leases.renew_leases(tokens, ttl_s=120)
+    assert {run_id: (lease.renewed, lease.cancel_reason) for run_id, lease in seen.items()} == {
+        held: (True, None), taken: (False, None), ended: (False, None), cancelled: (True, "enough")}
+    run = store.runs.get_run(held)
+    assert run is not None and run.lease_expires_at is not None
+    assert run.lease_expires_at > utcnow() + timedelta(seconds=100)
+    other = store.runs.get_run(taken)
+    assert other is not None and other.lease_token == newer.token and other.lease_owner == "w2"
+    assert other.lease_expires_at == newer.expires_at  # the new holder's lease untouched
+    assert store.leases.renew_leases({}, ttl_s=30) == {}
+    with pytest.raises(ValueError):
+        store.leases.renew_leases(tokens, ttl_s=0)
+
+
 def _fenced_writes(
     store: Store, run_id: str, token: int, step_id: int
 ) -> dict[str, Callable[[], object]]:
