@@ -187,6 +187,10 @@ class Codes:
         "a session's ref names a node that left the page, or a page that navigated since: snapshot again",
     )
     REF_UNKNOWN = _code("REF_UNKNOWN", ErrorClass.PERMANENT, "a ref that this session's snapshots never issued")
+    COMMAND_EXPIRED = _code(
+        "COMMAND_EXPIRED", ErrorClass.RETRY_RUN,
+        "a session's command reached its worker after its start window: not run; send it again",
+    )
 
     @classmethod
     def all(cls) -> list[ErrorCode]:

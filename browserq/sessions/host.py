@@ -33,7 +33,9 @@ from browserq.sessions.routing import (
     REPLY_QUEUE_PREFIX,
     CommandConsumer,
     Publisher,
+    clock_offset_s,
     command_queue_name,
+    too_late,
 )
 from browserq.sessions.snapshot import Snapshotter
 from browserq.sessions.watched import answered_event, show_live
@@ -59,6 +61,7 @@ class SessionHost:
         self.settings = runtime.settings
         self.send = send
         self.sessions: dict[str, HeldSession] = {}
+        self.clock_offset_s = 0.0  # the database's clock minus this process's, read at each hold
         self.commands = CommandRunner(runtime.runner.attempt, frozenset(self.settings.session_side_effect_actions))
         self.renewer = SessionRenewer(runtime.store.leases, self.settings.lease_ttl_s)
         self.consumer = consumer_of(self).start()
@@ -79,6 +82,7 @@ class SessionHost:
         if len(self.sessions) >= self.settings.session_max_per_process:
             return self._refuse_full(run_id, reply_to, correlation_id)
         store = self.runtime.store
+        self.clock_offset_s = clock_offset_s(store.database.now())  # commands' start windows: the database's clock
         try:
             lease = store.leases.acquire_lease(run_id, owner=self.runtime.owner, ttl_s=self.settings.lease_ttl_s,
                                         holder_dead=holder_dead)
@@ -243,6 +247,8 @@ class SessionHost:
                     return {"ok": True, "closed": "closed by its client"}
                 if (seen := held.known.pop(f"cmd.{body.get('id', '')}", None)) is not None:
                     return self._redelivered(held, body, seen)
+                if too_late(body, self.clock_offset_s):
+                    return self._expired(held, body)
                 try:
                     if kind == "batch":
                         return await self.commands.batch(held, body)
@@ -255,6 +261,15 @@ class SessionHost:
         finally:
             held.busy -= 1
             held.last_used = time.monotonic()
+
+    def _expired(self, held: HeldSession, body: dict[str, Any]) -> dict[str, Any]:
+        """A command that reached the session after its start window: never started, never run
+        (its client may have given up on it, and sent it again)."""
+        log.warning("session command past its start window: not run", run_id=held.run_id,
+                    action=str(body.get("action") or body.get("kind"))[:40], command=str(body.get("id", ""))[:80])
+        return failure_reply(StepFailed(Codes.COMMAND_EXPIRED, "it reached the worker holding the session after "
+                                        "its start window (a worker lost, or a broker's late redelivery): it was "
+                                        "not run; send it again"), held.epoch)
 
     def _redelivered(self, held: HeldSession, body: dict[str, Any], seen: Any) -> dict[str, Any]:
         """A command the previous holder had started when it was lost: never run again. A write

@@ -7,7 +7,8 @@ worker process holds the session consumes it. A process consumes the queues of a
 holds with ONE kombu consumer on a daemon thread with its own broker connection
 (:class:`CommandConsumer`); queues are added and removed as sessions open and close. A command is
 acknowledged after it ran: a command in flight when its worker dies is delivered again to the next
-holder, which finds its step record and never replays it (``docs/sessions.md``).
+holder, which finds its step record and never replays it (``docs/sessions.md``); one that never
+started is dropped once its start window (``START_WINDOW_S``) has passed.
 Replies go to the client's reply queue by the default exchange (:class:`Publisher`).
 """
 
@@ -18,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -34,6 +36,32 @@ REPLY_QUEUE_PREFIX = "bq.reply."
 CONSUMER_TICK_S = 0.1
 #: Pause before the consumer thread connects again after losing its broker connection.
 RECONNECT_PAUSE_S = 1.0
+
+#: A client waits for a command's reply its timeout plus this margin, then gives up.
+REPLY_MARGIN_S = 30.0
+#: A command that has not started this long after its client sent it (on the database's clock,
+#: which client and worker agree on) never starts: it could otherwise still run after its client
+#: gave up — a command taken by a worker that died before starting it comes back on Redis only
+#: after the broker's visibility timeout (an hour), and the client may have sent it again by then.
+#: Started within the window, it ends within its timeout, before the client stops waiting.
+START_WINDOW_S = REPLY_MARGIN_S - 10.0
+
+
+def clock_offset_s(database_now: datetime) -> float:
+    """How far the database's clock is ahead of this process's (negative: behind)."""
+    return database_now.timestamp() - time.time()
+
+
+def start_by(offset_s: float) -> float:
+    """A command's ``start_by``, sent now: the database's time after which it must not start."""
+    return time.time() + offset_s + START_WINDOW_S
+
+
+def too_late(body: dict[str, Any], offset_s: float) -> bool:
+    """Whether ``body``'s start window has passed (a message without one never expires)."""
+    deadline = body.get("start_by")
+    return isinstance(deadline, int | float) and time.time() + offset_s > deadline
+
 
 #: ``on_message(body, done)``: a command arrived; call ``done()`` once it ran (acks it).
 OnMessage = Callable[[dict[str, Any], Callable[[], None]], None]
@@ -188,6 +216,6 @@ class CommandConsumer:
 
 
 __all__ = [
-    "COMMAND_QUEUE_PREFIX", "REPLY_QUEUE_PREFIX", "CommandConsumer", "Publisher", "command_queue",
-    "command_queue_name", "reply_queue",
+    "COMMAND_QUEUE_PREFIX", "REPLY_MARGIN_S", "REPLY_QUEUE_PREFIX", "START_WINDOW_S", "CommandConsumer", "Publisher",
+    "clock_offset_s", "command_queue", "command_queue_name", "reply_queue", "start_by", "too_late",
 ]

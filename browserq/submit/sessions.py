@@ -25,16 +25,13 @@ from typing import Any
 from browserq.execute import check_identity_request, record_run
 from browserq.execute.admission import admit
 from browserq.sessions.errors import CommandFailed, SessionCapacity, SessionClosed
-from browserq.sessions.routing import command_queue_name
+from browserq.sessions.routing import REPLY_MARGIN_S, clock_offset_s, command_queue_name, start_by
 from browserq.sessions.template import SESSION_TEMPLATE, session_template
 from browserq.settings import Settings, get_settings
 from browserq.submit.services import ProducerServices, producer_services
 from browserq.submit.session_link import ENDED, SessionLink
 from browserq.tasks.app import app
 from browserq.tasks.session_task import SESSION_TASK_NAME
-
-#: How long past a command's own timeout the client waits for its reply.
-REPLY_MARGIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -52,8 +49,9 @@ class Session:
     """An open session: send it commands; close it (or leave the ``with`` block) when done."""
 
     def __init__(self, run_id: str, link: SessionLink, services: ProducerServices, settings: Settings,
-                 step_timeout_s: float) -> None:
+                 step_timeout_s: float, clock_offset_s: float = 0.0) -> None:
         self.id = run_id
+        self._clock_offset_s = clock_offset_s  # the database's clock minus ours: commands' start windows
         self.epoch: int | None = None
         self._link, self._services, self._settings = link, services, settings
         self._queue = command_queue_name(run_id)
@@ -126,16 +124,15 @@ class Session:
     def _request(self, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if self.closed is not None:
             raise SessionClosed(self.closed, session_id=self.id)
-        correlation_id = self._link.send(self._queue, {**body, "session": self.id})
+        window = {} if body["kind"] == "close" else {"start_by": start_by(self._clock_offset_s)}
+        correlation_id = self._link.send(self._queue, {**body, **window, "session": self.id})
         try:
             reply = self._link.wait(correlation_id, timeout_s + REPLY_MARGIN_S, self._why_ended, self.id)
         except SessionClosed as gone:
             self.closed = gone.why
             raise
         if reply is None:  # the session is still open (else SessionClosed came): its worker may be lost
-            raise CommandFailed("WORKER_LOST", f"no reply within {timeout_s + REPLY_MARGIN_S:g} s: the worker "
-                                "holding the session may be lost (another takes it over when its lease "
-                                "expires); whether the command ran is unknown", retryable=True, epoch=self.epoch)
+            raise self._no_reply(body, timeout_s + REPLY_MARGIN_S)
         self.epoch = reply.get("epoch", self.epoch)
         if reply.get("closed") and body["kind"] != "close":
             self.closed = str(reply["closed"])
@@ -143,6 +140,19 @@ class Session:
         if not reply.get("ok") and "error" in reply:
             raise _failure(reply)
         return reply
+
+    def _no_reply(self, body: dict[str, Any], waited_s: float) -> CommandFailed:
+        """No reply in time. Past its start window the command never starts (``START_WINDOW_S``), so
+        a read may be sent again; a write may have happened before its worker was lost."""
+        lost = (f"no reply within {waited_s:g} s: the worker holding the session may be lost (another takes it "
+                "over when its lease expires)")
+        writes = set(self._settings.session_side_effect_actions)
+        commands = body.get("steps") if body["kind"] == "batch" else [body]
+        if any(c.get("side_effect") or c.get("action") in writes for c in commands or ()):
+            return CommandFailed("OUTCOME_UNKNOWN", f"{lost}; this side effect may or may not have happened, and "
+                                 "it will not run now: check before sending it again", epoch=self.epoch)
+        return CommandFailed("WORKER_LOST", f"{lost}; the command will not run now: send it again",
+                             retryable=True, epoch=self.epoch)
 
     def _why_ended(self) -> str | None:
         run = self._services.store.runs.get_run(self.id)
@@ -231,7 +241,8 @@ def open_session(
 
 def _wait_opened(run_id: str, link: SessionLink, services: ProducerServices, config: Settings,
                  step_timeout_s: float, open_timeout_s: float) -> Session:
-    session = Session(run_id, link, services, config, step_timeout_s)
+    session = Session(run_id, link, services, config, step_timeout_s,
+                      clock_offset_s(services.store.database.now()))
     correlation_id = f"open-{run_id}"
     app.send_task(SESSION_TASK_NAME, kwargs={"run_id": run_id, "reply_to": link.queue.name,
                                              "correlation_id": correlation_id}, queue=config.queue,
