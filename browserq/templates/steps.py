@@ -42,6 +42,15 @@ class NavigateStep(ActionStep):
     into: OutputName | None = None
 
 
+class GoBackStep(ActionStep):
+    """Go back one page in the current tab's history, as the browser's Back button does."""
+
+    action: Literal["go_back"] = "go_back"
+    wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] = "load"
+    #: Store ``{"status": HTTP status or None, "url": the URL now shown}`` in ``outputs[into]``.
+    into: OutputName | None = None
+
+
 class ClickStep(ActionStep):
     action: Literal["click"] = "click"
     selector: Selector
@@ -245,6 +254,7 @@ class AssertStep(ActionStep):
 
 ACTION_CLASSES: tuple[type[ActionStep], ...] = (
     NavigateStep,
+    GoBackStep,
     ClickStep,
     FillStep,
     TypeStep,
@@ -293,6 +303,7 @@ def step_tag(value: Any) -> str | None:
 Step = Annotated[
     Union[  # noqa: UP007 - tagged members read better as a Union
         Annotated[NavigateStep, Tag("navigate")],
+        Annotated[GoBackStep, Tag("go_back")],
         Annotated[ClickStep, Tag("click")],
         Annotated[FillStep, Tag("fill")],
         Annotated[TypeStep, Tag("type")],
