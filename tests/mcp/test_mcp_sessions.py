@@ -109,17 +109,30 @@ def test_a_client_logs_in_fills_a_form_and_extracts_over_http(redis_fleet: Fleet
 
 
 def test_two_clients_get_two_sessions_that_share_no_cookies(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+    """Two clients at once, one of them with a token mapped to tenant acme (BROWSERQ_MCP_TOKENS)."""
+    before = open_sessions()
+    tenants: list[str | None] = []
+
     async def main(url: str) -> str:
-        async with http_client(url, TOKEN) as first, http_client(url, TOKEN) as second:
+        async with http_client(url, TOKEN) as first, http_client(url, "acme-token") as second:
             await log_in(first, demo.url)
             ok(await second.call_tool("browser_navigate", {"url": f"{demo.url}/account"}))
             seen = ok(await second.call_tool("browser_snapshot", {}))
             assert "Welcome, demo" in ok(await first.call_tool("browser_snapshot", {}))
+            tenants.extend(sorted((run_of(run_id).tenant for run_id in open_sessions() - before), key=str))
             return seen
 
-    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN) as url:
+    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN,
+                     BROWSERQ_MCP_TOKENS='{"acme-token": "acme"}') as url:
         second_saw = anyio.run(main, url)
     assert "/login" in second_saw.splitlines()[0] and "Welcome" not in second_saw  # no login cookie there
+    assert tenants == [None, "acme"]  # two sessions; the second client's under its token's tenant
+
+
+def run_of(run_id: str) -> Any:
+    from browserq.submit.services import producer_services
+
+    return producer_services().store.runs.get_run(run_id)
 
 
 def test_a_client_that_vanishes_leaves_no_open_session(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
