@@ -31,13 +31,16 @@ async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
 
 
 async def go_back(ctx: StepContext, step: GoBackStep) -> Any:
-    """Go back one page in the tab's history; ``NAVIGATION_FAILED`` when there is none. The page
-    it lands on is held to allowed_domains by the context's guards, as any navigation is."""
-    before = ctx.page.url
-    response = await ctx.page.go_back(wait_until=step.wait_until, timeout=ctx.timeout_ms)
-    if response is None and ctx.page.url == before:
+    """Go back one page in the tab's history; ``NAVIGATION_FAILED`` when there is none (the blank
+    page a tab starts on does not count: landing there, the step goes forward again and fails).
+    The page it lands on is held to allowed_domains by the context's guards, as any navigation."""
+    page, before = ctx.page, ctx.page.url
+    response = await page.go_back(wait_until=step.wait_until, timeout=ctx.timeout_ms)
+    if response is None and page.url in (before, "about:blank"):
+        if page.url != before:
+            await page.go_forward(wait_until=step.wait_until, timeout=ctx.timeout_ms)
         raise StepFailed(Codes.NAVIGATION_FAILED, f"no earlier page in this tab's history (still on {before})")
-    return {"status": response.status if response is not None else None, "url": ctx.page.url}
+    return {"status": response.status if response is not None else None, "url": page.url}
 
 
 _HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
