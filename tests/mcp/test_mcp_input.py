@@ -129,3 +129,50 @@ def test_the_http_server_needs_a_token_off_loopback(redis_fleet: Fleet) -> None:
     assert "Traceback" not in off_loopback.stderr
     no_flag = run_mcp("--http", "127.0.0.1:8931", env=env)
     assert no_flag.returncode != 0 and "--no-auth" in no_flag.stderr
+
+
+TOOLS_PAGE = """<!doctype html><title>Tools</title>
+<script>function press(name) { fetch('/press/' + name, {method: 'POST'}); }</script>
+<select aria-label="Size" onchange="press('select-' + this.value)">
+  <option value="s">Small</option><option value="l">Large</option></select>
+<button onmouseover="press('hovered')">Hover me</button>
+<input aria-label="Key box" onkeydown="if (event.key === 'Enter') press('enter')">
+<button onclick="press(confirm('Sure?') ? 'confirmed' : 'declined')">Ask</button>
+<a href="/other" target="_blank">Other</a>
+"""
+OTHER_PAGE = "<!doctype html><title>Other page</title><h1>The other page</h1>"
+
+
+def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) -> None:
+    """select_option, hover, press_key, handle_dialog, tabs, evaluate: each a session command."""
+    presses = PressCounter()
+
+    async def main(base: str) -> None:
+        async with stdio_client(redis_fleet, "--allow-eval") as client:
+            assert "browser_evaluate" in {tool.name for tool in (await client.list_tools()).tools}
+            ok(await client.call_tool("browser_navigate", {"url": f"{base}/"}))
+            page = ok(await client.call_tool("browser_snapshot", {}))
+            ok(await client.call_tool("browser_select_option", {"element": "Size", "ref": ref(page, 'combobox "Size"'),
+                                                                 "values": ["l"]}))
+            ok(await client.call_tool("browser_hover", {"element": "Hover me", "ref": ref(page, 'button "Hover me"')}))
+            ok(await client.call_tool("browser_click", {"element": "Key box", "ref": ref(page, 'textbox "Key box"')}))
+            ok(await client.call_tool("browser_press_key", {"key": "Enter"}))
+            ok(await client.call_tool("browser_handle_dialog", {"accept": True}))
+            ok(await client.call_tool("browser_click", {"element": "Ask", "ref": ref(page, 'button "Ask"')}))
+            ok(await client.call_tool("browser_click", {"element": "Ask", "ref": ref(page, 'button "Ask"')}))  # dismissed
+            assert ok(await client.call_tool("browser_evaluate", {"function": "() => 6 * 7"})) == "42"
+
+            ok(await client.call_tool("browser_click", {"element": "Other", "ref": ref(page, 'link "Other"')}))
+            ok(await client.call_tool("browser_tabs", {"action": "select", "index": 1}))
+            assert "The other page" in ok(await client.call_tool("browser_snapshot", {}))
+            ok(await client.call_tool("browser_tabs", {"action": "close"}))
+            assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))
+            listed = await client.call_tool("browser_tabs", {"action": "list"})
+            assert listed.is_error and "not supported" in text(listed)
+            handoff = await client.call_tool("browser_handoff", {"message": "solve the captcha"})
+            assert handoff.is_error and text(handoff).startswith("HANDOFF_UNSUPPORTED")
+
+    with serve_http(pages_with_presses({"/": TOOLS_PAGE, "/other": OTHER_PAGE}, presses)) as address:
+        anyio.run(main, f"http://{address}")
+        for name in ("select-l", "hovered", "enter", "confirmed", "declined"):
+            wait_until(lambda name=name: presses[name] == 1, 30, f"the page to see {name}")
