@@ -113,8 +113,10 @@ def _tabs(args: Mapping[str, Any]) -> list[Step]:
         return [{"action": "switch_tab", "to": index}]
     if action == "close":
         return ([] if index is None else [{"action": "switch_tab", "to": index}]) + [{"action": "close_tab"}]
+    if action == "list":
+        return [{"action": "list_tabs"}]
     raise ToolInputError(f"browser_tabs {action} is not supported: a tab opens through a link or a click "
-                         "(the page's own), then select moves to it by index; close closes one")
+                         "(the page's own); list shows it, select moves to it by index")
 
 
 def _upload(args: Mapping[str, Any]) -> list[Step]:

@@ -144,7 +144,8 @@ OTHER_PAGE = "<!doctype html><title>Other page</title><h1>The other page</h1>"
 
 
 def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) -> None:
-    """select_option, hover, press_key, handle_dialog, tabs, evaluate: each a session command."""
+    """select_option, hover, press_key, handle_dialog, tabs (list, select, close), evaluate: each a
+    session command."""
     presses = PressCounter()
 
     async def main(base: str) -> None:
@@ -163,12 +164,15 @@ def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) 
             assert ok(await client.call_tool("browser_evaluate", {"function": "() => 6 * 7"})) == "42"
 
             ok(await client.call_tool("browser_click", {"element": "Other", "ref": ref(page, 'link "Other"')}))
+            listed = await client.call_tool("browser_tabs", {"action": "list"})
+            assert [(t["index"], t["title"], t["current"]) for t in listed.structured_content["output"]] == [
+                (0, "Tools", True), (1, "Other page", False)]
             ok(await client.call_tool("browser_tabs", {"action": "select", "index": 1}))
             assert "The other page" in ok(await client.call_tool("browser_snapshot", {}))
             ok(await client.call_tool("browser_tabs", {"action": "close"}))
             assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))
-            listed = await client.call_tool("browser_tabs", {"action": "list"})
-            assert listed.is_error and "not supported" in text(listed)
+            new = await client.call_tool("browser_tabs", {"action": "new"})
+            assert new.is_error and "not supported" in text(new)
             handoff = await client.call_tool("browser_handoff", {"message": "solve the captcha"})
             assert handoff.is_error and text(handoff).startswith("HANDOFF_UNSUPPORTED")
 

@@ -122,6 +122,7 @@ def test_every_action_has_a_class_and_loads(load) -> None:
         "go_back",
         "handoff",
         "hover",
+        "list_tabs",
         "navigate",
         "press",
         "screenshot",
