@@ -127,6 +127,8 @@ class Settings(BaseSettings):
     session_open_timeout_s: float = Field(60.0, gt=0, description="How long open_session() waits for a worker process to take the session before it gives up with SessionCapacity (the run is cancelled).")
     session_capacity_retry_s: float = Field(5.0, gt=0, description="The retry_after_s a SessionCapacity suggests.")
     session_side_effect_actions: list[str] = Field(default_factory=list, description="Actions whose session commands are always side effects (written ahead before dispatch, never replayed), as if sent with side_effect=True; e.g. [\"click\", \"press\"].")
+    mcp_token: str | None = Field(None, description="The bearer token `browserq mcp --http` requires of every request (docs/agents.md); its sessions run under no tenant.")
+    mcp_tokens: dict[str, str] = Field(default_factory=dict, description='More bearer tokens for `browserq mcp --http`, each mapped to the tenant its sessions run under (tenant caps apply), JSON {"TOKEN": "acme"}.')
     journal_flush_ms: int = Field(
         1000, ge=0, le=60_000,
         description="Hold back step and artifact records that need not be durable at once and write them "

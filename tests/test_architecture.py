@@ -73,7 +73,7 @@ PUBLIC_ALL = [
 CLI_COMMANDS = [
     "batch", "beat", "cancel", "db", "db upgrade", "demo", "doctor", "enqueue", "export", "identities",
     "identities add",
-    "identities disable", "identities list", "keygen", "live", "locate", "proxies", "prune", "report", "resolve", "run",
+    "identities disable", "identities list", "keygen", "live", "locate", "mcp", "proxies", "prune", "report", "resolve", "run",
     "runs",
     "schedules", "schedules list", "schedules validate", "settings", "show",
     "sweep", "templates", "templates list", "templates validate", "webhooks", "webhooks redeliver", "worker",
@@ -90,7 +90,7 @@ ENV_VARS = [
     "BROWSERQ_LOG_LEVEL", "BROWSERQ_MAX_DOWNLOAD_BYTES", "BROWSERQ_MAX_FILE_PARAM_BYTES", "BROWSERQ_MAX_HUMAN_WAIT_S",
     "BROWSERQ_MAX_PARAMS_BYTES", "BROWSERQ_MAX_REPEAT", "BROWSERQ_MAX_RUN_ARTIFACT_BYTES", "BROWSERQ_MAX_RUN_DOWNLOAD_BYTES",
     "BROWSERQ_MAX_RUN_OUTPUT_BYTES", "BROWSERQ_MAX_SELECTOR_LENGTH", "BROWSERQ_MAX_STEP_OUTPUT_BYTES",
-    "BROWSERQ_MAX_WORKER_LOSSES", "BROWSERQ_METRICS_DIR", "BROWSERQ_METRICS_HOST", "BROWSERQ_METRICS_PORT",
+    "BROWSERQ_MAX_WORKER_LOSSES", "BROWSERQ_MCP_TOKEN", "BROWSERQ_MCP_TOKENS", "BROWSERQ_METRICS_DIR", "BROWSERQ_METRICS_HOST", "BROWSERQ_METRICS_PORT",
     "BROWSERQ_NOTIFY_URL", "BROWSERQ_NO_SANDBOX", "BROWSERQ_PROGRESS_INTERVAL_MS", "BROWSERQ_PROXIES", "BROWSERQ_PROXIES_FILE",
     "BROWSERQ_PROXY_COOLDOWN_MAX_S", "BROWSERQ_PROXY_COOLDOWN_S", "BROWSERQ_PROXY_REDIS_URL",
     "BROWSERQ_PROXY_STICKY_TTL_S", "BROWSERQ_PROXY_STRATEGY", "BROWSERQ_QUEUE", "BROWSERQ_RATE_LIMITS",

@@ -1,4 +1,4 @@
-"""Moving around: navigate, scroll and wait."""
+"""Moving around: navigate, go_back, scroll and wait."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from browserq.actions.notices import WAIT_SHORTENED
 from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url
-from browserq.templates import NavigateStep, ScrollStep, WaitStep
+from browserq.templates import GoBackStep, NavigateStep, ScrollStep, WaitStep
 from browserq.templates.interpolate import rendered_number
 
 
@@ -28,6 +28,19 @@ async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
         code = Codes.HTTP_5XX if status >= 500 else Codes.HTTP_4XX
         raise StepFailed(code, f"{step.url} answered HTTP {status}")
     return {"status": status, "url": ctx.page.url}
+
+
+async def go_back(ctx: StepContext, step: GoBackStep) -> Any:
+    """Go back one page in the tab's history; ``NAVIGATION_FAILED`` when there is none (the blank
+    page a tab starts on does not count: landing there, the step goes forward again and fails).
+    The page it lands on is held to allowed_domains by the context's guards, as any navigation."""
+    page, before = ctx.page, ctx.page.url
+    response = await page.go_back(wait_until=step.wait_until, timeout=ctx.timeout_ms)
+    if response is None and page.url in (before, "about:blank"):
+        if page.url != before:
+            await page.go_forward(wait_until=step.wait_until, timeout=ctx.timeout_ms)
+        raise StepFailed(Codes.NAVIGATION_FAILED, f"no earlier page in this tab's history (still on {before})")
+    return {"status": response.status if response is not None else None, "url": page.url}
 
 
 _HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"

@@ -11,10 +11,10 @@ from browserq.actions.download import download
 from browserq.actions.evaluate import evaluate
 from browserq.actions.extract import extract, get
 from browserq.actions.input import check, click, fill, hover, press, select, type_text, uncheck
-from browserq.actions.navigation import navigate, scroll, wait
+from browserq.actions.navigation import go_back, navigate, scroll, wait
 from browserq.actions.refs import ref_guarded, ref_of
 from browserq.actions.screenshot import screenshot
-from browserq.actions.tabs import close_tab, switch_tab
+from browserq.actions.tabs import close_tab, list_tabs, switch_tab
 from browserq.actions.upload import upload
 from browserq.templates import ActionStep, LocatorSpec
 
@@ -22,6 +22,7 @@ Action = Callable[[StepContext, Any], Awaitable[Any]]
 
 ACTION_HANDLERS: dict[str, Action] = {
     "navigate": navigate,
+    "go_back": go_back,
     "click": click,
     "fill": fill,
     "type": type_text,
@@ -39,6 +40,7 @@ ACTION_HANDLERS: dict[str, Action] = {
     "assert": assert_,
     "switch_tab": switch_tab,
     "close_tab": close_tab,
+    "list_tabs": list_tabs,
     "download": download,
     "upload": upload,
 }
@@ -52,6 +54,6 @@ def handler_for(step: ActionStep) -> Action:
 
 def element_selector(step: ActionStep) -> str | LocatorSpec | None:
     """The selector whose absence makes an ``optional`` step a skip, if the action has one."""
-    if step.action in {"navigate", "eval", "screenshot", "assert", "wait"}:
+    if step.action in {"navigate", "go_back", "list_tabs", "eval", "screenshot", "assert", "wait"}:
         return None
     return getattr(step, "selector", None)

@@ -1,4 +1,4 @@
-"""Moving the run between its pages: ``switch_tab`` and ``close_tab``.
+"""Moving the run between its pages: ``switch_tab`` and ``close_tab``; ``list_tabs`` lists them.
 
 The pages themselves are the runner's (:mod:`browserq.runner.tabs`); an action reaches them
 through its :class:`StepContext`'s ``tabs`` (:class:`TabControl`), as it reaches the store only
@@ -7,6 +7,7 @@ through ``save_artifact``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from playwright.async_api import Page
@@ -14,10 +15,16 @@ from playwright.async_api import Page
 from browserq.actions.context import StepContext
 from browserq.errors import Codes, StepFailed
 from browserq.templates import CloseTabStep, SwitchTabStep
+from browserq.templates.tab_steps import ListTabsStep
 
 
 class TabControl(Protocol):
     """What the runner's tabs offer an action."""
+
+    pages: list[Page]
+
+    @property
+    def current(self) -> Page | None: ...
 
     def find(self, to: int | str) -> Page: ...
 
@@ -46,3 +53,18 @@ async def switch_tab(ctx: StepContext, step: SwitchTabStep) -> Any:
 async def close_tab(ctx: StepContext, step: CloseTabStep) -> Any:
     """Close the current page; the run goes back to its opener."""
     await _tabs(ctx).close_current(ctx.timeout_ms / 1000)
+
+
+async def list_tabs(ctx: StepContext, step: ListTabsStep) -> Any:
+    """The open pages, oldest first, each with its index (what ``switch_tab`` takes), URL, title
+    and whether the steps act on it now."""
+    tabs = _tabs(ctx)
+    await tabs.caught_up(ctx.timeout_ms / 1000)
+    current, listed = tabs.current, []
+    for index, page in enumerate(list(tabs.pages)):
+        try:
+            title = await asyncio.wait_for(page.title(), ctx.timeout_ms / 1000)
+        except Exception:  # a page that is closing or busy has no title to give: listed all the same
+            title = ""
+        listed.append({"index": index, "url": page.url, "title": title, "current": page is current})
+    return listed

@@ -3,7 +3,7 @@
 The commands live by theme — :mod:`~browserq.cli.run_commands` (run, demo, runs, show, cancel, batch), :mod:`~browserq.cli.resolve` (resolve),
 :mod:`~browserq.cli.operations` (worker, beat, sweep, db, settings, proxies, identities, keygen),
 :mod:`~browserq.cli.templates` (templates list/validate), :mod:`~browserq.cli.doctor` (doctor),
-:mod:`~browserq.cli.webhooks` (webhooks redeliver) — printed through
+:mod:`~browserq.cli.webhooks` (webhooks redeliver), :mod:`~browserq.cli.agents` (mcp) — printed through
 :mod:`~browserq.cli.render`. This module builds the typer ``app`` from them, in the order
 ``--help`` lists them, and holds :func:`main`, the console script's entry point.
 """
@@ -16,6 +16,7 @@ import sys
 import typer
 from rich.text import Text
 
+from browserq.cli.agents import mcp_server
 from browserq.cli.doctor import doctor
 from browserq.cli.enqueue import enqueue
 from browserq.cli.human import live
@@ -88,6 +89,7 @@ app.command(context_settings=PASSTHROUGH)(beat)
 app.command()(runs)
 app.command()(show)
 app.command()(live)
+app.command("mcp")(mcp_server)
 app.command()(report)
 app.command()(cancel)
 app.command()(resolve)

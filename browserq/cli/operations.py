@@ -141,8 +141,10 @@ def show_settings() -> None:
         table.add_column(column, overflow="fold")
     for name, field in Settings.model_fields.items():
         value = getattr(settings, name)
-        if name in ("secret_key", "webhook_secret") and value:
+        if name in ("secret_key", "webhook_secret", "mcp_token") and value:
             value = "(set)"
+        elif name == "mcp_tokens" and value:  # the tokens are secrets; their tenants are not
+            value = f"(set: {len(value)} tokens, tenants {', '.join(sorted(set(value.values())))})"
         elif name == "notify_url" and value:
             from browserq.webhooks.targets import shown_url
 

@@ -31,7 +31,7 @@ from browserq.templates.fields import (
 from browserq.templates.file_steps import FILE_STEP_CLASSES, DownloadStep, UploadStep
 from browserq.templates.handoff import HandoffStep
 from browserq.templates.step_base import ActionStep, DialogAnswer, Postcondition  # noqa: F401 (re-exported)
-from browserq.templates.tab_steps import TAB_STEP_CLASSES, CloseTabStep, SwitchTabStep
+from browserq.templates.tab_steps import TAB_STEP_CLASSES, CloseTabStep, ListTabsStep, SwitchTabStep
 
 
 class NavigateStep(ActionStep):
@@ -39,6 +39,15 @@ class NavigateStep(ActionStep):
     url: str
     wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] = "load"
     #: Store ``{"status": HTTP status, "url": the URL after redirects}`` in ``outputs[into]``.
+    into: OutputName | None = None
+
+
+class GoBackStep(ActionStep):
+    """Go back one page in the current tab's history, as the browser's Back button does."""
+
+    action: Literal["go_back"] = "go_back"
+    wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] = "load"
+    #: Store ``{"status": HTTP status or None, "url": the URL now shown}`` in ``outputs[into]``.
     into: OutputName | None = None
 
 
@@ -245,6 +254,7 @@ class AssertStep(ActionStep):
 
 ACTION_CLASSES: tuple[type[ActionStep], ...] = (
     NavigateStep,
+    GoBackStep,
     ClickStep,
     FillStep,
     TypeStep,
@@ -293,6 +303,7 @@ def step_tag(value: Any) -> str | None:
 Step = Annotated[
     Union[  # noqa: UP007 - tagged members read better as a Union
         Annotated[NavigateStep, Tag("navigate")],
+        Annotated[GoBackStep, Tag("go_back")],
         Annotated[ClickStep, Tag("click")],
         Annotated[FillStep, Tag("fill")],
         Annotated[TypeStep, Tag("type")],
@@ -310,6 +321,7 @@ Step = Annotated[
         Annotated[AssertStep, Tag("assert")],
         Annotated[SwitchTabStep, Tag("switch_tab")],
         Annotated[CloseTabStep, Tag("close_tab")],
+        Annotated[ListTabsStep, Tag("list_tabs")],
         Annotated[DownloadStep, Tag("download")],
         Annotated[UploadStep, Tag("upload")],
         Annotated[HandoffStep, Tag("handoff")],

@@ -1,4 +1,4 @@
-"""Steps that move the run between its pages: ``switch_tab`` and ``close_tab``.
+"""Steps that move the run between its pages: ``switch_tab``, ``close_tab``; ``list_tabs``.
 
 A run starts on one page. A click-like step with ``opens: tab`` waits for the page it opens (a
 ``target=_blank`` link, ``window.open``) and the steps after it act there; ``switch_tab`` goes to
@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, field_validator
 
+from browserq.templates.fields import OutputName
 from browserq.templates.params import show
 from browserq.templates.regex import describe_url_pattern, url_pattern_problem
 from browserq.templates.step_base import ActionStep
@@ -58,4 +59,12 @@ class CloseTabStep(ActionStep):
     action: Literal["close_tab"] = "close_tab"
 
 
-TAB_STEP_CLASSES: tuple[type[ActionStep], ...] = (SwitchTabStep, CloseTabStep)
+class ListTabsStep(ActionStep):
+    """The run's open pages, oldest first: ``[{index, url, title, current}]`` (``index`` is what
+    ``switch_tab: to:`` takes)."""
+
+    action: Literal["list_tabs"] = "list_tabs"
+    into: OutputName | None = None
+
+
+TAB_STEP_CLASSES: tuple[type[ActionStep], ...] = (SwitchTabStep, CloseTabStep, ListTabsStep)

@@ -68,3 +68,24 @@ def test_http_status_codes_map_to_error_codes(any_runtime: Runtime, demo) -> Non
     assert outcome.status == "completed", outcome
     codes = [s.error_code for s in any_runtime.store.steps.steps(outcome.run_id)]
     assert codes == ["HTTP_5XX", "HTTP_5XX", None]
+
+
+def test_go_back_returns_to_the_previous_page_and_fails_without_one(any_runtime: Runtime, demo) -> None:
+    loaded = template(
+        """
+        steps:
+          - {action: navigate, url: "%s/quotes/"}
+          - {action: navigate, url: "%s/quotes/page/2/"}
+          - {action: go_back, into: back}
+          - {action: get, what: url, into: here}
+        """
+        % (demo.url, demo.url)
+    )
+    outcome = any_runtime.run_loaded(loaded)
+    assert outcome.status == "completed", outcome
+    assert outcome.outputs["here"] == f"{demo.url}/quotes/"
+    assert outcome.outputs["back"] == {"status": 200, "url": f"{demo.url}/quotes/"}
+
+    first = any_runtime.run_loaded(template('steps:\n  - {action: navigate, url: "%s/quotes/"}\n'
+                                            '  - {action: go_back}' % demo.url))
+    assert first.status == "failed" and first.error_code == "NAVIGATION_FAILED"

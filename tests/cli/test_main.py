@@ -53,7 +53,7 @@ def test_help_lists_the_commands_in_their_order() -> None:
 
     group = typer.main.get_command(app)
     assert group.list_commands(None) == [  # type: ignore[arg-type]
-        "run", "enqueue", "demo", "locate", "worker", "beat", "runs", "show", "live", "report", "cancel", "resolve", "sweep", "prune",
+        "run", "enqueue", "demo", "locate", "worker", "beat", "runs", "show", "live", "mcp", "report", "cancel", "resolve", "sweep", "prune",
         "export", "batch",
         "proxies", "doctor", "settings", "keygen", "templates", "db", "identities", "schedules", "webhooks",
     ]

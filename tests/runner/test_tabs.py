@@ -300,3 +300,19 @@ def test_a_bad_url_pattern_built_from_params_is_refused_by_the_producer() -> Non
     loaded = template('params:\n  p: {type: string}\nsteps:\n  - {action: switch_tab, to: "re:${p}"}\n')
     with pytest.raises(ParamError, match=r"\(switch_tab\) to: 're:\$\{p\}' gives invalid regular expression"):
         prepare_loaded(loaded, {"p": "(a"}, max_params_bytes=1 << 20)
+
+
+def test_list_tabs_lists_the_open_pages_oldest_first_and_the_current_one(runtime: Runtime, site: str) -> None:
+    loaded = template(f"""
+        settings: {{trace: off}}
+        steps:
+          - {{action: navigate, url: "{site}/opener"}}
+          - {{action: list_tabs, into: alone}}
+          - {{action: click, selector: "#pop", opens: tab}}
+          - {{action: list_tabs, into: both}}
+        """)
+    outcome = runtime.run_loaded(loaded)
+    assert outcome.status == "completed", outcome
+    assert outcome.outputs["alone"] == [{"index": 0, "url": f"{site}/opener", "title": "", "current": True}]
+    assert [(t["index"], t["url"], t["current"]) for t in outcome.outputs["both"]] == [
+        (0, f"{site}/opener", False), (1, f"{site}/popup", True)]

@@ -119,8 +119,10 @@ def test_every_action_has_a_class_and_loads(load) -> None:
         "extract",
         "fill",
         "get",
+        "go_back",
         "handoff",
         "hover",
+        "list_tabs",
         "navigate",
         "press",
         "screenshot",
@@ -154,10 +156,11 @@ def test_every_action_has_a_class_and_loads(load) -> None:
           - {action: eval, expression: "1+1", into: two}
           - {action: screenshot, name: shots/a.png, selector: a}
           - {action: assert, text: hi, within: main, message: no greeting}
+          - {action: go_back, wait_until: commit, into: back}
         """
     ).template
     names = "navigate click fill type select check uncheck press hover scroll wait extract get eval"
-    expected = [ACTIONS[a] for a in (*names.split(), "screenshot", "assert")]
+    expected = [ACTIONS[a] for a in (*names.split(), "screenshot", "assert", "go_back")]
     assert [type(s) for s in t.steps] == expected
     assert t.steps[10].state == "hidden" and t.steps[11].fields is None
 

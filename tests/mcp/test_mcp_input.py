@@ -1,0 +1,182 @@
+"""``browserq mcp`` refuses what it must, specifically, and stays usable: a stale ref presses no
+other button; unknown tools, wrong types, out-of-range values and never-issued refs are errors
+that name the problem; HTTP without the token, or with a wrong one, is 401 and runs nothing; the
+server does not start on a network address without a token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import MCPError
+
+from tests.mcp.mcp_fixtures import (
+    http_client,
+    http_server,
+    ok,
+    open_sessions,
+    ref,
+    run_mcp,
+    stdio_client,
+    text,
+)
+from tests.sessions.conftest import PressCounter, pages_with_presses
+from tests.sessions.session_fixtures import Fleet, redis_fleet_fixture  # noqa: F401  # the fixture
+from tests.support.http import serve_http
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "mcp-input-token-77ab"
+
+#: Alpha and Beta; Shuffle re-renders them as new, identical-looking nodes in swapped places.
+SWAPPING = """<!doctype html><title>Buttons</title>
+<script>
+function press(name) { fetch('/press/' + name, {method: 'POST'}); }
+function shuffle() {
+  const box = document.getElementById('box');
+  const [first, second] = box.querySelectorAll('button');
+  box.replaceChildren(second.cloneNode(true), first.cloneNode(true));
+}
+</script>
+<div id="box"><button onclick="press('alpha')">Alpha</button><button onclick="press('beta')">Beta</button></div>
+<button onclick="shuffle()">Shuffle</button>
+"""
+
+
+def test_a_stale_ref_is_an_error_and_presses_no_other_button(redis_fleet: Fleet) -> None:
+    presses = PressCounter()
+
+    async def main(base: str) -> None:
+        async with stdio_client(redis_fleet) as client:
+            ok(await client.call_tool("browser_navigate", {"url": f"{base}/"}))
+            before = ok(await client.call_tool("browser_snapshot", {}))
+            ok(await client.call_tool("browser_click", {"element": "Shuffle", "ref": ref(before, 'button "Shuffle"')}))
+            stale = await client.call_tool("browser_click", {"element": "Alpha", "ref": ref(before, 'button "Alpha"')})
+            assert stale.is_error and text(stale).startswith("REF_STALE:")
+            assert "take a new snapshot (browser_snapshot)" in text(stale) and "still open" in text(stale)
+            after = ok(await client.call_tool("browser_snapshot", {}))  # the session goes on
+            assert ref(after, 'button "Alpha"') != ref(before, 'button "Alpha"')
+            ok(await client.call_tool("browser_click", {"element": "Alpha", "ref": ref(after, 'button "Alpha"')}))
+
+    with serve_http(pages_with_presses({"/": SWAPPING}, presses)) as address:
+        anyio.run(main, f"http://{address}")
+        wait_until(lambda: presses["alpha"] == 1, 30, "the press of the new Alpha")
+    assert presses["beta"] == 0  # the stale ref pressed nothing, least of all the button now in its place
+
+
+def test_bad_input_is_a_specific_error_and_the_server_goes_on(redis_fleet: Fleet, demo) -> None:
+    async def main() -> None:
+        async with stdio_client(redis_fleet) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert "browser_evaluate" not in tools  # these sessions do not allow eval
+            assert tools["browser_snapshot"].input_schema["properties"]["budget"]["maximum"] == 100_000
+            with pytest.raises(MCPError, match="unknown tool 'browser_fly'"):
+                await client.call_tool("browser_fly", {})
+            with pytest.raises(MCPError, match="do not allow eval"):
+                await client.call_tool("browser_evaluate", {"function": "() => 1"})
+            for arguments, problem in (
+                ({"url": 42}, "url: 42 is not of type 'string'"),
+                ({}, "'url' is a required property"),
+                ({"url": "x" * 5000}, "url: 'xxx"),
+                ({"url": f"{demo.url}/", "nope": 1}, "Additional properties are not allowed ('nope'"),
+            ):
+                refused = await client.call_tool("browser_navigate", arguments)
+                assert refused.is_error and text(refused).startswith("INVALID_ARGUMENTS: browser_navigate: ")
+                assert problem in text(refused)
+            small = await client.call_tool("browser_snapshot", {"budget": 5})
+            assert small.is_error and "budget: 5 is less than the minimum of 1000" in text(small)
+            clash = await client.call_tool("browser_wait_for", {})
+            assert clash.is_error and "give exactly one of time, text, textGone" in text(clash)
+
+            ok(await client.call_tool("browser_navigate", {"url": f"{demo.url}/login"}))
+            unknown = await client.call_tool("browser_click", {"element": "a button", "ref": "e999999.1"})
+            assert unknown.is_error and text(unknown).startswith("REF_UNKNOWN:")
+            denied = await client.call_tool("browser_navigate", {"url": "file:///etc/passwd"})
+            assert denied.is_error and "URL_DENIED" in text(denied)
+            assert "Login" in ok(await client.call_tool("browser_snapshot", {}))  # still the same session
+
+    anyio.run(main)
+
+
+def test_http_without_or_with_a_wrong_token_is_401_and_runs_nothing(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    before = open_sessions()
+
+    async def refused(url: str) -> None:
+        with pytest.raises(BaseException):  # noqa: B017 - the SDK's client gives up on the 401 its own way
+            async with http_client(url, "wrong-token") as client:
+                await client.call_tool("browser_navigate", {"url": f"{demo.url}/"})
+
+    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKENS=f'{{"{TOKEN}": "acme"}}') as url:
+        for auth in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": f"Basic {TOKEN}"}):
+            answer = httpx2.post(url, json=call, headers={**headers, **auth}, timeout=30)
+            assert answer.status_code == 401, answer.text
+        anyio.run(refused, url)
+        assert httpx2.post(url, json=call, headers={**headers, "Authorization": f"Bearer {TOKEN}"},
+                           timeout=30).status_code == 200
+    assert open_sessions() - before == set()  # nothing was opened for the refused calls
+
+
+def test_the_http_server_needs_a_token_off_loopback(redis_fleet: Fleet) -> None:
+    env = {k: v for k, v in redis_fleet.config.env.items() if not k.startswith("BROWSERQ_MCP_TOKEN")}
+    off_loopback = run_mcp("--http", "0.0.0.0:8931", "--no-auth", env=env)
+    assert off_loopback.returncode != 0 and "needs BROWSERQ_MCP_TOKEN" in off_loopback.stderr
+    assert "Traceback" not in off_loopback.stderr
+    no_flag = run_mcp("--http", "127.0.0.1:8931", env=env)
+    assert no_flag.returncode != 0 and "--no-auth" in no_flag.stderr
+
+
+TOOLS_PAGE = """<!doctype html><title>Tools</title>
+<script>function press(name) { fetch('/press/' + name, {method: 'POST'}); }</script>
+<select aria-label="Size" onchange="press('select-' + this.value)">
+  <option value="s">Small</option><option value="l">Large</option></select>
+<button onmouseover="press('hovered')">Hover me</button>
+<input aria-label="Key box" onkeydown="if (event.key === 'Enter') press('enter')">
+<button onclick="press(confirm('Sure?') ? 'confirmed' : 'declined')">Ask</button>
+<a href="/other" target="_blank">Other</a>
+"""
+OTHER_PAGE = "<!doctype html><title>Other page</title><h1>The other page</h1>"
+
+
+def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) -> None:
+    """select_option, hover, press_key, handle_dialog, tabs (list, select, close), evaluate: each a
+    session command."""
+    presses = PressCounter()
+
+    async def main(base: str) -> None:
+        async with stdio_client(redis_fleet, "--allow-eval") as client:
+            assert "browser_evaluate" in {tool.name for tool in (await client.list_tools()).tools}
+            ok(await client.call_tool("browser_navigate", {"url": f"{base}/"}))
+            page = ok(await client.call_tool("browser_snapshot", {}))
+            ok(await client.call_tool("browser_select_option", {"element": "Size", "ref": ref(page, 'combobox "Size"'),
+                                                                 "values": ["l"]}))
+            ok(await client.call_tool("browser_hover", {"element": "Hover me", "ref": ref(page, 'button "Hover me"')}))
+            ok(await client.call_tool("browser_click", {"element": "Key box", "ref": ref(page, 'textbox "Key box"')}))
+            ok(await client.call_tool("browser_press_key", {"key": "Enter"}))
+            ok(await client.call_tool("browser_handle_dialog", {"accept": True}))
+            ok(await client.call_tool("browser_click", {"element": "Ask", "ref": ref(page, 'button "Ask"')}))
+            ok(await client.call_tool("browser_click", {"element": "Ask", "ref": ref(page, 'button "Ask"')}))  # dismissed
+            assert ok(await client.call_tool("browser_evaluate", {"function": "() => 6 * 7"})) == "42"
+
+            ok(await client.call_tool("browser_click", {"element": "Other", "ref": ref(page, 'link "Other"')}))
+            listed = await client.call_tool("browser_tabs", {"action": "list"})
+            assert [(t["index"], t["title"], t["current"]) for t in listed.structured_content["output"]] == [
+                (0, "Tools", True), (1, "Other page", False)]
+            ok(await client.call_tool("browser_tabs", {"action": "select", "index": 1}))
+            assert "The other page" in ok(await client.call_tool("browser_snapshot", {}))
+            ok(await client.call_tool("browser_tabs", {"action": "close"}))
+            assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))
+            new = await client.call_tool("browser_tabs", {"action": "new"})
+            assert new.is_error and "not supported" in text(new)
+            handoff = await client.call_tool("browser_handoff", {"message": "solve the captcha"})
+            assert handoff.is_error and text(handoff).startswith("HANDOFF_UNSUPPORTED")
+
+    with serve_http(pages_with_presses({"/": TOOLS_PAGE, "/other": OTHER_PAGE}, presses)) as address:
+        anyio.run(main, f"http://{address}")
+        for name in ("select-l", "hovered", "enter", "confirmed", "declined"):
+            wait_until(lambda name=name: presses[name] == 1, 30, f"the page to see {name}")

@@ -1,0 +1,169 @@
+"""``browserq mcp`` driven by the SDK's own client (no model) against a real worker, PostgreSQL and
+Chromium on the demo site: over stdio and over HTTP a client logs in, fills a form through refs
+and extracts records; a stale ref is an error that presses nothing; two clients, two sessions;
+a client that goes away leaves no open session."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from browserq.demo.quotes import QUOTES, QUOTES_PER_PAGE
+from browserq.demo.site import DEMO_PASSWORD
+from tests.mcp.mcp_fixtures import (
+    http_client,
+    http_server,
+    ok,
+    open_sessions,
+    ref,
+    stdio_client,
+    text,
+)
+from tests.sessions.session_fixtures import Fleet, redis_fleet_fixture  # noqa: F401  # the fixture
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "mcp-test-token-4f1c9a"
+
+
+async def log_in(client: Client, base: str) -> str:
+    """Log in to the demo site through a snapshot's refs; returns the login page's snapshot."""
+    ok(await client.call_tool("browser_navigate", {"url": f"{base}/login"}))
+    login = ok(await client.call_tool("browser_snapshot", {"interactive": True}))
+    ok(await client.call_tool("browser_fill_form", {"fields": [
+        {"name": "Username", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Uu]ser'), "value": "demo"},
+        {"name": "Password", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Pp]ass'), "value": DEMO_PASSWORD},
+    ]}))
+    ok(await client.call_tool("browser_click", {"element": "Log in", "ref": ref(login, 'button "Log in"')}))
+    return login
+
+
+async def agent_flow(client: Client, base: str) -> list[dict[str, Any]]:
+    """What an agent does: log in, fill the contact form by refs, extract the quotes."""
+    login = await log_in(client, base)
+    account = ok(await client.call_tool("browser_snapshot", {}))
+    assert "Welcome, demo" in account
+
+    stale = await client.call_tool("browser_click", {"element": "Log in", "ref": ref(login, 'button "Log in"')})
+    assert stale.is_error and text(stale).startswith("REF_STALE") and "browser_snapshot" in text(stale)
+
+    ok(await client.call_tool("browser_fill_form", {"fields": [
+        {"name": "Name", "type": "textbox", "ref": ref(account, 'textbox "Name"'), "value": "Ada MCP"},
+        {"name": "Topic", "type": "combobox", "ref": ref(account, 'combobox "Topic"'), "value": "Sales"},
+        {"name": "High", "type": "radio", "ref": ref(account, 'radio "High"'), "value": "true"},
+        {"name": "Subscribe", "type": "checkbox", "ref": ref(account, 'checkbox "Subscribe'), "value": "true"},
+    ]}))
+    ok(await client.call_tool("browser_type", {"element": "Message", "ref": ref(account, 'textbox "Message"'),
+                                                "text": "sent by an MCP client"}))
+    ok(await client.call_tool("browser_click", {"element": "Send", "ref": ref(account, 'button "Send"')}))
+    ok(await client.call_tool("browser_wait_for", {"text": "Ada MCP"}))
+
+    shot = await client.call_tool("browser_take_screenshot", {})
+    assert not shot.is_error and base64.b64decode(shot.content[0].data).startswith(b"\x89PNG")
+
+    ok(await client.call_tool("browser_navigate", {"url": f"{base}/quotes/"}))
+    ok(await client.call_tool("browser_navigate", {"url": f"{base}/quotes/page/2/"}))
+    assert '"url"' in ok(await client.call_tool("browser_navigate_back", {}))  # back on page 1
+    extracted = await client.call_tool("browser_extract", {"selector": ".quote",
+                                                           "fields": {"text": ".text", "author": ".author"}})
+    records: list[dict[str, Any]] = extracted.structured_content["output"]
+    return records
+
+
+def _check_flow(records: list[dict[str, Any]], demo: Any) -> None:
+    assert records == [{"text": q.display_text, "author": q.author} for q in QUOTES[:QUOTES_PER_PAGE]]
+    sent = [s for s in demo.submissions_snapshot() if s.get("name") == "Ada MCP"]
+    assert len(sent) == 1
+    assert (sent[0]["topic"], sent[0]["priority"], sent[0].get("subscribe"), sent[0]["message"]) == (
+        "sales", "high", "yes", "sent by an MCP client")
+
+
+def test_a_client_logs_in_fills_a_form_and_extracts_over_stdio(redis_fleet: Fleet, demo) -> None:
+    before = open_sessions()
+
+    async def main() -> list[dict[str, Any]]:
+        async with stdio_client(redis_fleet) as client:
+            return await agent_flow(client, demo.url)
+
+    _check_flow(anyio.run(main), demo)
+    # the client went away: the server closed its session with the connection
+    wait_until(lambda: not (open_sessions() - before), 60, "the stdio client's session to close")
+
+
+def test_a_client_logs_in_fills_a_form_and_extracts_over_http(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+    async def main(url: str) -> list[dict[str, Any]]:
+        async with http_client(url, TOKEN) as client:
+            return await agent_flow(client, demo.url)
+
+    before = open_sessions()
+    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN) as url:
+        _check_flow(anyio.run(main, url), demo)
+        # the client's DELETE ended its connection, and with it its session
+        wait_until(lambda: not (open_sessions() - before), 60, "the HTTP client's session to close")
+
+
+def test_two_clients_get_two_sessions_that_share_no_cookies(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+    """Two clients at once, one of them with a token mapped to tenant acme (BROWSERQ_MCP_TOKENS)."""
+    before = open_sessions()
+    tenants: list[str | None] = []
+
+    async def main(url: str) -> str:
+        async with http_client(url, TOKEN) as first, http_client(url, "acme-token") as second:
+            await log_in(first, demo.url)
+            ok(await second.call_tool("browser_navigate", {"url": f"{demo.url}/account"}))
+            seen = ok(await second.call_tool("browser_snapshot", {}))
+            assert "Welcome, demo" in ok(await first.call_tool("browser_snapshot", {}))
+            tenants.extend(sorted((run_of(run_id).tenant for run_id in open_sessions() - before), key=str))
+            return seen
+
+    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN,
+                     BROWSERQ_MCP_TOKENS='{"acme-token": "acme"}') as url:
+        second_saw = anyio.run(main, url)
+    assert "/login" in second_saw.splitlines()[0] and "Welcome" not in second_saw  # no login cookie there
+    assert tenants == [None, "acme"]  # two sessions; the second client's under its token's tenant
+
+
+def run_of(run_id: str) -> Any:
+    from browserq.submit.services import producer_services
+
+    return producer_services().store.runs.get_run(run_id)
+
+
+def test_a_client_that_vanishes_leaves_no_open_session(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+    """The client neither closes nor DELETEs: its session ends by the idle timeout (3 s here)."""
+    async def main(url: str) -> None:
+        async with http_client(url, TOKEN, terminate_on_close=False) as client:
+            ok(await client.call_tool("browser_navigate", {"url": f"{demo.url}/"}))
+
+    before = open_sessions()
+    with http_server(redis_fleet, tmp_path, "--idle-timeout", "3", BROWSERQ_MCP_TOKEN=TOKEN) as url:
+        anyio.run(main, url)
+        wait_until(lambda: open_sessions() - before == set(), 90, "the vanished client's session to idle out")
+
+
+def test_save_template_freezes_the_session_and_its_template_replays(redis_fleet: Fleet, demo) -> None:
+    """Needs ``Session.save_template`` (the freezing branch): the agent's extract, frozen and run
+    with ``run_template.delay()`` without any agent, gives the same records."""
+    from browserq import run_template
+
+    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        async with stdio_client(redis_fleet) as client:
+            ok(await client.call_tool("browser_navigate", {"url": f"{demo.url}/quotes/"}))
+            extracted = await client.call_tool("browser_extract", {"selector": ".quote",
+                                                                   "fields": {"text": ".text", "author": ".author"}})
+            saved = await client.call_tool("session_save_template", {"name": "mcp-quotes", "version": "1.0.0",
+                                                                     "params": {}})
+            ok(saved)
+            return extracted.structured_content["output"], saved.structured_content
+
+    records, saved = anyio.run(main)
+    assert saved["ref"] == "mcp-quotes@1.0.0" and "extract" in saved["text"]
+    result = run_template.delay(saved["ref"]).get(timeout=300)
+    assert result["status"] == "completed"
+    assert records in result["outputs"].values()
