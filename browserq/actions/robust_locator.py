@@ -81,6 +81,8 @@ DESCRIBE_JS = r"""
 }
 """
 _MARKS_JS = f"(els) => els.map((e) => e.getAttribute('{MARK}'))"
+#: The element described without marking it; None inside an iframe (the page's frame is the top one).
+_DESCRIBE_TOP_JS = f"(el) => window.parent !== window ? null : ({DESCRIBE_JS})(el, null)"
 _ONLY_JS = "(els, node) => els.length === 1 && els[0] === node"
 _POSITION_JS = "(els, node) => els.indexOf(node)"
 
@@ -212,9 +214,10 @@ async def locator_for(page: Page, selector: str, *, role: str | None, name: str 
     handle = await page.locator(selector).element_handle(timeout=timeout_ms)
     try:
         element = Element(-1, {}, role=valid_role(role), name=name or None)
-        if await handle.owner_frame() is not page.main_frame:
+        described = await handle.evaluate(_DESCRIBE_TOP_JS)  # one call: where it is, and what
+        if described is None:
             return Found(element, None, "none", "click", ["inside an iframe"])
-        element.info = dict(await handle.evaluate(DESCRIBE_JS, None))
+        element.info = dict(described)
         element.role = element.role or valid_role(element.info.get("role"))
         return await rank(element, HandleMatcher(page, handle))
     finally:
