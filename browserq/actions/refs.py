@@ -35,8 +35,8 @@ REF_ACTIONS = frozenset({
     "click", "fill", "type", "select", "check", "uncheck", "press", "hover", "get", "scroll",
     "download", "upload",
 })
-#: The longest the capture of a ref's locator may take (and at most a quarter of the step's budget).
-CAPTURE_TIMEOUT_S = 2.0
+#: The longest the capture of a ref's locator may take (and at most a third of the step's budget).
+CAPTURE_TIMEOUT_S = 3.0
 
 
 class IssuedNode(Protocol):
@@ -108,7 +108,7 @@ async def capture_locator(ctx: StepContext, ref: str, bound: str, node: IssuedNo
     started = time.monotonic()
     budget_s = CAPTURE_TIMEOUT_S
     if ctx.step_deadline is not None:
-        budget_s = min(budget_s, max(0.1, (ctx.step_deadline - started) / 4))
+        budget_s = min(budget_s, max(0.1, (ctx.step_deadline - started) / 3))
     event: dict[str, Any] = {"type": "locator", "ref": ref}
     try:
         async with asyncio.timeout(budget_s):

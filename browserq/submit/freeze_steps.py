@@ -40,7 +40,7 @@ LEFT_OUT_ACTIONS = {
 }
 #: Fields whose values are names of the language (never a param's value).
 _KEYWORDS = frozenset({"action", "into", "what", "by", "wait_until", "state", "load_state", "to",
-                       "button", "opens", "dialog", "attribute"})
+                       "button", "opens", "dialog", "attribute", "role"})
 _MASK = re.compile(r"\[secret:([^\]]{1,200})\]")
 #: How a step's keys are written (the database keeps JSON keys in its own order); others between.
 _STEP_ORDER = ("action", "selector", "url", "value", "text", "key", "what", "attribute", "fields", "limit")
