@@ -41,6 +41,7 @@ __all__ = [
     "ConfigError",
     "ParamError",
     "RunFailed",
+    "Secret",
     "SessionCapacity",
     "SessionClosed",
     "StepFailed",
@@ -73,6 +74,10 @@ def __getattr__(name: str) -> Any:
         from browserq.submit import sessions
 
         return getattr(sessions, name)
+    if name == "Secret":
+        from browserq.secrets import Secret
+
+        return Secret
     if name in {"CommandFailed", "SessionClosed", "SessionCapacity"}:
         from browserq.sessions import errors
 

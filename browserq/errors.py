@@ -11,7 +11,9 @@
     ├── TemplateError            a template cannot be used
     │   ├── TemplateNotFound     no such name / version in the registry
     │   ├── TemplateInvalid      YAML or schema problem (carries file and line)
-    │   └── TemplateChanged      a used name@version now has another body (bump the version)
+    │   ├── TemplateChanged      a used name@version now has another body (bump the version)
+    │   └── TemplateTaken        a file already declares name@version with another body
+    │                            (freezing a session there is refused)      templates/errors.py
     ├── ParamError               run parameters do not match the template's params
     ├── BrokerUnavailable        the producer could not hand the run to the broker
     ├── LimitsUnavailable        the limits Redis is unreachable              [WAIT] limits/errors.py
@@ -37,7 +39,8 @@
     ├── SessionError             an agent session could not do what was asked   sessions/errors.py
     │   ├── CommandFailed        one command failed (code, retryable, epoch); the session goes on
     │   ├── SessionClosed        the session is closed, expired or its worker is lost (why)
-    │   └── SessionCapacity      no room for another session now (retry_after_s)     [WAIT]
+    │   ├── SessionCapacity      no room for another session now (retry_after_s)     [WAIT]
+    │   └── FreezeRefused        the session cannot be frozen into a template as asked (why)
     └── StepFailed               a step failed; carries an ErrorCode (tool error, never infra)
         ├── InfrastructureError  the browser crashed or disconnected: recycle it  [INFRASTRUCTURE]
         │   └── BrowserUnusable  no working browser even after a relaunch     browsers/errors.py

@@ -7,6 +7,7 @@ Flower, nor the database ever holds them in clear; the worker decrypts them in m
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -14,6 +15,24 @@ from cryptography.fernet import Fernet, InvalidToken
 from browserq.errors import ConfigError
 
 KEY_HINT = "generate one with `browserq keygen` and set BROWSERQ_SECRET_KEY on producers and workers"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value that must never be written in clear: ``Secret("s3cret")``. ``repr``/``str`` show
+    ``Secret('***')``; ``.value`` is the value. ``Session.save_template(params={"password":
+    Secret(…)})`` declares ``password`` a ``secret`` param and writes only ``${password}``."""
+
+    value: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, str) or not self.value:  # type: ignore[redundant-expr]  # callers may pass anything
+            raise TypeError("Secret(value): value must be a non-empty string")
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
 
 
 def generate_key() -> str:

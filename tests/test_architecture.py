@@ -54,6 +54,7 @@ PUBLIC_ALL = [
     "ConfigError",
     "ParamError",
     "RunFailed",
+    "Secret",
     "SessionCapacity",
     "SessionClosed",
     "StepFailed",

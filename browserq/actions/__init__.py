@@ -8,7 +8,7 @@ against live sites where "the first button that matches" is what a person means.
 only through their :class:`StepContext` (artifacts, warnings), never through the store.
 """
 
-from browserq.actions.context import StepContext, not_traced
+from browserq.actions.context import StepContext, not_noted, not_traced
 from browserq.actions.locate import locate, present, settle, url_matcher
 from browserq.actions.locators import SelectorValue, shown, to_locator
 from browserq.actions.registry import ACTION_HANDLERS, Action, element_selector, handler_for
@@ -21,6 +21,7 @@ __all__ = [
     "element_selector",
     "handler_for",
     "locate",
+    "not_noted",
     "not_traced",
     "present",
     "settle",

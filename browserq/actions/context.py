@@ -22,9 +22,16 @@ SaveArtifact = Callable[[str, str, bytes, str], Awaitable[StoredFile]]
 """``save(kind, name, data, content_type)`` stores bytes linked to the current step attempt."""
 Warn = Callable[[str, str], None]
 """``warn(code, message)``: the step succeeds, but a limit cut its result short (see notices)."""
+Note = Callable[[dict[str, Any]], None]
+"""``note(event)``: an event for the step attempt's record (``events``), e.g. the locator a
+session captured for a ref's node (``{"type": "locator", …}``)."""
 
 
 def _no_warnings(_code: str, _message: str) -> None:
+    return None
+
+
+def not_noted(_event: dict[str, Any]) -> None:
     return None
 
 
@@ -59,6 +66,8 @@ class StepContext:
     files: Any = None
     #: A live session's refs (``selector: "ref=e4.17"``): an ``actions.refs.RefResolver``; None in a run.
     refs: Any = None
+    #: Adds an event to the step attempt's record (the run's ``runner.dialogs.DialogAnswerer.note``).
+    note: Note = not_noted
 
     @property
     def timeout_ms(self) -> float:

@@ -5,16 +5,28 @@ only in the session whose snapshot issued it). :func:`ref_guarded` wraps the act
 the session's :class:`RefResolver` turns the ref into the Playwright selector bound to exactly its
 node (or fails ``REF_STALE`` / ``REF_UNKNOWN`` before anything reaches the page), then the same
 handler runs with that selector — one executor, one set of guards for refs and selectors.
+
+Before the action runs, the most robust locator for the node (the ranking ``browserq locate``
+uses, :mod:`browserq.actions.robust_locator`) is captured and noted on the step attempt's record
+(an event ``{"type": "locator", "ref", "selector", "by"}``): freezing the session into a template
+writes it where the command had its ref. Only commands with a ref pay for it (a few page calls,
+bounded by :data:`CAPTURE_TIMEOUT_S`); it never fails the command.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any, Protocol
 
+import structlog
 from playwright.async_api import Page
 
 from browserq.actions.context import StepContext
+from browserq.actions.robust_locator import locator_for
 from browserq.errors import Codes, StepFailed
+
+log = structlog.get_logger(__name__)
 
 #: How a step's ``selector`` names a session ref.
 REF_PREFIX = "ref="
@@ -23,6 +35,18 @@ REF_ACTIONS = frozenset({
     "click", "fill", "type", "select", "check", "uncheck", "press", "hover", "get", "scroll",
     "download", "upload",
 })
+#: The longest the capture of a ref's locator may take (and at most a third of the step's budget).
+CAPTURE_TIMEOUT_S = 3.0
+
+
+class IssuedNode(Protocol):
+    """What a ref was given to, as its snapshot showed it."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 class RefResolver(Protocol):
@@ -33,6 +57,9 @@ class RefResolver(Protocol):
 
     async def stale(self, page: Page, ref: str) -> StepFailed | None:
         """REF_STALE when the ref no longer resolves (asked after its action failed)."""
+
+    def issued(self, ref: str) -> IssuedNode | None:
+        """The role and name the ref's node had in its snapshot (None: not a current ref)."""
 
 
 def ref_of(selector: object) -> str | None:
@@ -59,6 +86,7 @@ def ref_guarded(handler: Any) -> Any:
         if step.action not in REF_ACTIONS:
             raise StepFailed(Codes.INVALID_STEP_INPUT, f"{step.action} takes a selector, not a ref")
         bound = await refs.target(ctx.page, ref)
+        await capture_locator(ctx, ref, bound, refs.issued(ref))
         try:
             return await handler(ctx, step.model_copy(update={"selector": bound}))
         except StepFailed as exc:
@@ -72,3 +100,26 @@ def ref_guarded(handler: Any) -> Any:
             raise
 
     return run
+
+
+async def capture_locator(ctx: StepContext, ref: str, bound: str, node: IssuedNode | None) -> None:
+    """Note the most robust locator of the ref's node on the step attempt's record, before the
+    action changes the page; ``selector`` None (with ``why``) when none matches it alone."""
+    started = time.monotonic()
+    budget_s = CAPTURE_TIMEOUT_S
+    if ctx.step_deadline is not None:
+        budget_s = min(budget_s, max(0.1, (ctx.step_deadline - started) / 3))
+    event: dict[str, Any] = {"type": "locator", "ref": ref}
+    try:
+        async with asyncio.timeout(budget_s):
+            found = await locator_for(ctx.page, bound, role=node.role if node else None,
+                                      name=node.name if node else None, timeout_ms=budget_s * 1000)
+        event.update(selector=found.selector, by=found.strategy)
+        if found.notes:
+            event["why" if found.selector is None else "note"] = "; ".join(found.notes)
+    except Exception as exc:  # the page did not answer in time, or changed: the command goes on
+        log.debug("no locator captured", ref=ref, error=type(exc).__name__)
+        event.update(selector=None, by="none", why=f"not captured within {budget_s:.1f} s"
+                     if isinstance(exc, TimeoutError) else "the page did not describe the node")
+    event["ms"] = round((time.monotonic() - started) * 1000, 1)
+    ctx.note(event)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from playwright.async_api import Page
 
-from browserq.actions import StepContext, element_selector, not_traced, notices
+from browserq.actions import StepContext, element_selector, not_noted, not_traced, notices
 from browserq.actions.files import RunFiles
 from browserq.actions.outputs import check_step_output
 from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
@@ -332,13 +332,12 @@ class StepAttempt:
             timeout_s=timeout_s,
             deadline=state.deadline,
             step_deadline=now + min(timeout_s, max(1.0, state.deadline - now)),
-            redactor=state.redactor,
-            save_artifact=save,
-            step_path=path,
+            redactor=state.redactor, save_artifact=save, step_path=path,
             artifact_base=state.journal.artifact_base,
             untraced=trace.paused if trace is not None else not_traced,
             max_output_bytes=self.settings.max_step_output_bytes,
             tabs=state.browser.tabs, files=state.files, refs=state.browser.refs,
+            note=state.browser.dialogs.note if state.browser.dialogs is not None else not_noted,
         )
 
     def _bounded_output(self, step: ActionStep, output: Any, state: RunState) -> Any:

@@ -61,6 +61,14 @@ class DialogAnswerer:
             self._dropped = 0
         return events or None
 
+    def note(self, event: dict[str, Any]) -> None:
+        """An event the running step records itself (a session's captured locator): kept with
+        the dialogs, on the same step attempt's record, within the same :data:`MAX_EVENTS`."""
+        if len(self._events) < MAX_EVENTS:
+            self._events.append(event)
+        else:
+            self._dropped += 1
+
     async def _on_dialog(self, dialog: Dialog) -> None:
         answer = self._answer or self._default
         prompt = None

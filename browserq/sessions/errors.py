@@ -5,7 +5,8 @@
     └── SessionError
         ├── CommandFailed    PERMANENT  one command failed; the session stays usable
         ├── SessionClosed    PERMANENT  the session is closed, expired, or its worker was lost
-        └── SessionCapacity  WAIT       no room for another session now: try after retry_after_s
+        ├── SessionCapacity  WAIT       no room for another session now: try after retry_after_s
+        └── FreezeRefused    PERMANENT  the session cannot be frozen into a template as asked
 """
 
 from __future__ import annotations
@@ -47,4 +48,13 @@ class SessionCapacity(SessionError):
         super().__init__(f"{message}; try again in {retry_after_s:g} s")
 
 
-__all__ = ["CommandFailed", "SessionCapacity", "SessionClosed", "SessionError"]
+class FreezeRefused(SessionError):
+    """``save_template`` cannot freeze the session as asked; nothing was written. The message says
+    what to change (a param's type, a secret to name, a URL outside allowed_domains…)."""
+
+    def __init__(self, why: str, *, session_id: str | None = None) -> None:
+        self.why, self.session_id = why, session_id
+        super().__init__(f"session {session_id or '?'} cannot be frozen: {why}")
+
+
+__all__ = ["CommandFailed", "FreezeRefused", "SessionCapacity", "SessionClosed", "SessionError"]

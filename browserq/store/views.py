@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -236,6 +237,10 @@ V = TypeVar("V", bound="DataclassInstance")
 def event_text(event: dict[str, Any]) -> str:
     """A step attempt's event as one line (``show``, the report):
     ``confirm 'Delete it?' → accepted (prompt: 'x')``."""
+    if event.get("type") == "locator":  # what a session's ref command aimed at, as a locator
+        found = json.dumps(event["selector"], ensure_ascii=False) if event.get("selector") is not None else "none"
+        why = f" ({event['why']})" if event.get("why") else f" (by {event.get('by')})"
+        return f"ref {event.get('ref')} → locator {found}{why}"
     if event.get("type") != "dialog":
         return f"{event.get('type')}: {event.get('count', '')}".rstrip(": ")
     prompt = f" (prompt: {event['prompt']!r})" if event.get("prompt") is not None else ""

@@ -28,6 +28,7 @@ from browserq.sessions.errors import CommandFailed, SessionCapacity, SessionClos
 from browserq.sessions.routing import REPLY_MARGIN_S, clock_offset_s, command_queue_name, start_by
 from browserq.sessions.template import SESSION_TEMPLATE, session_template
 from browserq.settings import Settings, get_settings
+from browserq.submit.freeze import SavedTemplate, freeze_session
 from browserq.submit.services import ProducerServices, producer_services
 from browserq.submit.session_link import ENDED, SessionLink
 from browserq.tasks.app import app
@@ -57,12 +58,15 @@ class Session:
         self._queue = command_queue_name(run_id)
         self._step_timeout_s = step_timeout_s
         self.closed: str | None = None
+        self._last_id = ""
+        self._answered: list[str] = []  # the step ids of the commands that worked (save_template waits for them)
 
     # --- commands ------------------------------------------------------------------------------
     def do(self, action: str, *, side_effect: bool = False, **fields: Any) -> Any:
         """Any template action by name, with its fields; returns the step's output."""
         reply = self._request({"kind": "command", "action": action, "fields": fields, "side_effect": side_effect},
                               _timeout_of(fields, self._step_timeout_s))
+        self._answered.append(f"cmd.{self._last_id}"[:100])
         return reply.get("output")
 
     def navigate(self, url: str, **fields: Any) -> Any:
@@ -95,12 +99,20 @@ class Session:
         reply = self._request({"kind": "batch", "steps": [dict(s) for s in steps], "stop_on_error": stop_on_error,
                                "timeout_s": timeout_s}, timeout_s)
         results = reply.get("results") or []
+        self._answered += [f"cmd.{self._last_id}.{i}"[:100] for i, r in enumerate(results) if r.get("ok")]
         for result in results:
             if not result.get("ok"):
                 failed = _failure(result)
                 failed.results = results  # type: ignore[attr-defined]  # our own exception, just made
                 raise failed
         return [r.get("output") for r in results]
+
+    def save_template(self, name: str, version: str, params: Mapping[str, Any] | None = None) -> SavedTemplate:
+        """Freeze what this session did into template ``name@version`` in BROWSERQ_TEMPLATES_DIR:
+        its successful commands in order, each ref as the locator captured for its node, a value
+        equal to a param's as ``${param}`` (a :class:`~browserq.secrets.Secret` is never written),
+        what the agent read as outputs. Open or closed; ``docs/sessions.md`` says what is kept."""
+        return freeze_session(self._services.store, self._settings, self.id, name, version, params, self._answered)
 
     def close(self) -> None:
         """Close the session (its run ends completed); closing twice is a no-op."""
@@ -125,7 +137,7 @@ class Session:
         if self.closed is not None:
             raise SessionClosed(self.closed, session_id=self.id)
         window = {} if body["kind"] == "close" else {"start_by": start_by(self._clock_offset_s)}
-        correlation_id = self._link.send(self._queue, {**body, **window, "session": self.id})
+        correlation_id = self._last_id = self._link.send(self._queue, {**body, **window, "session": self.id})
         try:
             reply = self._link.wait(correlation_id, timeout_s + REPLY_MARGIN_S, self._why_ended, self.id)
         except SessionClosed as gone:
@@ -196,6 +208,9 @@ class AsyncSession:
 
     async def steps(self, steps: list[Mapping[str, Any]], **options: Any) -> list[Any]:
         return await self._call("steps", steps, **options)
+
+    async def save_template(self, name: str, version: str, params: Mapping[str, Any] | None = None) -> SavedTemplate:
+        return await self._call("save_template", name, version, params)
 
     async def close(self) -> None:
         await self._call("close")
@@ -290,4 +305,4 @@ def _failure(reply: Mapping[str, Any]) -> CommandFailed:
                          retryable=bool(error.get("retryable")), epoch=reply.get("epoch"))
 
 
-__all__ = ["AsyncSession", "Session", "SessionSnapshot", "open_session", "open_session_async"]
+__all__ = ["AsyncSession", "SavedTemplate", "Session", "SessionSnapshot", "open_session", "open_session_async"]

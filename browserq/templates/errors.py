@@ -6,7 +6,7 @@ in :mod:`browserq.errors` itself, since the producer, the worker and the store r
 
 from __future__ import annotations
 
-from browserq.errors import ConfigError, ErrorClass, TemplateNotFound
+from browserq.errors import ConfigError, ErrorClass, TemplateError, TemplateNotFound
 
 
 class TemplatesDirMissing(ConfigError, TemplateNotFound):
@@ -18,4 +18,16 @@ class TemplatesDirMissing(ConfigError, TemplateNotFound):
     policy = ErrorClass.PERMANENT
 
 
-__all__ = ["TemplatesDirMissing"]
+class TemplateTaken(TemplateError):
+    """A ``name@version`` is already declared by a template file (or pinned by the runs that used
+    it) with another body: a version names one body, so a new body needs a new version."""
+
+    policy = ErrorClass.PERMANENT
+
+    def __init__(self, ref: str, where: str) -> None:
+        self.ref, self.where = ref, where
+        super().__init__(f"template {ref} is taken: {where} holds another body under that name and "
+                         "version; save under another version (or another name)")
+
+
+__all__ = ["TemplateTaken", "TemplatesDirMissing"]
