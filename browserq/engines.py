@@ -54,6 +54,9 @@ _PLAYWRIGHT_BUILDS: dict[str, tuple[str, tuple[str, ...]]] = {
     HEADLESS_SHELL: ("chromium_headless_shell-", ("chrome-headless-shell-linux64", "chrome-headless-shell")),
 }
 
+#: Each engine's name for ``playwright install``.
+PLAYWRIGHT_NAME = {CHROMIUM: "chromium", HEADLESS_SHELL: "chromium-headless-shell"}
+
 #: The setting that names each engine's binary explicitly.
 PATH_SETTING = {CHROMIUM: "BROWSERQ_CHROMIUM_PATH", HEADLESS_SHELL: "BROWSERQ_HEADLESS_SHELL_PATH"}
 
@@ -98,7 +101,8 @@ def resolve(engine: str, explicit: str | None) -> str | None:
             raise ConfigError(
                 f"{PATH_SETTING[engine]}={explicit!r} does not exist; point it at a "
                 f"{'Chromium or Chrome' if engine == CHROMIUM else 'chrome-headless-shell'} binary, "
-                "or unset it to autodetect"
+                f"or unset it to use a system one or the one `playwright install {PLAYWRIGHT_NAME[engine]}` "
+                "downloads"
             )
         return explicit
     system = find_system(engine)
@@ -192,6 +196,7 @@ __all__ = [
     "HEADLESS_SHELL_CANDIDATES",
     "INSTALL_HINT",
     "PATH_SETTING",
+    "PLAYWRIGHT_NAME",
     "STEALTH_TELLS",
     "check_mode",
     "describe_source",

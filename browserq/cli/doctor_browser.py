@@ -67,7 +67,7 @@ def check_chromium(settings: Settings, found: Findings) -> Check:
     if found.chromium is None:
         what = "Chromium" if engine == engines.CHROMIUM else "headless shell"
         return _engine_check(settings, f"engine {engine}: no system {what}; {source} will be used "
-                             f"(`playwright install {'chromium' if engine == engines.CHROMIUM else 'chromium-headless-shell'}`)")
+                             f"(`playwright install {engines.PLAYWRIGHT_NAME[engine]}`)")
     version = chrome_version_of(found.chromium)
     if version is None:
         found.chromium_ok = False
@@ -130,7 +130,9 @@ def _path_setting(settings: Settings) -> str:
 
 
 def _playwright_name(settings: Settings) -> str:
-    return "chromium" if settings.browser == "chromium" else "chromium-headless-shell"
+    from browserq.engines import PLAYWRIGHT_NAME
+
+    return PLAYWRIGHT_NAME[settings.browser]
 
 
 async def _launch(settings: Settings) -> str:
