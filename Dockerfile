@@ -35,20 +35,25 @@ RUN pip install -r /tmp/constraints.txt
 
 # Chromium: the build this Playwright version was made and tested with (Chrome for Testing),
 # never Debian's `chromium` package, whose version drifts away from what Playwright's protocol
-# expects. --with-deps installs the libraries and fonts it needs through apt; --no-shell skips
-# the separate headless shell, since browserq launches this full build (new headless mode).
-# BROWSERQ_CHROMIUM_PATH names it through a stable link: with an explicit path browserq does not
-# autodetect (no /usr/bin/chromium exists here anyway), and the stealth layer can read the
-# browser's version from `chrome --version` before launching it. xvfb: the virtual display of
-# headful mode (BROWSERQ_HEADLESS=false), which closes tells headless cannot (stealth/README.md).
-RUN python -m playwright install --with-deps --no-shell chromium \
+# expects. --with-deps installs the libraries and fonts it needs through apt. Two engines of that
+# build: the full browser (the default, new headless mode) and its headless shell, the lighter
+# engine chosen with BROWSERQ_BROWSER=headless-shell (docs/browsers.md, "Engines").
+# BROWSERQ_CHROMIUM_PATH and BROWSERQ_HEADLESS_SHELL_PATH name them through stable links: with an
+# explicit path browserq does not autodetect (no /usr/bin/chromium exists here anyway), and the
+# stealth layer can read the browser's version from `chrome --version` before launching it.
+# xvfb: the virtual display of headful mode (BROWSERQ_HEADLESS=false), which closes tells
+# headless cannot (stealth/README.md).
+RUN python -m playwright install --with-deps chromium chromium-headless-shell \
     && apt-get install -y --no-install-recommends tzdata xvfb \
     && rm -rf /var/lib/apt/lists/* \
     && chmod -R a+rX "$PLAYWRIGHT_BROWSERS_PATH" \
     && mkdir -p /opt/browserq \
     && ln -s "$(python -c 'from playwright.sync_api import sync_playwright as s; p = s().start(); print(p.chromium.executable_path); p.stop()')" \
         /opt/browserq/chrome \
+    && ln -s "$(ls -d "$PLAYWRIGHT_BROWSERS_PATH"/chromium_headless_shell-*/chrome-headless-shell-linux64/chrome-headless-shell)" \
+        /opt/browserq/headless-shell \
     && /opt/browserq/chrome --version \
+    && /opt/browserq/headless-shell --version \
     && test ! -e /usr/bin/chromium
 
 # Install from a scratch copy of the source, then delete it: /app must not hold a second
@@ -71,6 +76,7 @@ WORKDIR /app
 COPY templates ./templates
 
 ENV BROWSERQ_CHROMIUM_PATH=/opt/browserq/chrome \
+    BROWSERQ_HEADLESS_SHELL_PATH=/opt/browserq/headless-shell \
     BROWSERQ_TEMPLATES_DIR=/app/templates \
     BROWSERQ_ARTIFACTS_DIR=/data/artifacts \
     BROWSERQ_READY_FILE=/tmp/browserq-ready

@@ -51,6 +51,7 @@ import yaml
 from playwright.async_api import Browser
 from sqlalchemy import event
 
+from browserq import engines
 from browserq.browsers import flags
 from browserq.browsers.api import async_playwright
 from browserq.browsers.pool import DEFAULT_CONTEXT_OPTIONS
@@ -114,7 +115,8 @@ class LaunchedChromium:
     async def start(self) -> None:
         self._pw = await async_playwright().start()
         self.browser = await self._pw.chromium.launch(
-            executable_path=self.settings.resolve_chromium(),
+            executable_path=(executable := self.settings.resolve_chromium()),
+            **engines.launch_options(self.settings.browser, executable),
             headless=self.settings.headless,
             args=self.launch_args(),
             chromium_sandbox=self.settings.chromium_sandbox,

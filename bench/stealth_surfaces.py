@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from playwright.async_api import Playwright  # noqa: E402
 
-from browserq import stealth  # noqa: E402
+from browserq import engines, stealth  # noqa: E402
 from browserq.browsers import api  # noqa: E402
 from browserq.browsers.api import async_playwright  # noqa: E402
 from browserq.browsers.display import display_for_headful  # noqa: E402
@@ -58,7 +58,8 @@ async def _launch(pw: Playwright, extra: list[str], ignore: list[str]) -> Any:
     settings = load_settings()
     display = None if settings.headless else display_for_headful()
     return await pw.chromium.launch(
-        executable_path=settings.resolve_chromium(),
+        executable_path=(executable := settings.resolve_chromium()),
+        **engines.launch_options(settings.browser, executable),
         headless=settings.headless,
         args=[*settings.chromium_launch_args(), *extra],
         ignore_default_args=ignore or None,
@@ -73,6 +74,7 @@ async def measure(names: list[str], region: str | None, windows: bool) -> dict[s
     version = stealth.chrome_version_of(executable) if executable else None
     seed = uuid.uuid4().hex  # what the pool gives a run without a named identity
     out: dict[str, Any] = {"seed": seed, "region": region, "runs": {}, "driver": api.NAME,
+                           "engine": settings.browser, "executable": executable,
                            "mode": "headless" if settings.headless else "headful"}
     with DetectorServer() as server:
         async with async_playwright() as pw:
@@ -123,7 +125,7 @@ def render(result: dict[str, Any]) -> str:
     total = len(checks)
     failed = {n: [c for c in checks if not runs[n][0].get(c)] for n in names}
     lines = [
-        f"Chromium {result['chrome_version']}, driver {result['driver']}, {result['mode']}, "
+        f"Chromium {result['chrome_version']} ({result.get('engine', 'chromium')}), driver {result['driver']}, {result['mode']}, "
         f"default identity seed {result['seed'][:8]}…, region {result['region'] or 'us'}"
     ]
     summary = ", ".join(f"{n.replace('_', ' ')} {len(failed[n])}/{total}" for n in names)

@@ -9,7 +9,6 @@ Unknown keys in the settings file are rejected, so a typo never silently falls b
 from __future__ import annotations
 
 import os
-import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from browserq.drivers import usable_driver
+from browserq.engines import check_mode, resolve, usable_engine
 from browserq.errors import ConfigError
 from browserq.limit_specs import DEFAULT_REDIS_URL, parse_caps, parse_rate_map
 from browserq.settings_file import SettingsFileSource
@@ -40,17 +40,6 @@ CHROMIUM_BASE_ARGS: tuple[str, ...] = (
     "--disable-quic",
     "--disable-dev-shm-usage",
 )
-
-#: Where a system Chromium usually lives, tried in order when ``chromium_path`` is unset.
-CHROMIUM_CANDIDATES: tuple[str, ...] = (
-    "/usr/bin/chromium",
-    "/usr/bin/chromium-browser",
-    "/usr/bin/google-chrome",
-    "/usr/bin/google-chrome-stable",
-    "/snap/bin/chromium",
-    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-)
-
 
 class Settings(BaseSettings):
     """Every knob of browserq. The environment variable of a field is ``BROWSERQ_`` + its name."""
@@ -71,7 +60,9 @@ class Settings(BaseSettings):
     broker_heartbeat_s: float = Field(10.0, ge=4, le=60, description="Heartbeat of broker and Redis result-backend connections: one that stays silent (a lost NAT flow, a frozen host) is dropped and reconnected within 3× this.")
 
     # --- browser -----------------------------------------------------------------------------
+    browser: Annotated[str, AfterValidator(usable_engine)] = Field("chromium", description="The browser engine: chromium (the full browser; stealth is made for it) or headless-shell (chrome-headless-shell: lighter, headless only, with stealth tells; docs/browsers.md).")
     chromium_path: str | None = Field(None, description="Chromium/Chrome executable; autodetected, then Playwright's own build.")
+    headless_shell_path: str | None = Field(None, description="chrome-headless-shell executable (BROWSERQ_BROWSER=headless-shell); autodetected, then Playwright's download.")
     headless: bool = Field(True, description="Run Chromium headless; false: headful, on $DISPLAY or, without one, on an Xvfb display browserq starts.")
     driver: Annotated[str, AfterValidator(usable_driver)] = Field("playwright", description="The Playwright driver: playwright, rebrowser or patchright (the last two are extras: pip install 'browserq[rebrowser]'); read from the environment, before any setting loads.")
     chromium_args: list[str] = Field(default_factory=list, description="Extra Chromium flags (feature lists are merged with Playwright's and browserq's).")
@@ -305,6 +296,11 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _engine_mode(self) -> Settings:
+        check_mode(self.browser, headless=self.headless)
+        return self
+
     @field_validator("artifacts_url")
     @classmethod
     def _artifacts_url_form(cls, value: str | None) -> str | None:
@@ -335,26 +331,10 @@ class Settings(BaseSettings):
         return self.result_backend or f"db+{self.database_url}"
 
     def resolve_chromium(self) -> str | None:
-        """The Chromium executable to launch, or None to let Playwright use its own build.
-
-        An explicit setting must exist; otherwise the usual system locations and ``$PATH`` are
-        tried, and when none exists Playwright's downloaded browser (``playwright install``) is used.
-        """
-        if self.chromium_path:
-            if not Path(self.chromium_path).exists():
-                raise ConfigError(
-                    f"BROWSERQ_CHROMIUM_PATH={self.chromium_path!r} does not exist; point it at a "
-                    "Chromium or Chrome binary, or unset it to autodetect"
-                )
-            return self.chromium_path
-        for candidate in CHROMIUM_CANDIDATES:
-            if Path(candidate).exists():
-                return candidate
-        for name in ("chromium", "chromium-browser", "google-chrome"):
-            found = shutil.which(name)
-            if found:
-                return found
-        return None
+        """The executable of the chosen engine (``browser``), or None: Playwright's own download
+        of it. An explicit path must exist; a missing engine is a ConfigError (browserq.engines)."""
+        explicit = self.chromium_path if self.browser == "chromium" else self.headless_shell_path
+        return resolve(self.browser, explicit)
 
     @property
     def chromium_sandbox(self) -> bool:
@@ -379,7 +359,9 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         problems = "; ".join(
-            f"BROWSERQ_{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
+            # a whole-model check (no field) names its settings in its message
+            f"BROWSERQ_{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" if err["loc"] else err["msg"]
+            for err in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install everything browserq needs on a fresh machine: a system Chromium and Xvfb (apt, when
-# missing and possible), a virtualenv in .venv with browserq and its dev dependencies (the patched
+# Install everything browserq needs on a fresh machine: a system Chromium, its headless shell
+# (BROWSERQ_BROWSER=headless-shell) and Xvfb (apt, when missing and possible), a virtualenv in .venv with browserq and its dev dependencies (the patched
 # drivers included). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +31,20 @@ if ! have_chromium; then
   fi
 fi
 
+# The headless shell: the lighter engine (BROWSERQ_BROWSER=headless-shell, docs/browsers.md).
+have_headless_shell() {
+  for c in "${BROWSERQ_HEADLESS_SHELL_PATH:-}" /usr/lib/chromium/chromium-headless-shell /usr/bin/chromium-headless-shell; do
+    [ -n "$c" ] && [ -x "$c" ] && return 0
+  done
+  return 1
+}
+if ! have_headless_shell; then
+  if ! apt_install chromium-headless-shell; then
+    echo "==> no system headless shell; BROWSERQ_BROWSER=headless-shell will use Playwright's"
+    NEED_PLAYWRIGHT_SHELL=1
+  fi
+fi
+
 # Xvfb: the virtual display of headful mode (BROWSERQ_HEADLESS=false without DISPLAY).
 if ! command -v Xvfb >/dev/null 2>&1; then
   apt_install xvfb --no-install-recommends \
@@ -55,5 +69,9 @@ echo "==> installing browserq and its dependencies into .venv"
 
 if [ "${NEED_PLAYWRIGHT_BROWSER:-0}" = 1 ]; then
   .venv/bin/python -m playwright install chromium
+fi
+if [ "${NEED_PLAYWRIGHT_SHELL:-0}" = 1 ]; then
+  .venv/bin/python -m playwright install chromium-headless-shell \
+    || echo "==> could not download the headless shell: its tests are skipped"
 fi
 echo "==> ready: $(.venv/bin/browserq --help >/dev/null && echo browserq CLI ok)"

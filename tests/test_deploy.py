@@ -412,6 +412,16 @@ def test_dockerfile_uses_playwrights_chromium_not_debians() -> None:
     assert "PLAYWRIGHT_BROWSERS_PATH" in dockerfile_env(), "browsers must not land in root's $HOME"
 
 
+def test_dockerfile_ships_the_headless_shell_too() -> None:
+    """BROWSERQ_BROWSER=headless-shell works in the image: Playwright's shell, linked and checked."""
+    (install,) = [r for r in runs() if "playwright install" in r]
+    assert "--no-shell" not in install and "chromium-headless-shell" in install
+    shell = dockerfile_env().get("BROWSERQ_HEADLESS_SHELL_PATH")
+    assert shell, "set BROWSERQ_HEADLESS_SHELL_PATH to Playwright's headless shell"
+    assert re.search(rf"ln -s .*chrome-headless-shell\)\"\s+{re.escape(shell)}\b", install)
+    assert f"{shell} --version" in install, "check at build time that the shell starts"
+
+
 def test_dockerfile_runs_as_non_root() -> None:
     users = [args for word, args in dockerfile() if word == "USER"]
     assert users and users[-1].split(":")[0] not in {"root", "0"}

@@ -11,6 +11,7 @@ from pathlib import Path
 import structlog
 from playwright.async_api import Browser, Playwright
 
+from browserq import engines
 from browserq.browsers import api, flags
 from browserq.browsers.display import display_for_headful
 from browserq.browsers.errors import BrowserLaunchFailed, launch_failure
@@ -38,10 +39,8 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
         )
     try:
         executable = settings.resolve_chromium()
-    except ConfigError as exc:  # BROWSERQ_CHROMIUM_PATH names a file that does not exist
-        raise BrowserLaunchFailed(
-            f"{exc} (unset, browserq uses a system Chromium or the one `playwright install chromium` downloads)"
-        ) from exc
+    except ConfigError as exc:  # a path setting names no file, or the engine is not installed
+        raise BrowserLaunchFailed(str(exc)) from exc
     args = [*settings.chromium_launch_args(), f"{MARKER_SWITCH}={marker}"]
     ignore: list[str] = []
     if settings.stealth:
@@ -57,6 +56,7 @@ async def launch_chromium(playwright: Playwright, settings: Settings) -> tuple[B
         browser = await playwright.chromium.launch(
             env={**os.environ, "DISPLAY": display} if display else None,
             executable_path=executable,
+            **engines.launch_options(settings.browser, executable),  # which of Playwright's builds
             headless=settings.headless,
             args=args,
             ignore_default_args=ignore or None,

@@ -50,23 +50,43 @@ def first_line(exc: BaseException) -> str:
 
 # --- Chromium ------------------------------------------------------------------------------------
 def check_chromium(settings: Settings, found: Findings) -> Check:
+    """Which engine runs (BROWSERQ_BROWSER), its binary and version, and its stealth tells."""
+    from browserq import engines
     from browserq.errors import ConfigError
     from browserq.stealth.host import chrome_version_of
 
+    engine = settings.browser
+    explicit = settings.chromium_path if engine == engines.CHROMIUM else settings.headless_shell_path
     try:
         found.chromium = settings.resolve_chromium()
     except ConfigError as exc:
         found.chromium_ok = False
-        return failed("chromium", str(exc), "fix or unset BROWSERQ_CHROMIUM_PATH")
+        setting = engines.PATH_SETTING[engine]
+        return failed("chromium", str(exc), f"fix or unset {setting}" if explicit else engines.INSTALL_HINT[engine])
+    source = engines.describe_source(engine, found.chromium, explicit)
     if found.chromium is None:
-        return passed("chromium", "no system Chromium; Playwright's own build will be used "
-                               "(`playwright install chromium`)")
+        what = "Chromium" if engine == engines.CHROMIUM else "headless shell"
+        return _engine_check(settings, f"engine {engine}: no system {what}; {source} will be used "
+                             f"(`playwright install {engines.PLAYWRIGHT_NAME[engine]}`)")
     version = chrome_version_of(found.chromium)
     if version is None:
         found.chromium_ok = False
         return failed("chromium", f"{found.chromium} does not run (`{found.chromium} --version` "
-                     "says no version)", "point BROWSERQ_CHROMIUM_PATH at a Chromium or Chrome binary")
-    return passed("chromium", f"{found.chromium} (Chromium {version})")
+                     "says no version)", f"point {engines.PATH_SETTING[engine]} at a working binary")
+    return _engine_check(settings, f"engine {engine}: {found.chromium} (Chromium {version}; {source})")
+
+
+def _engine_check(settings: Settings, detail: str) -> Check:
+    """The engine's line: its stealth tells added, a warning where stealth is on but cannot hide them."""
+    from browserq import engines
+
+    if not settings.stealth:
+        return passed("chromium", f"{detail}; stealth off")
+    tells = engines.STEALTH_TELLS[settings.browser]
+    if settings.browser == engines.HEADLESS_SHELL:
+        return Check("chromium", "warn", f"{detail}; stealth tells: {tells}",
+                     "where sites look for automation use BROWSERQ_BROWSER=chromium (docs/browsers.md, Engines)")
+    return passed("chromium", f"{detail}; stealth tells: {tells}")
 
 
 def playwright_chromium() -> tuple[str, str]:
@@ -98,9 +118,21 @@ def check_chromium_version(settings: Settings, found: Findings) -> Check:
         f"Chromium {have} at {found.chromium}, but Playwright {playwright_version} is built for "
         f"Chromium {want}: Playwright drives other majors over CDP and a few apart usually work, "
         "though a protocol change can break a feature",
-        f"for an exact match set BROWSERQ_CHROMIUM_PATH to a Chromium {want} (e.g. the one "
-        "`playwright install chromium` downloads) or upgrade the system Chromium",
+        f"for an exact match set {_path_setting(settings)} to a {settings.browser} {want} (e.g. the one "
+        f"`playwright install {_playwright_name(settings)}` downloads) or upgrade the system package",
     )
+
+
+def _path_setting(settings: Settings) -> str:
+    from browserq.engines import PATH_SETTING
+
+    return PATH_SETTING[settings.browser]
+
+
+def _playwright_name(settings: Settings) -> str:
+    from browserq.engines import PLAYWRIGHT_NAME
+
+    return PLAYWRIGHT_NAME[settings.browser]
 
 
 async def _launch(settings: Settings) -> str:
@@ -137,7 +169,8 @@ def check_launch(settings: Settings, found: Findings) -> Check:
                      "run the binary by hand to see why it hangs (missing libraries, sandbox)")
     except Exception as exc:
         return failed(name, first_line(exc), "see the message; `browserq run` shows the same launch")
-    return passed(name, f"{mode} Chromium {version} opened about:blank (driver {driver_name(settings.driver)})")
+    engine = "Chromium" if settings.browser == "chromium" else "headless shell, Chromium"
+    return passed(name, f"{mode} {engine} {version} opened about:blank (driver {driver_name(settings.driver)})")
 
 
 __all__ = [

@@ -190,3 +190,30 @@ def test_piped_output_is_one_plain_line_per_check(tmp_path: Path, env: dict[str,
     """No colour codes, and nothing wrapped however narrow the terminal says it is."""
     done = doctor(tmp_path, {**env, "COLUMNS": "40"})
     assert "\x1b[" not in done.stdout and len(done.stdout.splitlines()) == 10, done.stdout
+
+
+@pytest.mark.skipif(not Path("/usr/lib/chromium/chromium-headless-shell").exists(),
+                    reason="apt-get install chromium-headless-shell")
+def test_the_engine_its_binary_and_its_stealth_tells_are_reported(tmp_path: Path, env: dict[str, str]) -> None:
+    default = {c["name"]: c for c in json.loads(doctor(tmp_path, env, "--json").stdout)["checks"]}
+    assert default["chromium"]["status"] == "ok" and "engine chromium: " in default["chromium"]["detail"]
+
+    done = doctor(tmp_path, {**env, "BROWSERQ_BROWSER": "headless-shell"}, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning, not a failure
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    engine = checks["chromium"]
+    assert engine["status"] == "warn", engine
+    assert "engine headless-shell: /usr/lib/chromium/chromium-headless-shell (Chromium 1" in engine["detail"]
+    assert "stealth tells: " in engine["detail"] and "HeadlessChrome" in engine["detail"]
+    assert "BROWSERQ_BROWSER=chromium" in engine["fix"]
+    assert checks["browser launch"]["status"] == "ok"
+    assert "headless shell, Chromium 1" in checks["browser launch"]["detail"]
+
+    quiet = doctor(tmp_path, {**env, "BROWSERQ_BROWSER": "headless-shell", "BROWSERQ_STEALTH": "false"}, "--json")
+    assert {c["name"]: c for c in json.loads(quiet.stdout)["checks"]}["chromium"]["status"] == "ok"
+
+
+def test_a_headful_headless_shell_is_refused_before_any_check(tmp_path: Path, env: dict[str, str]) -> None:
+    done = browserq(tmp_path, "doctor", **{**env, "BROWSERQ_BROWSER": "headless-shell", "BROWSERQ_HEADLESS": "false"})
+    no_traceback(done)
+    assert done.returncode != 0 and "headless only" in done.stderr + done.stdout
