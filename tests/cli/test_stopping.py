@@ -107,7 +107,8 @@ def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
     try:
         run_id = holding(store, proc, tmp_path)
         os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C does: the whole job gets it
-        assert proc.wait(timeout=60) == code, (tmp_path / "run.log").read_text()
+        # the run is recorded, its context and browser closed, before the exit: slow on a loaded machine
+        assert proc.wait(timeout=180) == code, (tmp_path / "run.log").read_text()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -123,6 +123,7 @@ def _browserq(args: list[str], env: dict[str, str], stdin: str | None = None) ->
                           input=stdin.encode() if stdin is not None else None)
 
 
+@pytest.mark.timeout(900)  # ~100 s alone; a loaded machine (4 test workers on 2 cores) may triple it
 def test_a_secret_appears_in_no_form_in_anything_browserq_writes(
     secret_site: str, worker: WorkerEnv, database: str, redis_db: redis.Redis, templates: Path, tmp_path: Path
 ) -> None:
