@@ -1,0 +1,162 @@
+"""A session hands its page to a person: against a real prefork worker (Redis broker, PostgreSQL)
+and real Chromium. The agent's ``s.handoff(...)`` puts the session's run in ``waiting_for_human``;
+``browserq live SESSION_ID`` gives a link to the live view WITH input; a "person" (this test, over
+the view's HTTP/WebSocket API as tests/live/ do) clicks a field, types and presses Continue; the
+agent's command returns what the person did and the next snapshot shows what they typed. Another
+command sent meanwhile is refused ``SESSION_WAITING_FOR_HUMAN`` (retryable), nothing run; a wait
+nobody finishes fails ``HUMAN_TIMEOUT`` and the session goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.conftest import REPO
+from tests.sessions.session_fixtures import Fleet, session_fleet
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.slow
+
+QUICK = {"step_timeout_s": 5, "trace": "off", "allow_eval": True}
+WAIT = 60
+
+
+@pytest.fixture(name="fleet", scope="module")
+def fleet_fixture(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Fleet]:
+    with session_fleet(tmp_path_factory.mktemp("sessions-handoff"), pg_url, "redis") as fleet:
+        yield fleet
+
+
+def _store() -> Any:
+    from browserq.submit.services import producer_services
+
+    return producer_services().store
+
+
+def _live_link(fleet: Fleet, session_id: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "browserq.cli", "live", session_id], env=fleet.config.env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+async def _person(link: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Open the view, send ``messages`` then Continue; the errors the view sent back."""
+    errors: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(link) as page:
+            assert page.status == 200
+            assert "View only" not in await page.text()
+        async with http.ws_connect(link.split("?", 1)[0] + "/ws") as ws:
+            for message in [*messages, {"type": "continue"}]:
+                await ws.send_json(message)
+            while (reply := await ws.receive_json(timeout=WAIT))["type"] != "ended":
+                if reply["type"] == "error":
+                    errors.append(reply)
+    return errors
+
+
+def _in_thread(call: Any) -> tuple[threading.Thread, list[Any]]:
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:  # the test asserts on it
+            result.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_an_agent_hands_its_page_to_a_person_and_goes_on_with_what_they_typed(fleet: Fleet, demo) -> None:
+    from browserq import CommandFailed, open_session
+    from browserq.settings import get_settings
+    from browserq.submit.services import producer_services
+    from browserq.submit.session_link import SessionLink
+    from browserq.submit.sessions import Session
+
+    with open_session(settings=QUICK) as s:
+        s.navigate(url=f"{demo.url}/login")
+        box = s.do("eval", expression="(() => { const r = document.querySelector('#username')"
+                   ".getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        thread, answer = _in_thread(lambda: s.handoff("Type your user name, then press Continue", timeout_s=120))
+        store = _store()
+        wait_until(lambda: store.runs.get_run(s.id).status == "waiting_for_human", WAIT, "the session to wait")
+        # Another client's command meanwhile: refused at once, retryable, nothing run.
+        other = Session(s.id, SessionLink(get_settings().broker_url), producer_services(), get_settings(), 5)
+        try:
+            with pytest.raises(CommandFailed) as refused:
+                other.click(selector="button[type=submit]")
+        finally:
+            other._link.close()
+        assert refused.value.code == "SESSION_WAITING_FOR_HUMAN" and refused.value.retryable
+        link = _live_link(fleet, s.id)
+        typed = [{"type": "click", "x": box[0], "y": box[1]}, *({"type": "text", "text": c} for c in "ada")]
+        errors = asyncio.run(_person(link, typed))
+        thread.join(WAIT)
+        assert errors == []
+        [output] = answer
+        assert not isinstance(output, BaseException), output
+        assert output["outcome"] == "continued" and output["inputs"] == 4 and output["waited_s"] >= 0
+        assert store.runs.get_run(s.id).status == "running"
+        snap = s.snapshot()
+        assert 'textbox "Username"' in snap.text and ": ada" in snap.text, snap.text
+        session_id = s.id
+    [wait] = [h for h in store.handoffs.handoffs(session_id) if h.kind != "watch"]
+    assert (wait.outcome, wait.inputs, wait.step_path) == ("continued", 4, "2")
+    statuses = [t.to_status for t in store.transitions.transitions(session_id)]
+    assert statuses[-3:] == ["waiting_for_human", "running", "completed"], statuses
+    inputs = [st.inputs for st in store.steps.steps(session_id) if st.step_path == "2~input"]
+    assert len(inputs) == 4 and all("text" not in i for i in inputs)  # no character recorded
+
+
+def test_a_handoff_nobody_finishes_fails_human_timeout_and_the_session_goes_on(fleet: Fleet, demo) -> None:
+    from browserq import CommandFailed, open_session
+
+    with open_session(settings=QUICK) as s:
+        s.navigate(url=f"{demo.url}/login")
+        with pytest.raises(CommandFailed) as timed_out:
+            s.do("handoff", message="nobody comes", timeout_s=1)
+        assert timed_out.value.code == "HUMAN_TIMEOUT" and not timed_out.value.retryable
+        assert _store().runs.get_run(s.id).status == "running"
+        assert s.get(what="title") == "Login"  # the session goes on
+        with pytest.raises(CommandFailed) as bad:
+            s.do("handoff", timeout_s=1)  # the template action's fields: message is required
+        assert bad.value.code == "INVALID_STEP_INPUT" and "message" in bad.value.message
+        session_id = s.id
+    [wait] = [h for h in _store().handoffs.handoffs(session_id) if h.kind != "watch"]
+    assert wait.outcome == "timeout"
+    assert _store().runs.get_run(session_id).status == "completed"
+
+
+def test_closing_a_session_while_a_person_has_it_ends_the_wait(fleet: Fleet, demo) -> None:
+    from browserq import SessionClosed, open_session
+    from browserq.settings import get_settings
+    from browserq.submit.services import producer_services
+    from browserq.submit.session_link import SessionLink
+    from browserq.submit.sessions import Session
+
+    s = open_session(settings=QUICK, max_lifetime_s=600)
+    s.navigate(url=f"{demo.url}/login")
+    thread, answer = _in_thread(lambda: s.handoff("wait for me", timeout_s=300))
+    store = _store()
+    wait_until(lambda: store.runs.get_run(s.id).status == "waiting_for_human", WAIT, "the session to wait")
+    closer = Session(s.id, SessionLink(get_settings().broker_url), producer_services(), get_settings(), 5)
+    closer.close()
+    thread.join(WAIT)
+    [gone] = answer
+    assert isinstance(gone, SessionClosed) and "closed by its client" in gone.why
+    run = wait_until(lambda: (r := store.runs.get_run(s.id)).status == "completed" and r, WAIT, "the session closed")
+    assert run.status == "completed"
+    [wait] = [h for h in store.handoffs.handoffs(s.id) if h.kind != "watch"]
+    assert wait.outcome == "cancelled"
+    s._link.close()
