@@ -18,14 +18,16 @@ run's wait) and the command answers that the session closed.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from browserq.errors import Codes, StepFailed
 from browserq.runner.handoff import Handoff
 from browserq.sessions.held import HeldSession, failure_reply
-from browserq.templates.handoff import HandoffStep
+from browserq.templates.handoff import UNTIL_KINDS, HandoffStep
 
 
 async def ask_person(handoff: Handoff, held: HeldSession, step: HandoffStep, path: str) -> dict[str, Any]:
@@ -76,4 +78,37 @@ async def cut_short(held: HeldSession, why: str) -> None:
     await asyncio.wait([wait])
 
 
-__all__ = ["ask_person", "cut_short", "refused_while_asked"]
+def ask_again(held: HeldSession, seen: Any, correlation_id: str, reply_to: str) -> dict[str, Any] | None:
+    """A handoff command its lost holder was waiting on (``seen``: its step record, ``unknown``):
+    the message that asks the person again here, as a run's handoff is asked again by the worker
+    that takes the run over — for what was left of its ``timeout_s``, its reply to the agent's
+    waiting command. None when the record is no handoff."""
+    inputs = seen.inputs if isinstance(seen.inputs, dict) else {}
+    if seen.action != "handoff" or not isinstance(inputs.get("message"), str):
+        return None
+    held.known.pop(seen.step_id, None)  # asked again, not answered as a redelivery
+    started = seen.started_at if seen.started_at.tzinfo else seen.started_at.replace(tzinfo=UTC)
+    timeout_s = float(inputs.get("timeout_s") or 0)
+    left = timeout_s - (datetime.now(UTC) - started).total_seconds()
+    fields: dict[str, Any] = {"message": inputs["message"], "timeout_s": max(1.0, round(left, 1))}
+    until = _until_of(inputs.get("until"))
+    if until is not None:
+        fields["until"] = until
+    return {"kind": "command", "action": "handoff", "id": correlation_id, "reply_to": reply_to,
+            "session": held.run_id, "fields": fields}
+
+
+def _until_of(shown: Any) -> dict[str, str] | None:
+    """The ``until`` a record shows (``present '#done'``, ``url '**/ok'``) when it can be read
+    back whole: a string, no secret masked in it; else None (the person presses Continue)."""
+    if not isinstance(shown, str) or "[secret:" in shown:
+        return None
+    kind, _, value = shown.partition(" ")
+    try:
+        parsed = ast.literal_eval(value) if kind in UNTIL_KINDS else None
+    except (ValueError, SyntaxError):
+        return None
+    return {kind: parsed} if isinstance(parsed, str) else None
+
+
+__all__ = ["ask_again", "ask_person", "cut_short", "refused_while_asked"]

@@ -27,7 +27,7 @@ from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
 from browserq.session_events import SessionHeld, SessionLetGo, SessionWatchers
-from browserq.sessions.asked import ask_person, cut_short, refused_while_asked
+from browserq.sessions.asked import ask_again, ask_person, cut_short, refused_while_asked
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply, holder_epoch
 from browserq.sessions.refs import RefBook
 from browserq.sessions.renewer import SessionRenewer
@@ -234,6 +234,9 @@ class SessionHost:
             correlation_id = step_id.removeprefix("cmd.")
             reply_hex, _, _ = correlation_id.partition("-")
             body = {"action": seen.action, "side_effect": bool(seen.inputs.get("side_effect"))}
+            if reply_hex and (again := ask_again(held, seen, correlation_id, f"{REPLY_QUEUE_PREFIX}{reply_hex}")):
+                self.runtime.loop.submit(self._handle(held.run_id, again))  # a person is asked again here
+                continue
             held.seen.add(correlation_id)
             if reply_hex:
                 self._reply(f"{REPLY_QUEUE_PREFIX}{reply_hex}", correlation_id, self._redelivered(held, body, seen))

@@ -160,3 +160,52 @@ def test_closing_a_session_while_a_person_has_it_ends_the_wait(fleet: Fleet, dem
     [wait] = [h for h in store.handoffs.handoffs(s.id) if h.kind != "watch"]
     assert wait.outcome == "cancelled"
     s._link.close()
+
+
+def test_a_handoff_whose_worker_dies_is_asked_again_on_the_next_holder(tmp_path, pg_url: str, demo) -> None:
+    """As a run's handoff: the wait ends ``interrupted`` with the lost worker, the worker taking
+    the session over asks the person again (a new wait, a new link), and the agent's command — still
+    waiting — returns what the person did there."""
+    from browserq import open_session
+    from tests.conftest import producer_env
+    from tests.e2e.conftest import REDIS_URL, celery_worker, worker_env
+    from tests.sessions.test_session_worker_loss import FAST_TAKEOVER
+    from tests.support.processes import kill_group
+    from tests.support.templates import write_templates
+
+    templates = write_templates(tmp_path / "templates", {}, copy_from=REPO / "templates")
+    config = worker_env(tmp_path, pg_url, REDIS_URL, templates)
+    config.env.update(FAST_TAKEOVER)
+    fleet = Fleet(config, "redis")
+    with producer_env(config.env):
+        store = _store()
+        with celery_worker(config) as first:
+            s = open_session(settings=QUICK)
+            s.navigate(url=f"{demo.url}/login")
+            box = s.do("eval", expression="(() => { const r = document.querySelector('#username')"
+                       ".getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+            thread, answer = _in_thread(lambda: s.handoff("Type your user name", until={"url": "**/never"},
+                                                          timeout_s=300))
+            wait_until(lambda: store.runs.get_run(s.id).status == "waiting_for_human", WAIT, "the first wait")
+            kill_group(first.pid)
+        with celery_worker(config):
+            def asked_again() -> bool:
+                waits = [h for h in store.handoffs.handoffs(s.id) if h.kind != "watch"]
+                return len(waits) == 2 and waits[1].outcome is None and \
+                    store.runs.get_run(s.id).status == "waiting_for_human"
+
+            wait_until(asked_again, 120, "the next holder to ask the person again")
+            typed = [{"type": "click", "x": box[0], "y": box[1]}, *({"type": "text", "text": c} for c in "ada")]
+            assert asyncio.run(_person(_live_link(fleet, s.id), typed)) == []
+            thread.join(WAIT)
+            [output] = answer
+            assert not isinstance(output, BaseException), output
+            assert output["outcome"] == "continued" and output["inputs"] == 4
+            assert ": ada" in s.snapshot().text
+            s.close()
+    first_wait, second_wait = [h for h in store.handoffs.handoffs(s.id) if h.kind != "watch"]
+    assert (first_wait.outcome, second_wait.outcome) == ("interrupted", "continued")
+    assert first_wait.message == second_wait.message == "Type your user name"
+    assert second_wait.until == "url '**/never'"  # asked again as it was asked
+    run = store.runs.get_run(s.id)
+    assert run.status == "completed" and run.attempt == 2
