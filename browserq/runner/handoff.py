@@ -201,7 +201,7 @@ class Handoff:
             ) if server is not None else None
             self.parts.observers.run_waiting(RunWaiting(
                 request.run_id, path, state.redactor.text(message), shown,
-                handoff.deadline_at.isoformat(), link,
+                handoff.deadline_at.isoformat(), link, request.loaded.template.name,
             ))
             state.human.waiting = True
             reason = await self._person_works(session, ended, until, path, wait_s, state)
@@ -213,7 +213,8 @@ class Handoff:
             if server is not None:
                 await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"),
                                         follow=reason == "handed_over")  # the page follows the run
-            self.parts.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))
+            self.parts.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited,
+                                                                 request.loaded.template.name))
             if reason == "handed_over":
                 await self._end_handed_over(handoff.id, state)
             elif goes_on and reason == "interrupted" and state.interrupt.kind == "cancel":

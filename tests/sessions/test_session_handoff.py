@@ -63,6 +63,16 @@ async def _person(link: str, messages: list[dict[str, Any]]) -> list[dict[str, A
     return errors
 
 
+def other_client(session_id: str) -> Any:
+    """A second client of the session (its own reply queue), as another agent's would be."""
+    from browserq.settings import get_settings
+    from browserq.submit.services import producer_services
+    from browserq.submit.session_link import SessionLink
+    from browserq.submit.sessions import Session
+
+    return Session(session_id, SessionLink(get_settings().broker_url), producer_services(), get_settings(), 5)
+
+
 def _in_thread(call: Any) -> tuple[threading.Thread, list[Any]]:
     result: list[Any] = []
 
@@ -79,10 +89,6 @@ def _in_thread(call: Any) -> tuple[threading.Thread, list[Any]]:
 
 def test_an_agent_hands_its_page_to_a_person_and_goes_on_with_what_they_typed(fleet: Fleet, demo) -> None:
     from browserq import CommandFailed, open_session
-    from browserq.settings import get_settings
-    from browserq.submit.services import producer_services
-    from browserq.submit.session_link import SessionLink
-    from browserq.submit.sessions import Session
 
     with open_session(settings=QUICK) as s:
         s.navigate(url=f"{demo.url}/login")
@@ -92,7 +98,7 @@ def test_an_agent_hands_its_page_to_a_person_and_goes_on_with_what_they_typed(fl
         store = _store()
         wait_until(lambda: store.runs.get_run(s.id).status == "waiting_for_human", WAIT, "the session to wait")
         # Another client's command meanwhile: refused at once, retryable, nothing run.
-        other = Session(s.id, SessionLink(get_settings().broker_url), producer_services(), get_settings(), 5)
+        other = other_client(s.id)
         try:
             with pytest.raises(CommandFailed) as refused:
                 other.click(selector="button[type=submit]")
@@ -140,18 +146,13 @@ def test_a_handoff_nobody_finishes_fails_human_timeout_and_the_session_goes_on(f
 
 def test_closing_a_session_while_a_person_has_it_ends_the_wait(fleet: Fleet, demo) -> None:
     from browserq import SessionClosed, open_session
-    from browserq.settings import get_settings
-    from browserq.submit.services import producer_services
-    from browserq.submit.session_link import SessionLink
-    from browserq.submit.sessions import Session
 
     s = open_session(settings=QUICK, max_lifetime_s=600)
     s.navigate(url=f"{demo.url}/login")
     thread, answer = _in_thread(lambda: s.handoff("wait for me", timeout_s=300))
     store = _store()
     wait_until(lambda: store.runs.get_run(s.id).status == "waiting_for_human", WAIT, "the session to wait")
-    closer = Session(s.id, SessionLink(get_settings().broker_url), producer_services(), get_settings(), 5)
-    closer.close()
+    other_client(s.id).close()
     thread.join(WAIT)
     [gone] = answer
     assert isinstance(gone, SessionClosed) and "closed by its client" in gone.why
