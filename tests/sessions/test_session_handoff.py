@@ -210,3 +210,42 @@ def test_a_handoff_whose_worker_dies_is_asked_again_on_the_next_holder(tmp_path,
     assert second_wait.until == "url '**/never'"  # asked again as it was asked
     run = store.runs.get_run(s.id)
     assert run.status == "completed" and run.attempt == 2
+
+
+def test_show_lists_each_command_with_its_target_and_outcome(fleet: Fleet, demo) -> None:
+    """``browserq show SESSION_ID``: a command a row — its target (the ref, selector, locator
+    mapping, URL) and its outcome; never a value it typed (a secret or not)."""
+    from browserq import CommandFailed, open_session
+
+    with open_session(settings=QUICK, secrets={"password": "pw-Secret-123"}) as s:
+        s.navigate(url=f"{demo.url}/login")
+        snap = s.snapshot(interactive=True)
+        ref = next(line.split("[ref=")[1].split("]")[0] for line in snap.text.splitlines() if "textbox" in line)
+        s.fill(ref=ref, value="typed-Value-42")
+        s.fill(selector="#password", value="${password}")
+        s.click(selector={"role": "button", "name": "Log in"})
+        with pytest.raises(CommandFailed):
+            s.click(selector="#missing", timeout_s=0.5)
+        s.get(what="title")
+        session_id = s.id
+    expected = [("0", "navigate", f"{demo.url}/login", "succeeded"), ("1", "fill", f"ref {ref}", "succeeded"),
+                ("2", "fill", "#password", "succeeded"),
+                ("3", "click", '{"name": "Log in", "role": "button"}', "succeeded"),
+                ("4", "click", "#missing", "failed"), ("5", "get", "what title", "succeeded")]
+    plain = _cli(fleet, "show", session_id)
+    assert plain.returncode == 0, plain.stderr
+    section = plain.stdout.split("\nCommands\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert section[0].split("\t")[:5] == ["step", "id", "action", "target", "try"]
+    rows = [line.split("\t") for line in section[1:]]
+    assert [(r[0], r[2], r[3], r[6]) for r in rows] == expected
+    assert rows[4][7].startswith("SELECTOR_NOT_FOUND")
+    table = _cli(fleet, "show", session_id, FORCE_COLOR="1", COLUMNS="400")  # the terminal's table
+    assert table.returncode == 0, table.stderr
+    assert "│" in table.stdout and "Commands" in table.stdout and f"ref {ref}" in table.stdout and '"role": "button"' in table.stdout
+    for shown in (plain.stdout, table.stdout):
+        assert "typed-Value-42" not in shown and "pw-Secret-123" not in shown
+
+
+def _cli(fleet: Fleet, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], env={**fleet.config.env, **env}, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
