@@ -202,14 +202,17 @@ def test_a_handoff_whose_worker_dies_is_asked_again_on_the_next_holder(tmp_path,
             [output] = answer
             assert not isinstance(output, BaseException), output
             assert output["outcome"] == "continued" and output["inputs"] == 4
-            assert ": ada" in s.snapshot().text
             s.close()
     first_wait, second_wait = [h for h in store.handoffs.handoffs(s.id) if h.kind != "watch"]
     assert (first_wait.outcome, second_wait.outcome) == ("interrupted", "continued")
     assert first_wait.message == second_wait.message == "Type your user name"
     assert second_wait.until == "url '**/never'"  # asked again as it was asked
+    inputs = [st for st in store.steps.steps(s.id) if st.step_path == f"{second_wait.step_path}~input"]
+    assert len(inputs) == 4  # the person's inputs, on the second holder's page
     run = store.runs.get_run(s.id)
-    assert run.status == "completed" and run.attempt == 2
+    # (the page's typed text is not checked here: a checkpoint keeps cookies and URLs, not a form's
+    # fields, and under load the 4 s lease of this test can be taken over once more)
+    assert run.status == "completed" and run.attempt >= 2
 
 
 def test_show_lists_each_command_with_its_target_and_outcome(fleet: Fleet, demo) -> None:
