@@ -334,10 +334,9 @@ class SessionHost:
         """The renewer stopped the session: lease lost (another worker holds it now: nothing may
         be written, the queue stays for it), cancelled, or the database stayed away."""
         kind, reason = held.state.interrupt.kind, held.state.interrupt.reason
-        if kind in ("cancel", "handover"):  # handover: its worker stops while a person has it
-            why = f"cancelled: {reason}" if kind == "cancel" else "its worker process is stopping"
-            await cut_short(held, why)
-            await self._close(held, "cancelled", Codes.CANCELLED.code, why)
+        if kind == "cancel":
+            await cut_short(held, f"cancelled: {reason}")  # a person's wait ends first
+            await self._close(held, "cancelled", Codes.CANCELLED.code, f"cancelled: {reason}")
             return
         await cut_short(held, f"this worker lost the session ({kind})")
         held.closing = f"this worker lost the session ({kind})"
