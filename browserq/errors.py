@@ -185,6 +185,10 @@ class Codes:
     SESSION_CAPACITY = _code(
         "SESSION_CAPACITY", ErrorClass.WAIT, "no worker process had room for another session"
     )
+    SESSION_WAITING_FOR_HUMAN = _code(
+        "SESSION_WAITING_FOR_HUMAN", ErrorClass.WAIT,
+        "a person has the session's page (a handoff): the command was not run; send it again after the handoff",
+    )
     REF_STALE = _code(
         "REF_STALE", ErrorClass.PERMANENT,
         "a session's ref names a node that left the page, or a page that navigated since: snapshot again",

@@ -93,6 +93,7 @@ class RunWaiting:
     until: str | None
     deadline: str
     live_url: str | None
+    template: str = ""  # the run's template name (a metric's label)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class HandoffEnded:
     step_path: str
     outcome: str
     waited_s: float
+    template: str = ""  # the run's template name (a metric's label)
 
 
 class RunObserver:

@@ -253,14 +253,17 @@ def show_run(store: Store, run_view: Any, steps: list[Any], artifacts: list[Any]
             for t in history), highlight=False)
     for command in trace_commands(artifacts):
         console.print(Text.assemble("  trace     ", (command, "bold")), highlight=False, soft_wrap=True)
-    table = Table(title="Steps", title_justify="left")
-    for column in ("step", "id", "action", "try", "duration", "status", "error", "url after"):
+    from browserq.report.session import is_session, target_of
+
+    session = is_session(run_view)  # a session's steps are its commands: each one's target shown
+    table = Table(title="Commands" if session else "Steps", title_justify="left")
+    for column in ("step", "id", "action", *(("target",) if session else ()), "try", "duration", "status",
+                   "error", "url after"):
         table.add_column(column, overflow="fold")
     for s in steps:
         table.add_row(
-            s.step_path, s.step_id or "", s.action, str(s.attempt), ms(s.duration_ms), status_text(s.status),
-            _step_notes(s),
-            s.url_after or "",
+            s.step_path, s.step_id or "", s.action, *((target_of(s.inputs),) if session else ()), str(s.attempt),
+            ms(s.duration_ms), status_text(s.status), _step_notes(s), s.url_after or "",
         )
     console.print(table)
     if artifacts:
@@ -315,10 +318,14 @@ def show_plain(store: Store, run: Any, steps: list[Any], artifacts: list[Any]) -
             for t in history))
     for command in trace_commands(artifacts):
         tsv("trace_command", command)
-    print("\nSteps")
-    tsv("step", "id", "action", "try", "duration_ms", "status", "error", "warnings", "url_after")
+    from browserq.report.session import is_session, target_of
+
+    session = is_session(run)  # a session's steps are its commands: each one's target shown
+    print("\nCommands" if session else "\nSteps")
+    tsv("step", "id", "action", *(("target",) if session else ()), "try", "duration_ms", "status", "error",
+        "warnings", "url_after")
     for s in steps:
-        tsv(s.step_path, s.step_id or "", s.action, s.attempt,
+        tsv(s.step_path, s.step_id or "", s.action, *((target_of(s.inputs),) if session else ()), s.attempt,
             f"{s.duration_ms:.0f}" if s.duration_ms is not None else "", s.status,
             f"{s.error_code}: {s.error_message}" if s.error_code else skip_reason(s),
             "; ".join(warning_text(w) for w in s.warnings or []), s.url_after or "")

@@ -41,8 +41,8 @@ RUN_DURATION = Histogram(
 RUNS_IN_PROGRESS = Gauge(
     "browserq_runs_in_progress", "Executions running now.", ["template"], multiprocess_mode="livesum")
 RUNS_WAITING_FOR_HUMAN = Gauge(
-    "browserq_runs_waiting_for_human", "Runs waiting for a person now (each holds a worker slot).",
-    multiprocess_mode="livesum")
+    "browserq_runs_waiting_for_human", "Runs waiting for a person now (each holds a worker slot), by "
+    "template (a session's: session).", ["template"], multiprocess_mode="livesum")
 HANDOFFS = Counter(
     "browserq_handoffs", "Waits for a person that ended, by outcome (condition, continued, gave_up, "
     "timeout, interrupted).", ["outcome"])

@@ -33,11 +33,11 @@ class MetricsObserver(RunObserver):
             m.STEPS_RETRIED.labels(action).inc()
 
     def run_waiting(self, event: RunWaiting) -> None:
-        m.RUNS_WAITING_FOR_HUMAN.inc()
+        m.RUNS_WAITING_FOR_HUMAN.labels(m.template_label(event.template)).inc()
 
     def handoff_ended(self, event: HandoffEnded) -> None:
         outcome = m.one_of(event.outcome, HANDOFF_OUTCOMES)
-        m.RUNS_WAITING_FOR_HUMAN.dec()
+        m.RUNS_WAITING_FOR_HUMAN.labels(m.template_label(event.template)).dec()
         m.HANDOFFS.labels(outcome).inc()
         m.HANDOFF_WAIT.labels(outcome).observe(max(0.0, event.waited_s))
 

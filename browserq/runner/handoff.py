@@ -86,12 +86,25 @@ class Handoff:
         await self._handoff(path, step.id, "step", rendered.message, rendered.until,
                             rendered.timeout_s, state)
 
+    # --- a session's command ---------------------------------------------------------------------
+    async def ask(self, step: HandoffStep, path: str, state: RunState, *, budget_s: float) -> dict[str, Any]:
+        """A session's ``handoff`` command: the same wait as the step, bounded by ``budget_s`` (what
+        is left of the session's lifetime) instead of the template's handoff budget; the run goes
+        back to ``running`` however the wait ends (a session goes on after a failed command).
+        Returns what the person did (``outcome``, ``waited_s``, ``inputs``); raises the step's
+        ``HUMAN_TIMEOUT`` / ``HUMAN_GAVE_UP``."""
+        rendered = render_step(step, state.scope())
+        assert isinstance(rendered, HandoffStep)
+        return await self._handoff(path, step.id, "step", rendered.message, rendered.until,
+                                   rendered.timeout_s, state, budget_s=budget_s, goes_on=True)
+
     # --- the wait --------------------------------------------------------------------------------
     async def _handoff(
         self, path: str, step_id: str | None, kind: str, message: str, until: UntilSpec | None,
-        timeout_s: float, state: RunState,
-    ) -> None:
-        """One wait for a person, recorded as one attempt of the step at ``path``."""
+        timeout_s: float, state: RunState, *, budget_s: float | None = None, goes_on: bool = False,
+    ) -> dict[str, Any]:
+        """One wait for a person, recorded as one attempt of the step at ``path``; what the person
+        did. ``budget_s``: the time left for waits (default: the template's handoff budget)."""
         started = time.monotonic()
         page = current_page(state)
         shown = until_text(until, state.redactor)  # rendered: it may hold a secret
@@ -101,12 +114,13 @@ class Handoff:
         )
         attempted = Attempted(path, step_id, "handoff", 1, started)
         self.recorder.started(state, attempted, page.url)
-        budget = state.request.loaded.template.human_wait_s - state.human.waited_s
-        wait_s = min(timeout_s, max(0.0, budget))
+        if budget_s is None:
+            budget_s = state.request.loaded.template.human_wait_s - state.human.waited_s
+        wait_s = min(timeout_s, max(0.0, budget_s))
         outcome, waited, failure = "budget", 0.0, None
         try:
             if wait_s > 0:
-                outcome, waited = await self._wait(path, kind, message, until, wait_s, state)
+                outcome, waited = await self._wait(path, kind, message, until, wait_s, state, goes_on)
         except asyncio.CancelledError:  # a cancel, the lease lost, a time limit: still recorded
             await self._record_cut_short(state, record, attempted)
             raise
@@ -114,8 +128,9 @@ class Handoff:
             state.human.waited_s += waited
             self._give_time_back(state, waited)
         if outcome == "budget":
-            failure = StepFailed(Codes.HUMAN_TIMEOUT, "the run's handoff budget is used up: "
-                                 f"{state.request.loaded.template.human_wait_s:g} s in all")
+            failure = StepFailed(Codes.HUMAN_TIMEOUT, "no time is left for a handoff: the run's handoff budget "
+                                 f"({state.request.loaded.template.human_wait_s:g} s in all) or the session's "
+                                 "lifetime is used up")
         elif outcome == "timeout":
             failure = StepFailed(Codes.HUMAN_TIMEOUT, f"nobody finished the handoff within {wait_s:g} s: {message}")
         elif outcome == "gave_up":
@@ -129,6 +144,7 @@ class Handoff:
         if "~" not in path:  # what the person did (a solved captcha's cookies) is kept
             checkpoint = await self.checkpointer.take(path, state, auto=False)
         await self.recorder.end(state, record, attempted, "succeeded", None, output, checkpoint)
+        return output
 
     async def _record_cut_short(self, state: RunState, record: StepRecord, attempted: Attempted) -> None:
         """The wait was interrupted: its attempt says so (unless another worker owns the run)."""
@@ -144,9 +160,10 @@ class Handoff:
 
     async def _wait(
         self, path: str, kind: str, message: str, until: UntilSpec | None, wait_s: float,
-        state: RunState,
+        state: RunState, goes_on: bool = False,
     ) -> tuple[str, float]:
-        """Enter waiting_for_human, serve the live view, wait; returns (outcome, seconds waited)."""
+        """Enter waiting_for_human, serve the live view, wait; returns (outcome, seconds waited).
+        ``goes_on``: back to ``running`` however it ends (a session's wait)."""
         from browserq.live.session import LiveSession  # the live view loads only when needed
 
         request = state.request
@@ -184,7 +201,7 @@ class Handoff:
             ) if server is not None else None
             self.parts.observers.run_waiting(RunWaiting(
                 request.run_id, path, state.redactor.text(message), shown,
-                handoff.deadline_at.isoformat(), link,
+                handoff.deadline_at.isoformat(), link, request.loaded.template.name,
             ))
             state.human.waiting = True
             reason = await self._person_works(session, ended, until, path, wait_s, state)
@@ -196,13 +213,17 @@ class Handoff:
             if server is not None:
                 await server.unregister(handoff.id, _ENDED.get(reason, "the handoff ended"),
                                         follow=reason == "handed_over")  # the page follows the run
-            self.parts.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited))
+            self.parts.observers.handoff_ended(HandoffEnded(request.run_id, path, reason, waited,
+                                                                 request.loaded.template.name))
             if reason == "handed_over":
                 await self._end_handed_over(handoff.id, state)
+            elif goes_on and reason == "interrupted" and state.interrupt.kind == "cancel":
+                await self._end_cut_short(handoff.id, state)
         resume = reason in ("condition", "continued")
+        then = "; running again" if resume else "; the session goes on" if goes_on else ""
         await records.end(
-            handoff.id, outcome=reason, inputs=state.human.inputs, resume=resume,
-            reason=f"handoff ended: {_ENDED[reason]}; running again" if resume else f"handoff ended: {_ENDED[reason]}",
+            handoff.id, outcome=reason, inputs=state.human.inputs, resume=resume or goes_on,
+            reason=f"handoff ended: {_ENDED[reason]}{then}",
         )
         return reason, waited
 
@@ -235,6 +256,16 @@ class Handoff:
             )
         except Exception as exc:
             log.warning("could not record the handover of the wait", run_id=request.run_id, error=str(exc)[:200])
+
+    async def _end_cut_short(self, handoff_id: int, state: RunState) -> None:
+        """A session's wait cut short (closed, its lifetime out, cancelled): the run goes back to
+        ``running``, from which the session's end is recorded next."""
+        try:
+            await state.journal.handoffs.end(handoff_id, outcome="cancelled", inputs=state.human.inputs, resume=True,
+                                             reason=f"handoff ended: {state.interrupt.reason}")
+        except Exception as exc:  # the session's end is recorded anyway (the transition closes the row)
+            log.warning("could not record the end of the cut-short wait", run_id=state.request.run_id,
+                        error=str(exc)[:200])
 
     async def _until_done(
         self, ended: asyncio.Future[str], until: UntilSpec | None, path: str, wait_s: float,

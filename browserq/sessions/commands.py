@@ -20,8 +20,9 @@ from browserq.templates.locators import session_only_problem
 
 #: What a ref can look like at all; anything else was never issued.
 _REF_SHAPE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-#: Actions a session does not take as commands (a handoff belongs to a template's plan).
-NOT_COMMANDS = frozenset({"handoff"})
+#: Actions a session does not take as commands (none now: a ``handoff`` asks a person, see
+#: :mod:`browserq.sessions.asked`); kept for code that reads it.
+NOT_COMMANDS: frozenset[str] = frozenset()
 
 
 def command_step(action: str, *, ref: str | None = None, **fields: Any) -> ActionStep:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +23,13 @@ from browserq.redact import active as active_redactor
 from browserq.runner import RunRequest, StepOutcome
 from browserq.runner.attempt import StepAttempt
 from browserq.runner.state import RunState
+from browserq.sessions.commands import NOT_COMMANDS
 from browserq.sessions.commands import command_step as build_step
 from browserq.sessions.refs import RefBook
 from browserq.sessions.snapshot import Snapshotter
 from browserq.templates import ACTIONS, ActionStep
+from browserq.templates.handoff import HandoffStep
 
-#: Actions a session does not take as commands (a handoff belongs to a template's plan).
-NOT_COMMANDS = frozenset({"handoff"})
 #: Where a command's output goes when its action wants an ``into:`` and the client gave none: it
 #: is replied, then dropped from the run's outputs (a client's own ``into`` keeps it there).
 COMMAND_OUTPUT = "command_output"
@@ -61,6 +62,8 @@ class HeldSession:
     seen: set[str] = field(default_factory=set)
     #: Messages (commands, batches, snapshots) this holder answered: its watchers' count.
     answered: int = 0
+    #: The running ``handoff`` command's wait while a person has the page (browserq.sessions.asked).
+    waiting: asyncio.Future[Any] | None = None
 
     @property
     def epoch(self) -> int:
@@ -107,12 +110,18 @@ def failure_reply(failure: StepFailed, epoch: int) -> dict[str, Any]:
             "error": {"code": code.code, "message": failure.message, "retryable": code.retryable}}
 
 
-class CommandRunner:
-    """Runs a held session's commands on its open context, one at a time, through ``attempt``."""
+#: ``ask(held, step, path)``: a ``handoff`` command's wait for a person → its reply.
+Ask = Callable[[HeldSession, HandoffStep, str], Awaitable[dict[str, Any]]]
 
-    def __init__(self, attempt: StepAttempt, side_effect_actions: frozenset[str]) -> None:
+
+class CommandRunner:
+    """Runs a held session's commands on its open context, one at a time, through ``attempt``;
+    a ``handoff`` command through ``ask`` (:func:`browserq.sessions.asked.ask_person`)."""
+
+    def __init__(self, attempt: StepAttempt, side_effect_actions: frozenset[str], ask: Ask | None = None) -> None:
         self.attempt = attempt
         self.side_effect_actions = side_effect_actions
+        self.ask = ask
 
     async def command(self, held: HeldSession, message: dict[str, Any], deadline: float | None = None) -> dict[str, Any]:
         """One command: ``{"action", "fields", "side_effect"}`` → ``{"ok", "output" | "error", "epoch"}``.
@@ -124,6 +133,8 @@ class CommandRunner:
             step = command_step(action, fields, command_id=command_id, side_effect=side_effect)
         except StepFailed as refused:
             return failure_reply(refused, held.epoch)
+        if isinstance(step, HandoffStep) and self.ask is None:
+            return failure_reply(StepFailed(Codes.INVALID_STEP_INPUT, "this session takes no handoff"), held.epoch)
         path = str(held.next_path)
         held.next_path += 1
         state = held.state
@@ -132,6 +143,8 @@ class CommandRunner:
             state.deadline = min(life, deadline)
         try:
             with active_redactor(held.redactor):
+                if isinstance(step, HandoffStep) and self.ask is not None:
+                    return await self.ask(held, step, path)
                 result = await self.attempt.run(step, path, state)
         finally:
             state.deadline = life

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import structlog
@@ -26,6 +27,7 @@ from browserq.execute.run_request import build_request, materialize
 from browserq.redact import Redactor
 from browserq.runner import RunOutcome, RunRequest
 from browserq.session_events import SessionHeld, SessionLetGo, SessionWatchers
+from browserq.sessions.asked import ask_again, ask_person, cut_short, refused_while_asked
 from browserq.sessions.held import CommandRunner, HeldSession, failure_reply, holder_epoch
 from browserq.sessions.refs import RefBook
 from browserq.sessions.renewer import SessionRenewer
@@ -62,7 +64,8 @@ class SessionHost:
         self.send = send
         self.sessions: dict[str, HeldSession] = {}
         self.clock_offset_s = 0.0  # the database's clock minus this process's, read at each hold
-        self.commands = CommandRunner(runtime.runner.attempt, frozenset(self.settings.session_side_effect_actions))
+        self.commands = CommandRunner(runtime.runner.attempt, frozenset(self.settings.session_side_effect_actions),
+                                      ask=partial(ask_person, runtime.runner.handoff))
         self.renewer = SessionRenewer(runtime.store.leases, self.settings.lease_ttl_s)
         self.consumer = consumer_of(self).start()
 
@@ -231,6 +234,9 @@ class SessionHost:
             correlation_id = step_id.removeprefix("cmd.")
             reply_hex, _, _ = correlation_id.partition("-")
             body = {"action": seen.action, "side_effect": bool(seen.inputs.get("side_effect"))}
+            if reply_hex and (again := ask_again(held, seen, correlation_id, f"{REPLY_QUEUE_PREFIX}{reply_hex}")):
+                self.runtime.loop.submit(self._handle(held.run_id, again))  # a person is asked again here
+                continue
             held.seen.add(correlation_id)
             if reply_hex:
                 self._reply(f"{REPLY_QUEUE_PREFIX}{reply_hex}", correlation_id, self._redelivered(held, body, seen))
@@ -239,6 +245,10 @@ class SessionHost:
         kind = body.get("kind")
         held.busy += 1
         try:
+            if (refused := refused_while_asked(held, kind)) is not None:
+                return refused  # a person has the page; a close ends their wait first
+            if kind == "close":
+                await cut_short(held, "closed by its client")
             async with held.lock:
                 if held.closing:
                     return {"ok": False, "closed": held.closing}
@@ -315,6 +325,7 @@ class SessionHost:
             self.renewer.let_go(held.run_id, keeper)
 
     async def _close_when_free(self, held: HeldSession, code: str, why: str) -> None:
+        await cut_short(held, why)  # a person's wait ends: the lifetime, a shutdown
         async with held.lock:
             if held.closing is None:
                 await self._close(held, "cancelled", code, why)
@@ -324,8 +335,10 @@ class SessionHost:
         be written, the queue stays for it), cancelled, or the database stayed away."""
         kind, reason = held.state.interrupt.kind, held.state.interrupt.reason
         if kind == "cancel":
+            await cut_short(held, f"cancelled: {reason}")  # a person's wait ends first
             await self._close(held, "cancelled", Codes.CANCELLED.code, f"cancelled: {reason}")
             return
+        await cut_short(held, f"this worker lost the session ({kind})")
         held.closing = f"this worker lost the session ({kind})"
         await self._let_go(held, delete_queue=False)
         self.watchers.let_go(SessionLetGo(held.run_id, "lost", None, held.closing, held.answered))

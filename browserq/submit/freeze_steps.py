@@ -37,6 +37,8 @@ READ_ACTIONS = frozenset({"get", "extract", "eval"})
 LEFT_OUT_ACTIONS = {
     "screenshot": "a screenshot (evidence of the session, not a step of the task)",
     "upload": "an upload names files of the session's own run; add it by hand with a file param",
+    "handoff": "a handoff (what a person did is no step of the task); add a handoff step by hand where one "
+               "is needed",
 }
 #: Fields whose values are names of the language (never a param's value).
 _KEYWORDS = frozenset({"action", "into", "what", "by", "wait_until", "state", "load_state", "to",

@@ -33,6 +33,7 @@ from browserq.submit.services import ProducerServices, producer_services
 from browserq.submit.session_link import ENDED, SessionLink
 from browserq.tasks.app import app
 from browserq.tasks.session_task import SESSION_TASK_NAME
+from browserq.templates.handoff import DEFAULT_HUMAN_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ class Session:
     # --- commands ------------------------------------------------------------------------------
     def do(self, action: str, *, side_effect: bool = False, **fields: Any) -> Any:
         """Any template action by name, with its fields; returns the step's output."""
+        default = DEFAULT_HUMAN_TIMEOUT_S if action == "handoff" else self._step_timeout_s  # a person takes minutes
         reply = self._request({"kind": "command", "action": action, "fields": fields, "side_effect": side_effect},
-                              _timeout_of(fields, self._step_timeout_s))
+                              _timeout_of(fields, default))
         self._answered.append(f"cmd.{self._last_id}"[:100])
         return reply.get("output")
 
@@ -83,6 +85,18 @@ class Session:
 
     def press(self, **fields: Any) -> Any:
         return self.do("press", **fields)
+
+    def handoff(self, message: str, *, until: Mapping[str, Any] | None = None,
+                timeout_s: float = DEFAULT_HUMAN_TIMEOUT_S) -> Any:
+        """Ask a person to take the page over (the template's ``handoff`` action): the session's run
+        waits for a person, ``browserq live SESSION_ID`` gives them the page with input, and this
+        returns what they did (``{"outcome": "continued" | "condition", "waited_s", "inputs"}``) once
+        they press Continue (or ``until`` holds); ``CommandFailed`` ``HUMAN_TIMEOUT`` after
+        ``timeout_s``, ``HUMAN_GAVE_UP`` if they give up. The session goes on either way."""
+        fields: dict[str, Any] = {"message": message, "timeout_s": timeout_s}
+        if until is not None:
+            fields["until"] = dict(until)
+        return self.do("handoff", **fields)
 
     def snapshot(self, *, interactive: bool = False, budget: int | None = None) -> SessionSnapshot:
         """The page's accessibility tree as text with a ref on each node to act on
@@ -202,6 +216,9 @@ class AsyncSession:
 
     async def press(self, **fields: Any) -> Any:
         return await self._call("press", **fields)
+
+    async def handoff(self, message: str, **options: Any) -> Any:
+        return await self._call("handoff", message, **options)
 
     async def snapshot(self, **options: Any) -> SessionSnapshot:
         return await self._call("snapshot", **options)

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 import structlog
-from celery import Task
+from celery import Task, states
 from celery.exceptions import Ignore
 
 from browserq.errors import ConfigError
@@ -22,7 +22,7 @@ from browserq.settings import get_settings
 from browserq.store import LeaseBusy
 from browserq.tasks.app import app
 from browserq.tasks.observers import session_watchers
-from browserq.tasks.session_progress import session_progress
+from browserq.tasks.session_progress import FINAL_STATES, SessionProgress, session_progress
 from browserq.tasks.worker import exit_without_browser, on_process_stop, worker_runtime
 
 log = structlog.get_logger(__name__)
@@ -54,8 +54,10 @@ def _stop_host() -> None:
             _host = None
 
 
+# track_started=False: a duplicate delivery must not write STARTED over the state of a session
+# that ended (REVOKED, FAILURE); the session's own states are published (tasks/session_progress.py).
 @app.task(bind=True, name=SESSION_TASK_NAME, soft_time_limit=OPEN_SOFT_LIMIT_S,
-          time_limit=OPEN_SOFT_LIMIT_S + 30)
+          time_limit=OPEN_SOFT_LIMIT_S + 30, track_started=False)
 def open_session(self: Task, run_id: str, reply_to: str | None = None,
                  correlation_id: str | None = None) -> dict[str, Any]:
     """Hold the session ``run_id`` in this process; replies to ``reply_to`` when a client waits."""
@@ -84,11 +86,29 @@ def open_session(self: Task, run_id: str, reply_to: str | None = None,
     if status == "opened" and binding is not None:
         # Held: the session's state is the task's (PROGRESS, then its end: tasks/session_progress.py).
         raise Ignore()
+    if status in ("ended", "full"):
+        _show_end(self, progress, binding, run_id)  # never a result of its own over the session's end
+        raise Ignore()
     if binding is not None:
         progress.publisher.release(binding)
     if status == "held elsewhere":
         raise Ignore()  # its holder publishes the task's state
     return {"run_id": run_id, "session": status}
+
+
+def _show_end(task: Task, progress: SessionProgress, binding: Any, run_id: str) -> None:
+    """The session ended without being held here (it could not open, no room, or it had ended
+    before: a duplicate delivery). Its task shows the run's end — unless it shows an end already
+    (the holder's, with its count of commands), which is never overwritten."""
+    run = worker_runtime().store.runs.get_run(run_id)
+    final = FINAL_STATES.get(run.status) if run is not None else None
+    shown = task.AsyncResult(task.request.id).state if binding is not None else states.SUCCESS
+    if run is None or final is None or shown in states.READY_STATES:
+        if binding is not None:
+            progress.publisher.release(binding)
+        return
+    progress.publisher.finish(run_id, final, {"run_id": run_id, "kind": "session", "status": run.status,
+                                              "code": run.error_code, "why": run.error_message, "commands": 0})
 
 
 __all__ = ["SESSION_TASK_NAME", "open_session", "session_host"]

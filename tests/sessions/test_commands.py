@@ -18,7 +18,7 @@ def test_a_ref_travels_in_the_selector_and_the_rest_is_the_step_model() -> None:
 
 @pytest.mark.parametrize(("action", "fields", "code", "says"), [
     ("fly", {}, Codes.INVALID_STEP_INPUT, "unknown action 'fly'"),
-    ("handoff", {}, Codes.INVALID_STEP_INPUT, "unknown action"),
+    ("handoff", {}, Codes.INVALID_STEP_INPUT, "message"),  # a command now; the action's fields
     ("click", {"ref": "e1.1", "selector": "#a"}, Codes.INVALID_STEP_INPUT, "not both"),
     ("wait", {"ref": "e1.1"}, Codes.INVALID_STEP_INPUT, "takes a selector, not a ref"),
     ("click", {"selector": "aria-ref=e3"}, Codes.INVALID_STEP_INPUT, "as ref="),

@@ -74,12 +74,14 @@ def test_what_is_left_out_and_why() -> None:
         record(7, "click", selector="ref=e1.5"),  # no capture at all
         record(8, "get", what="title", into="command_output"),
         record(8, "get", what="url", into="command_output"),  # a retry in place: the last attempt counts
+        record(9, "handoff", message="solve it", until="absent '#captcha'", timeout_s=60),
     ], {})
     assert [i for i, _ in frozen.steps] == [0, 8] and frozen.steps[1][1] == {"action": "get", "what": "url", "into": "get_8"}
     why = dict(frozen.left_out)
     assert why[1] == "it failed (SELECTOR_NOT_FOUND)" and "skipped" in why[2] and "unknown" in why[3]
     assert "screenshot" in why[4] and "do not allow eval" in why[5]
     assert why[6] == "no locator matches the node of ref e1.4 alone: inside an iframe" and "e1.5" in why[7]
+    assert "a handoff" in why[9]  # what a person did is no step (its recorded until is text)
     kept = freeze([record(5, "eval", expression="1 + 1", into="total")], {}, allow_eval=True)
     assert kept.steps == [(5, {"action": "eval", "expression": "1 + 1", "into": "total"})]
     assert kept.outputs == {"total": 5}
