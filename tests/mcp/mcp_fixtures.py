@@ -3,6 +3,7 @@ against a real worker (``tests.sessions.session_fixtures``), driven by the SDK's
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -68,6 +69,30 @@ def run_mcp(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.
     return subprocess.run([*MCP, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
+class Recorded:
+    """A client whose ``call_tool`` calls are kept (name and arguments, in order) and written to
+    ``path`` after each call: what a failing test shows, and what an issue quotes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.calls: list[dict[str, Any]] = []
+        self.client: Client | None = None
+
+    def on(self, client: Client) -> Recorded:
+        self.client = client
+        return self
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        self.calls.append({"tool": name, "arguments": arguments})
+        self.path.write_text(self.shown() + "\n")
+        assert self.client is not None
+        return await self.client.call_tool(name, arguments)
+
+    def shown(self) -> str:
+        """One call a line: ``tool {arguments}``."""
+        return "\n".join(f"{call['tool']} {json.dumps(call['arguments'])}" for call in self.calls)
+
+
 def text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
@@ -94,5 +119,5 @@ def open_sessions() -> set[str]:
                                                                                    template="session")}
 
 
-__all__ = ["FLAGS", "MCP", "http_client", "http_server", "ok", "open_sessions", "ref", "run_mcp", "stdio_client",
+__all__ = ["FLAGS", "MCP", "Recorded", "http_client", "http_server", "ok", "open_sessions", "ref", "run_mcp", "stdio_client",
            "text"]
