@@ -14,20 +14,42 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO
-from tests.sessions.session_fixtures import Fleet
+from tests.sessions.session_fixtures import Fleet, session_fleet
 from tests.support.http import free_port
 from tests.support.polling import wait_until
 from tests.support.processes import stop
 from tests.support.workers import read_log, spawn_logged
 
+#: The files in the MCP fleet's BROWSERQ_UPLOADS_DIR (``browser_file_upload``).
+UPLOADS = {"note.txt": "uploaded through MCP"}
+#: A file next to that directory, outside it: an upload of ``../outside.txt`` is refused, and so is
+#: one of :data:`LINK_OUT` (a symlink in the directory to that file).
+OUTSIDE = "outside.txt"
+LINK_OUT = "link-out.txt"
+
 #: ``browserq mcp`` with this interpreter (this checkout's browserq).
 MCP = (sys.executable, "-m", "browserq.cli", "mcp")
 #: The flags every test server runs with: commands fail fast.
 FLAGS = ("--step-timeout", "10")
+
+
+@pytest.fixture(name="mcp_fleet", scope="module")
+def mcp_fleet_fixture(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Fleet]:
+    """One worker process (-c 1) on Redis whose BROWSERQ_UPLOADS_DIR holds :data:`UPLOADS`."""
+    tmp = tmp_path_factory.mktemp("mcp-redis")
+    uploads = tmp / "uploads"
+    uploads.mkdir()
+    for name, content in UPLOADS.items():
+        (uploads / name).write_text(content)
+    (tmp / OUTSIDE).write_text("not for uploading")
+    (uploads / LINK_OUT).symlink_to(tmp / OUTSIDE)
+    with session_fleet(tmp, pg_url, "redis", BROWSERQ_UPLOADS_DIR=str(uploads)) as running:
+        yield running
 
 
 def stdio_client(fleet: Fleet, *flags: str) -> Client:
@@ -119,5 +141,20 @@ def open_sessions() -> set[str]:
                                                                                    template="session")}
 
 
-__all__ = ["FLAGS", "MCP", "Recorded", "http_client", "http_server", "ok", "open_sessions", "ref", "run_mcp", "stdio_client",
-           "text"]
+__all__ = [
+    "FLAGS",
+    "LINK_OUT",
+    "MCP",
+    "OUTSIDE",
+    "UPLOADS",
+    "Recorded",
+    "http_client",
+    "http_server",
+    "mcp_fleet_fixture",
+    "ok",
+    "open_sessions",
+    "ref",
+    "run_mcp",
+    "stdio_client",
+    "text",
+]

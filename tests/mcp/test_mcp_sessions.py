@@ -22,13 +22,14 @@ from tests.mcp.mcp_fixtures import (
     Recorded,
     http_client,
     http_server,
+    mcp_fleet_fixture,  # noqa: F401  # the fixture
     ok,
     open_sessions,
     ref,
     stdio_client,
     text,
 )
-from tests.sessions.session_fixtures import Fleet, redis_fleet_fixture  # noqa: F401  # the fixture
+from tests.sessions.session_fixtures import Fleet
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.slow
@@ -125,12 +126,12 @@ def _check_and_replay(flow: tuple[list[dict[str, Any]], dict[str, Any]], demo: A
 
 
 def test_a_client_logs_in_fills_a_form_extracts_and_saves_a_template_over_stdio(
-        redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+        mcp_fleet: Fleet, demo, tmp_path: Path) -> None:
     before = open_sessions()
     recorded, frozen = Recorded(tmp_path / "tool-calls.txt"), tmp_path / "frozen.yaml"
 
     async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        async with stdio_client(redis_fleet) as client:
+        async with stdio_client(mcp_fleet) as client:
             return await agent_flow(recorded.on(client), demo.url, "mcp-flow-stdio")
 
     with explained(recorded, frozen):
@@ -140,7 +141,7 @@ def test_a_client_logs_in_fills_a_form_extracts_and_saves_a_template_over_stdio(
 
 
 def test_a_client_logs_in_fills_a_form_extracts_and_saves_a_template_over_http(
-        redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+        mcp_fleet: Fleet, demo, tmp_path: Path) -> None:
     recorded, frozen = Recorded(tmp_path / "tool-calls.txt"), tmp_path / "frozen.yaml"
 
     async def main(url: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -148,13 +149,13 @@ def test_a_client_logs_in_fills_a_form_extracts_and_saves_a_template_over_http(
             return await agent_flow(recorded.on(client), demo.url, "mcp-flow-http")
 
     before = open_sessions()
-    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN) as url, explained(recorded, frozen):
+    with http_server(mcp_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN) as url, explained(recorded, frozen):
         _check_and_replay(anyio.run(main, url), demo, "mcp-flow-http", frozen)
         # the client's DELETE ended its connection, and with it its session
         wait_until(lambda: not (open_sessions() - before), 60, "the HTTP client's session to close")
 
 
-def test_two_clients_get_two_sessions_that_share_no_cookies(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+def test_two_clients_get_two_sessions_that_share_no_cookies(mcp_fleet: Fleet, demo, tmp_path: Path) -> None:
     """Two clients at once, one of them with a token mapped to tenant acme (BROWSERQ_MCP_TOKENS)."""
     before = open_sessions()
     tenants: list[str | None] = []
@@ -168,7 +169,7 @@ def test_two_clients_get_two_sessions_that_share_no_cookies(redis_fleet: Fleet, 
             tenants.extend(sorted((run_of(run_id).tenant for run_id in open_sessions() - before), key=str))
             return seen
 
-    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN,
+    with http_server(mcp_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN,
                      BROWSERQ_MCP_TOKENS='{"acme-token": "acme"}') as url:
         second_saw = anyio.run(main, url)
     assert "/login" in second_saw.splitlines()[0] and "Welcome" not in second_saw  # no login cookie there
@@ -181,13 +182,13 @@ def run_of(run_id: str) -> Any:
     return producer_services().store.runs.get_run(run_id)
 
 
-def test_a_client_that_vanishes_leaves_no_open_session(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+def test_a_client_that_vanishes_leaves_no_open_session(mcp_fleet: Fleet, demo, tmp_path: Path) -> None:
     """The client neither closes nor DELETEs: its session ends by the idle timeout (3 s here)."""
     async def main(url: str) -> None:
         async with http_client(url, TOKEN, terminate_on_close=False) as client:
             ok(await client.call_tool("browser_navigate", {"url": f"{demo.url}/"}))
 
     before = open_sessions()
-    with http_server(redis_fleet, tmp_path, "--idle-timeout", "3", BROWSERQ_MCP_TOKEN=TOKEN) as url:
+    with http_server(mcp_fleet, tmp_path, "--idle-timeout", "3", BROWSERQ_MCP_TOKEN=TOKEN) as url:
         anyio.run(main, url)
         wait_until(lambda: open_sessions() - before == set(), 90, "the vanished client's session to idle out")
