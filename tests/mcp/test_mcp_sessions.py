@@ -101,7 +101,7 @@ def explained(recorded: Recorded, frozen: Path) -> Iterator[None]:
     files under the test's tmp dir too)."""
     try:
         yield
-    except AssertionError as failed:
+    except Exception as failed:  # an assert here, or one in the client's task group (an ExceptionGroup)
         saved = frozen.read_text() if frozen.exists() else "(not saved)"
         raise AssertionError(f"{failed}\n--- tool calls ({recorded.path}) ---\n{recorded.shown()}\n"
                              f"--- frozen template ({frozen}) ---\n{saved}") from failed
