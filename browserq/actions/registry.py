@@ -14,7 +14,7 @@ from browserq.actions.input import check, click, fill, hover, press, select, typ
 from browserq.actions.navigation import go_back, navigate, scroll, wait
 from browserq.actions.refs import ref_guarded, ref_of
 from browserq.actions.screenshot import screenshot
-from browserq.actions.tabs import close_tab, list_tabs, switch_tab
+from browserq.actions.tabs import close_tab, list_tabs, new_tab, switch_tab
 from browserq.actions.upload import upload
 from browserq.templates import ActionStep, LocatorSpec
 
@@ -41,6 +41,7 @@ ACTION_HANDLERS: dict[str, Action] = {
     "switch_tab": switch_tab,
     "close_tab": close_tab,
     "list_tabs": list_tabs,
+    "new_tab": new_tab,
     "download": download,
     "upload": upload,
 }
@@ -54,6 +55,6 @@ def handler_for(step: ActionStep) -> Action:
 
 def element_selector(step: ActionStep) -> str | LocatorSpec | None:
     """The selector whose absence makes an ``optional`` step a skip, if the action has one."""
-    if step.action in {"navigate", "go_back", "list_tabs", "eval", "screenshot", "assert", "wait"}:
+    if step.action in {"navigate", "go_back", "list_tabs", "new_tab", "eval", "screenshot", "assert", "wait"}:
         return None
     return getattr(step, "selector", None)

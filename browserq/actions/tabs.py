@@ -1,4 +1,5 @@
-"""Moving the run between its pages: ``switch_tab`` and ``close_tab``; ``list_tabs`` lists them.
+"""Moving the run between its pages: ``switch_tab``, ``close_tab`` and ``new_tab``; ``list_tabs``
+lists them.
 
 The pages themselves are the runner's (:mod:`browserq.runner.tabs`); an action reaches them
 through its :class:`StepContext`'s ``tabs`` (:class:`TabControl`), as it reaches the store only
@@ -8,14 +9,17 @@ through ``save_artifact``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Protocol
 
 from playwright.async_api import Page
 
 from browserq.actions.context import StepContext
+from browserq.actions.navigation import navigate
 from browserq.errors import Codes, StepFailed
-from browserq.templates import CloseTabStep, SwitchTabStep
-from browserq.templates.tab_steps import ListTabsStep
+from browserq.guards import check_url
+from browserq.templates import CloseTabStep, NavigateStep, SwitchTabStep
+from browserq.templates.tab_steps import ListTabsStep, NewTabStep
 
 
 class TabControl(Protocol):
@@ -33,6 +37,8 @@ class TabControl(Protocol):
     async def switch(self, page: Page) -> None: ...
 
     async def close_current(self, timeout_s: float) -> None: ...
+
+    async def open_new(self, timeout_s: float) -> Page: ...
 
 
 def _tabs(ctx: StepContext) -> TabControl:
@@ -68,3 +74,17 @@ async def list_tabs(ctx: StepContext, step: ListTabsStep) -> Any:
             title = ""
         listed.append({"index": index, "url": page.url, "title": title, "current": page is current})
     return listed
+
+
+async def new_tab(ctx: StepContext, step: NewTabStep) -> Any:
+    """Open a new page and make it current; at ``url`` (checked against allowed_domains before
+    the page is opened, then loaded as ``navigate`` loads it) or blank."""
+    if step.url is not None:
+        check_url(step.url, ctx.settings.allowed_domains)
+    tabs = _tabs(ctx)
+    page = await tabs.open_new(ctx.timeout_ms / 1000)
+    index = tabs.pages.index(page) if page in tabs.pages else None
+    if step.url is None:
+        return {"index": index, "status": None, "url": page.url}
+    loaded = await navigate(dataclasses.replace(ctx, page=page), NavigateStep(url=step.url, wait_until=step.wait_until))
+    return {"index": index, **loaded}

@@ -115,8 +115,7 @@ def _tabs(args: Mapping[str, Any]) -> list[Step]:
         return ([] if index is None else [{"action": "switch_tab", "to": index}]) + [{"action": "close_tab"}]
     if action == "list":
         return [{"action": "list_tabs"}]
-    raise ToolInputError(f"browser_tabs {action} is not supported: a tab opens through a link or a click "
-                         "(the page's own); list shows it, select moves to it by index")
+    return [{"action": "new_tab", **({"url": args["url"]} if "url" in args else {})}]
 
 
 def _upload(args: Mapping[str, Any]) -> list[Step]:

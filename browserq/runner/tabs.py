@@ -244,6 +244,17 @@ class Tabs:
         await self.switch(back)
         await asyncio.wait_for(page.close(), timeout_s)
 
+    async def open_new(self, timeout_s: float) -> Page:
+        """``new_tab``: a new blank page, opened by the current one (``close_tab`` goes back
+        there), made current. TAB_NOT_OPENED when the run has :data:`MAX_OPEN_PAGES` open."""
+        if len(self.pages) >= MAX_OPEN_PAGES:
+            raise StepFailed(Codes.TAB_NOT_OPENED, f"new_tab: the run has {len(self.pages)} pages open, the most "
+                             "it keeps (close_tab one first)")
+        page = await asyncio.wait_for(stealth.new_page(self._context), timeout_s)
+        self._opened(page)  # tracked now, whether the context's event came first or comes later
+        await self.switch(page)
+        return page
+
     async def reopen(self, urls: list[str], index: int, timeout_s: float) -> Page | None:
         """A resume in a fresh context: a page for each of a checkpoint's ``urls`` (oldest first;
         the first is the run's own page), each but the ``index``-th loaded at its URL; that one

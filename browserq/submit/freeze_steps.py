@@ -145,7 +145,7 @@ def ordered(step: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_urls(step: dict[str, Any], writer: _Values, allowed: list[str], index: int, session_id: str) -> None:
-    if step["action"] not in ("navigate", "download") or not isinstance(step.get("url"), str):
+    if step["action"] not in ("navigate", "download", "new_tab") or not isinstance(step.get("url"), str):
         return
     try:
         check_url(writer.rendered(step["url"]), allowed)

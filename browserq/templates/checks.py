@@ -134,7 +134,7 @@ class TemplateChecker:
                 else:
                     self._selector(field, (*loc, "fields", name))
         action = step.get("action")
-        if action in ("navigate", "download") and isinstance(step.get("url"), str):
+        if action in ("navigate", "download", "new_tab") and isinstance(step.get("url"), str):
             self._navigate_url(step["url"], (*loc, "url"))
         if action == "upload":
             for where, problem in upload_path_problems(step, _literal):

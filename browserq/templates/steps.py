@@ -31,7 +31,13 @@ from browserq.templates.fields import (
 from browserq.templates.file_steps import FILE_STEP_CLASSES, DownloadStep, UploadStep
 from browserq.templates.handoff import HandoffStep
 from browserq.templates.step_base import ActionStep, DialogAnswer, Postcondition  # noqa: F401 (re-exported)
-from browserq.templates.tab_steps import TAB_STEP_CLASSES, CloseTabStep, ListTabsStep, SwitchTabStep
+from browserq.templates.tab_steps import (
+    TAB_STEP_CLASSES,
+    CloseTabStep,
+    ListTabsStep,
+    NewTabStep,
+    SwitchTabStep,
+)
 
 
 class NavigateStep(ActionStep):
@@ -322,6 +328,7 @@ Step = Annotated[
         Annotated[SwitchTabStep, Tag("switch_tab")],
         Annotated[CloseTabStep, Tag("close_tab")],
         Annotated[ListTabsStep, Tag("list_tabs")],
+        Annotated[NewTabStep, Tag("new_tab")],
         Annotated[DownloadStep, Tag("download")],
         Annotated[UploadStep, Tag("upload")],
         Annotated[HandoffStep, Tag("handoff")],

@@ -1,8 +1,9 @@
-"""Steps that move the run between its pages: ``switch_tab``, ``close_tab``; ``list_tabs``.
+"""Steps that move the run between its pages: ``switch_tab``, ``close_tab``, ``new_tab``; ``list_tabs``.
 
 A run starts on one page. A click-like step with ``opens: tab`` waits for the page it opens (a
 ``target=_blank`` link, ``window.open``) and the steps after it act there; ``switch_tab`` goes to
-another open page and ``close_tab`` closes the current one, back to its opener. The runner keeps
+another open page and ``close_tab`` closes the current one, back to its opener; ``new_tab`` opens
+a blank page (or one at a URL inside allowed_domains) and goes on there. The runner keeps
 the pages (:mod:`browserq.runner.tabs`).
 """
 
@@ -67,4 +68,15 @@ class ListTabsStep(ActionStep):
     into: OutputName | None = None
 
 
-TAB_STEP_CLASSES: tuple[type[ActionStep], ...] = (SwitchTabStep, CloseTabStep, ListTabsStep)
+class NewTabStep(ActionStep):
+    """Open a new page (blank, or at ``url``, held to allowed_domains as ``navigate``) and make it
+    the current page; ``close_tab`` goes back to the page the run was on."""
+
+    action: Literal["new_tab"] = "new_tab"
+    url: str | None = None
+    wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] = "load"
+    #: Store ``{"index": the new page's index, "status": HTTP status or None, "url": its URL}``.
+    into: OutputName | None = None
+
+
+TAB_STEP_CLASSES: tuple[type[ActionStep], ...] = (SwitchTabStep, CloseTabStep, ListTabsStep, NewTabStep)

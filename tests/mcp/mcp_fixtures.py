@@ -3,6 +3,7 @@ against a real worker (``tests.sessions.session_fixtures``), driven by the SDK's
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -13,20 +14,42 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO
-from tests.sessions.session_fixtures import Fleet
+from tests.sessions.session_fixtures import Fleet, session_fleet
 from tests.support.http import free_port
 from tests.support.polling import wait_until
 from tests.support.processes import stop
 from tests.support.workers import read_log, spawn_logged
 
+#: The files in the MCP fleet's BROWSERQ_UPLOADS_DIR (``browser_file_upload``).
+UPLOADS = {"note.txt": "uploaded through MCP"}
+#: A file next to that directory, outside it: an upload of ``../outside.txt`` is refused, and so is
+#: one of :data:`LINK_OUT` (a symlink in the directory to that file).
+OUTSIDE = "outside.txt"
+LINK_OUT = "link-out.txt"
+
 #: ``browserq mcp`` with this interpreter (this checkout's browserq).
 MCP = (sys.executable, "-m", "browserq.cli", "mcp")
 #: The flags every test server runs with: commands fail fast.
 FLAGS = ("--step-timeout", "10")
+
+
+@pytest.fixture(name="mcp_fleet", scope="module")
+def mcp_fleet_fixture(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Fleet]:
+    """One worker process (-c 1) on Redis whose BROWSERQ_UPLOADS_DIR holds :data:`UPLOADS`."""
+    tmp = tmp_path_factory.mktemp("mcp-redis")
+    uploads = tmp / "uploads"
+    uploads.mkdir()
+    for name, content in UPLOADS.items():
+        (uploads / name).write_text(content)
+    (tmp / OUTSIDE).write_text("not for uploading")
+    (uploads / LINK_OUT).symlink_to(tmp / OUTSIDE)
+    with session_fleet(tmp, pg_url, "redis", BROWSERQ_UPLOADS_DIR=str(uploads)) as running:
+        yield running
 
 
 def stdio_client(fleet: Fleet, *flags: str) -> Client:
@@ -68,6 +91,30 @@ def run_mcp(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.
     return subprocess.run([*MCP, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
+class Recorded:
+    """A client whose ``call_tool`` calls are kept (name and arguments, in order) and written to
+    ``path`` after each call: what a failing test shows, and what an issue quotes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.calls: list[dict[str, Any]] = []
+        self.client: Client | None = None
+
+    def on(self, client: Client) -> Recorded:
+        self.client = client
+        return self
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        self.calls.append({"tool": name, "arguments": arguments})
+        self.path.write_text(self.shown() + "\n")
+        assert self.client is not None
+        return await self.client.call_tool(name, arguments)
+
+    def shown(self) -> str:
+        """One call a line: ``tool {arguments}``."""
+        return "\n".join(f"{call['tool']} {json.dumps(call['arguments'])}" for call in self.calls)
+
+
 def text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
@@ -94,5 +141,20 @@ def open_sessions() -> set[str]:
                                                                                    template="session")}
 
 
-__all__ = ["FLAGS", "MCP", "http_client", "http_server", "ok", "open_sessions", "ref", "run_mcp", "stdio_client",
-           "text"]
+__all__ = [
+    "FLAGS",
+    "LINK_OUT",
+    "MCP",
+    "OUTSIDE",
+    "UPLOADS",
+    "Recorded",
+    "http_client",
+    "http_server",
+    "mcp_fleet_fixture",
+    "ok",
+    "open_sessions",
+    "ref",
+    "run_mcp",
+    "stdio_client",
+    "text",
+]

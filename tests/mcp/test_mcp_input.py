@@ -13,8 +13,12 @@ import pytest
 from mcp import MCPError
 
 from tests.mcp.mcp_fixtures import (
+    LINK_OUT,
+    OUTSIDE,
+    UPLOADS,
     http_client,
     http_server,
+    mcp_fleet_fixture,  # noqa: F401  # the fixture
     ok,
     open_sessions,
     ref,
@@ -23,7 +27,7 @@ from tests.mcp.mcp_fixtures import (
     text,
 )
 from tests.sessions.conftest import PressCounter, pages_with_presses
-from tests.sessions.session_fixtures import Fleet, redis_fleet_fixture  # noqa: F401  # the fixture
+from tests.sessions.session_fixtures import Fleet
 from tests.support.http import serve_http
 from tests.support.polling import wait_until
 
@@ -46,11 +50,11 @@ function shuffle() {
 """
 
 
-def test_a_stale_ref_is_an_error_and_presses_no_other_button(redis_fleet: Fleet) -> None:
+def test_a_stale_ref_is_an_error_and_presses_no_other_button(mcp_fleet: Fleet) -> None:
     presses = PressCounter()
 
     async def main(base: str) -> None:
-        async with stdio_client(redis_fleet) as client:
+        async with stdio_client(mcp_fleet) as client:
             ok(await client.call_tool("browser_navigate", {"url": f"{base}/"}))
             before = ok(await client.call_tool("browser_snapshot", {}))
             ok(await client.call_tool("browser_click", {"element": "Shuffle", "ref": ref(before, 'button "Shuffle"')}))
@@ -67,9 +71,9 @@ def test_a_stale_ref_is_an_error_and_presses_no_other_button(redis_fleet: Fleet)
     assert presses["beta"] == 0  # the stale ref pressed nothing, least of all the button now in its place
 
 
-def test_bad_input_is_a_specific_error_and_the_server_goes_on(redis_fleet: Fleet, demo) -> None:
+def test_bad_input_is_a_specific_error_and_the_server_goes_on(mcp_fleet: Fleet, demo) -> None:
     async def main() -> None:
-        async with stdio_client(redis_fleet) as client:
+        async with stdio_client(mcp_fleet) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert "browser_evaluate" not in tools  # these sessions do not allow eval
             assert tools["browser_snapshot"].input_schema["properties"]["budget"]["maximum"] == 100_000
@@ -101,7 +105,7 @@ def test_bad_input_is_a_specific_error_and_the_server_goes_on(redis_fleet: Fleet
     anyio.run(main)
 
 
-def test_http_without_or_with_a_wrong_token_is_401_and_runs_nothing(redis_fleet: Fleet, demo, tmp_path: Path) -> None:
+def test_http_without_or_with_a_wrong_token_is_401_and_runs_nothing(mcp_fleet: Fleet, demo, tmp_path: Path) -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -112,7 +116,7 @@ def test_http_without_or_with_a_wrong_token_is_401_and_runs_nothing(redis_fleet:
             async with http_client(url, "wrong-token") as client:
                 await client.call_tool("browser_navigate", {"url": f"{demo.url}/"})
 
-    with http_server(redis_fleet, tmp_path, BROWSERQ_MCP_TOKENS=f'{{"{TOKEN}": "acme"}}') as url:
+    with http_server(mcp_fleet, tmp_path, BROWSERQ_MCP_TOKENS=f'{{"{TOKEN}": "acme"}}') as url:
         for auth in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": f"Basic {TOKEN}"}):
             answer = httpx2.post(url, json=call, headers={**headers, **auth}, timeout=30)
             assert answer.status_code == 401, answer.text
@@ -122,8 +126,8 @@ def test_http_without_or_with_a_wrong_token_is_401_and_runs_nothing(redis_fleet:
     assert open_sessions() - before == set()  # nothing was opened for the refused calls
 
 
-def test_the_http_server_needs_a_token_off_loopback(redis_fleet: Fleet) -> None:
-    env = {k: v for k, v in redis_fleet.config.env.items() if not k.startswith("BROWSERQ_MCP_TOKEN")}
+def test_the_http_server_needs_a_token_off_loopback(mcp_fleet: Fleet) -> None:
+    env = {k: v for k, v in mcp_fleet.config.env.items() if not k.startswith("BROWSERQ_MCP_TOKEN")}
     off_loopback = run_mcp("--http", "0.0.0.0:8931", "--no-auth", env=env)
     assert off_loopback.returncode != 0 and "needs BROWSERQ_MCP_TOKEN" in off_loopback.stderr
     assert "Traceback" not in off_loopback.stderr
@@ -143,13 +147,13 @@ TOOLS_PAGE = """<!doctype html><title>Tools</title>
 OTHER_PAGE = "<!doctype html><title>Other page</title><h1>The other page</h1>"
 
 
-def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) -> None:
-    """select_option, hover, press_key, handle_dialog, tabs (list, select, close), evaluate: each a
-    session command."""
+def test_the_other_tools_act_through_their_template_actions(mcp_fleet: Fleet) -> None:
+    """select_option, hover, press_key, handle_dialog, tabs (list, select, close, new), evaluate:
+    each a session command."""
     presses = PressCounter()
 
     async def main(base: str) -> None:
-        async with stdio_client(redis_fleet, "--allow-eval") as client:
+        async with stdio_client(mcp_fleet, "--allow-eval") as client:
             assert "browser_evaluate" in {tool.name for tool in (await client.list_tools()).tools}
             ok(await client.call_tool("browser_navigate", {"url": f"{base}/"}))
             page = ok(await client.call_tool("browser_snapshot", {}))
@@ -171,8 +175,19 @@ def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) 
             assert "The other page" in ok(await client.call_tool("browser_snapshot", {}))
             ok(await client.call_tool("browser_tabs", {"action": "close"}))
             assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))
-            new = await client.call_tool("browser_tabs", {"action": "new"})
-            assert new.is_error and "not supported" in text(new)
+            opened = await client.call_tool("browser_tabs", {"action": "new", "url": f"{base}/other"})
+            assert opened.structured_content["output"] == {"index": 1, "status": 200, "url": f"{base}/other"}
+            assert "The other page" in ok(await client.call_tool("browser_snapshot", {}))
+            blank = await client.call_tool("browser_tabs", {"action": "new"})
+            assert blank.structured_content["output"]["url"] == "about:blank"
+            denied = await client.call_tool("browser_tabs", {"action": "new", "url": "file:///etc/passwd"})
+            assert denied.is_error and "URL_DENIED" in text(denied)
+            listed = await client.call_tool("browser_tabs", {"action": "list"})
+            assert [(t["url"], t["current"]) for t in listed.structured_content["output"]] == [
+                (f"{base}/", False), (f"{base}/other", False), ("about:blank", True)]  # the refused one opened none
+            ok(await client.call_tool("browser_tabs", {"action": "close"}))
+            ok(await client.call_tool("browser_tabs", {"action": "close"}))
+            assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))
             handoff = await client.call_tool("browser_handoff", {"message": "solve the captcha"})
             assert handoff.is_error and text(handoff).startswith("HANDOFF_UNSUPPORTED")
 
@@ -180,3 +195,39 @@ def test_the_other_tools_act_through_their_template_actions(redis_fleet: Fleet) 
         anyio.run(main, f"http://{address}")
         for name in ("select-l", "hovered", "enter", "confirmed", "declined"):
             wait_until(lambda name=name: presses[name] == 1, 30, f"the page to see {name}")
+
+
+UPLOAD_PAGE = """<!doctype html><title>Upload</title>
+<input type="file" aria-label="Attachment" onchange="
+  const file = this.files[0];
+  file.text().then(t => { document.getElementById('got').textContent = 'got ' + file.name + ': ' + t; })">
+<div id="got">nothing yet</div>
+"""
+
+
+def test_a_file_from_the_uploads_dir_is_set_and_one_outside_it_is_refused(mcp_fleet: Fleet) -> None:
+    """browser_file_upload reads a file of the worker's BROWSERQ_UPLOADS_DIR; ``..`` or an absolute
+    path out of it, or a symlink out of it, fails PATH_DENIED and sets nothing."""
+    async def main(base: str) -> None:
+        async with stdio_client(mcp_fleet) as client:
+            ok(await client.call_tool("browser_navigate", {"url": f"{base}/"}))
+            page = ok(await client.call_tool("browser_snapshot", {}))
+            attachment = ref(page, 'button "Attachment"')
+            for path, problem in ((f"../{OUTSIDE}", f"upload path '../{OUTSIDE}' contains '..'; it must stay inside "
+                                                   "BROWSERQ_UPLOADS_DIR"),
+                                  (LINK_OUT, f"upload path '{LINK_OUT}' resolves outside BROWSERQ_UPLOADS_DIR"),
+                                  ("/etc/passwd", "upload path '/etc/passwd'")):
+                refused = await client.call_tool("browser_file_upload", {"element": "Attachment", "ref": attachment,
+                                                                         "paths": [path]})
+                assert refused.is_error and text(refused).startswith("PATH_DENIED") and problem in text(refused), \
+                    text(refused)
+            assert "nothing yet" in ok(await client.call_tool("browser_snapshot", {}))
+            [(name, content)] = UPLOADS.items()
+            uploaded = await client.call_tool("browser_file_upload", {"element": "Attachment", "ref": attachment,
+                                                                      "paths": [name]})
+            assert [(f["filename"], f["size"]) for f in uploaded.structured_content["output"]] == [
+                (name, len(content))]
+            ok(await client.call_tool("browser_wait_for", {"text": f"got {name}: {content}"}))
+
+    with serve_http(pages_with_presses({"/": UPLOAD_PAGE}, PressCounter())) as address:
+        anyio.run(main, f"http://{address}")

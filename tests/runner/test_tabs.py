@@ -316,3 +316,17 @@ def test_list_tabs_lists_the_open_pages_oldest_first_and_the_current_one(runtime
     assert outcome.outputs["alone"] == [{"index": 0, "url": f"{site}/opener", "title": "", "current": True}]
     assert [(t["index"], t["url"], t["current"]) for t in outcome.outputs["both"]] == [
         (0, f"{site}/opener", False), (1, f"{site}/popup", True)]
+
+
+def test_new_tab_past_the_open_pages_cap_is_tab_not_opened(runtime: Runtime, site: str) -> None:
+    loaded = template(f"""
+        settings: {{trace: off, step_retries: 0}}
+        steps:
+          - {{action: navigate, url: "{site}/opener"}}
+          - repeat: {{max: 19, steps: [{{action: new_tab}}]}}
+          - {{action: list_tabs, into: tabs}}
+          - {{id: one_more, action: new_tab}}
+        """)
+    outcome = runtime.run_loaded(loaded)
+    assert (outcome.status, outcome.error_code) == ("failed", "TAB_NOT_OPENED"), outcome.error_message
+    assert "the run has 20 pages open" in outcome.error_message

@@ -60,6 +60,8 @@ def test_a_url_outside_allowed_domains_is_refused_also_through_a_param() -> None
     with pytest.raises(FreezeRefused, match="command 1"):
         freeze([record(0, "get", what="title", into="command_output"),
                 record(1, "navigate", url="http://127.0.0.2/x")], {"start": "http://127.0.0.2/x"})
+    with pytest.raises(FreezeRefused, match=r"command 1 \(new_tab\)"):
+        freeze([record(0, "new_tab"), record(1, "new_tab", url="http://127.0.0.2/y")], {})
 
 
 def test_what_is_left_out_and_why() -> None:

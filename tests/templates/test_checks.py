@@ -122,7 +122,7 @@ steps:
     assert one(problems(text)) == (
         "line 9: steps[1].repeat.steps[0]: unknown action 'clik' (did you mean 'click'?); "
         "valid actions: assert, check, click, close_tab, download, eval, extract, fill, get, go_back, handoff, hover, "
-        "list_tabs, navigate, press, screenshot, scroll, select, switch_tab, type, uncheck, upload, wait"
+        "list_tabs, navigate, new_tab, press, screenshot, scroll, select, switch_tab, type, uncheck, upload, wait"
     )
 
 

@@ -124,6 +124,7 @@ def test_every_action_has_a_class_and_loads(load) -> None:
         "hover",
         "list_tabs",
         "navigate",
+        "new_tab",
         "press",
         "screenshot",
         "scroll",
