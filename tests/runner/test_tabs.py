@@ -318,6 +318,48 @@ def test_list_tabs_lists_the_open_pages_oldest_first_and_the_current_one(runtime
         (0, f"{site}/opener", False), (1, f"{site}/popup", True)]
 
 
+def test_new_tab_opens_a_page_at_a_url_and_close_tab_goes_back(runtime: Runtime, site: str) -> None:
+    loaded = template(f"""
+        settings: {{trace: off, allowed_domains: ["127.0.0.1"]}}
+        steps:
+          - {{action: navigate, url: "{site}/opener"}}
+          - {{action: new_tab, url: "{site}/popup", into: opened}}
+          - {{action: get, selector: "#inpop", into: inpop}}
+          - {{action: new_tab, into: blank}}
+          - {{action: list_tabs, into: tabs}}
+          - {{action: close_tab}}
+          - {{action: close_tab}}
+          - {{action: get, selector: "#status", into: status}}
+        """)
+    outcome = runtime.run_loaded(loaded)
+    assert outcome.status == "completed", (outcome.error_code, outcome.error_message)
+    assert outcome.outputs["opened"] == {"index": 1, "status": 200, "url": f"{site}/popup"}
+    assert outcome.outputs["blank"] == {"index": 2, "status": None, "url": "about:blank"}
+    assert outcome.outputs["inpop"] == "in the popup" and outcome.outputs["status"] == "on the opener"
+    assert [(t["url"], t["current"]) for t in outcome.outputs["tabs"]] == [
+        (f"{site}/opener", False), (f"{site}/popup", False), ("about:blank", True)]
+
+
+def test_new_tab_outside_allowed_domains_is_refused_before_a_page_opens(
+        runtime: Runtime, site: str, foreign: str) -> None:
+    loaded = template(f"""
+        settings: {{trace: off, step_retries: 0, allowed_domains: ["127.0.0.1"]}}
+        steps:
+          - {{action: navigate, url: "{site}/opener"}}
+          - {{action: new_tab, url: "${{to}}"}}
+        params:
+          to: {{type: string}}
+        """)
+    outcome = runtime.run_loaded(loaded, {"to": f"{foreign}/stolen"})
+    assert (outcome.status, outcome.error_code) == ("failed", "DOMAIN_DENIED"), outcome.error_message
+    assert _Counting.requests == []
+
+
+def test_new_tab_with_a_literal_url_outside_allowed_domains_is_refused_at_load() -> None:
+    with pytest.raises(BrowserqError, match=r"steps\[0\]\.url"):
+        template('settings: {allowed_domains: ["127.0.0.1"]}\nsteps:\n  - {action: new_tab, url: "http://127.0.0.2/x"}\n')
+
+
 def test_new_tab_past_the_open_pages_cap_is_tab_not_opened(runtime: Runtime, site: str) -> None:
     loaded = template(f"""
         settings: {{trace: off, step_retries: 0}}
