@@ -8,6 +8,8 @@ bearer tokens (``BROWSERQ_MCP_TOKEN`` / ``BROWSERQ_MCP_TOKENS``).
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -17,12 +19,40 @@ from browserq.cli.render import err_console, friendly_errors
 from browserq.errors import ConfigError
 from browserq.settings import get_settings, reset_settings_cache
 
+#: A secret's name, as a template param's.
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
 
 def _host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8931), got {value!r}")
     return host.strip("[]"), int(port)
+
+
+def read_secrets(path: Path) -> dict[str, str]:
+    """``--secrets FILE``: ``NAME=value`` lines (dotenv: ``#`` comments, blank lines, optional
+    quotes around the value); a name is a template param's name."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"--secrets {path}: cannot read it ({exc.strerror or exc})") from None
+    found: dict[str, str] = {}
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.removeprefix("export ").partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not SECRET_NAME.fullmatch(name):
+            raise ConfigError(f"--secrets {path}, line {number}: expected NAME=value with NAME like password or "
+                              "api_key (letters, digits, _; not starting with a digit)")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if not value:
+            raise ConfigError(f"--secrets {path}, line {number}: {name} has no value")
+        found[name] = value
+    return found
 
 
 @friendly_errors
@@ -45,6 +75,9 @@ def mcp_server(
                                                          help="Seconds one command may take.")] = None,
     allow_eval: Annotated[bool, typer.Option("--allow-eval", help="Let sessions run JavaScript "
                                              "(offers browser_evaluate).")] = False,
+    secrets_file: Annotated[Path | None, typer.Option("--secrets", help="A dotenv file of NAME=value: values "
+                                                      "agents type as ${NAME}, masked in every record, never "
+                                                      "shown to the agent.")] = None,
 ) -> None:
     """Serve agent sessions to MCP clients: one session per connection (docs/agents.md)."""
     from browserq.mcp import (
@@ -65,7 +98,8 @@ def mcp_server(
         template_settings["step_timeout_s"] = step_timeout_s
     options = SessionOptions(allowed_domains=list(allowed_domain or []) or None, identity=identity,
                              identity_pool=identity_pool, idle_timeout_s=idle_timeout_s,
-                             max_lifetime_s=max_lifetime_s, settings=template_settings)
+                             max_lifetime_s=max_lifetime_s, settings=template_settings,
+                             secrets=read_secrets(secrets_file) if secrets_file else {})
     server = fleet_server(options)
     if http is None:
         if no_auth:

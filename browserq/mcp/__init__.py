@@ -34,7 +34,8 @@ def fleet_server(options: SessionOptions) -> Any:
     def factory(tenant: str | None) -> AgentConnection:
         return AgentConnection(options, open_session_async, artifacts.read_bytes, tenant=tenant)
 
-    return build_server(factory, allow_eval=bool(options.settings.get("allow_eval")))
+    return build_server(factory, allow_eval=bool(options.settings.get("allow_eval")),
+                        secret_names=tuple(sorted(options.secrets)))
 
 
 __all__ = ["AgentConnection", "SessionOptions", "StaticTokens", "build_server", "fleet_server", "http_app",

@@ -3,7 +3,7 @@ own action names and fields (a command and a template step are the same thing).
 
 ``steps_for("browser_click", {"element": "Send", "ref": "e3.7"})`` →
 ``[{"action": "click", "ref": "e3.7", "description": "Send"}]``. Tools that are not commands
-(snapshot, close, dialogs, handoff, saving) are the connection's (:mod:`browserq.mcp.connection`).
+(snapshot, close, dialogs, saving) are the connection's (:mod:`browserq.mcp.connection`).
 """
 
 from __future__ import annotations
@@ -137,6 +137,13 @@ def _extract(args: Mapping[str, Any]) -> list[Step]:
     return [step]
 
 
+def _handoff(args: Mapping[str, Any]) -> list[Step]:
+    step: Step = {"action": "handoff", "message": args["message"]}
+    if "timeout_s" in args:
+        step["timeout_s"] = args["timeout_s"]
+    return [step]
+
+
 COMMAND_TOOLS: dict[str, Callable[[Mapping[str, Any]], list[Step]]] = {
     "browser_navigate": _navigate,
     "browser_navigate_back": _back,
@@ -152,6 +159,7 @@ COMMAND_TOOLS: dict[str, Callable[[Mapping[str, Any]], list[Step]]] = {
     "browser_file_upload": _upload,
     "browser_evaluate": _evaluate,
     "browser_extract": _extract,
+    "browser_handoff": _handoff,
 }
 
 

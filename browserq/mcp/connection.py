@@ -70,11 +70,14 @@ class SessionOptions:
     idle_timeout_s: float | None = None
     max_lifetime_s: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: ``--secrets``: values an agent types by reference (``${NAME}``), masked in every record and
+    #: never shown to the agent; a frozen template takes them as secret params.
+    secrets: Mapping[str, str] = field(default_factory=dict)
 
     def open_kwargs(self, tenant: str | None) -> dict[str, Any]:
         return {"allowed_domains": self.allowed_domains, "identity": self.identity, "identity_pool": self.identity_pool,
                 "tenant": tenant, "idle_timeout_s": self.idle_timeout_s, "max_lifetime_s": self.max_lifetime_s,
-                "settings": dict(self.settings)}
+                "settings": dict(self.settings), "secrets": dict(self.secrets) or None}
 
 
 def text_result(text: str, *, error: bool = False, structured: Any = None) -> types.CallToolResult:
@@ -130,10 +133,6 @@ class AgentConnection:
         if tool == "browser_close":
             await self.close()
             return text_result("session closed; the next call opens a new one")
-        if tool == "browser_handoff":
-            return text_result("HANDOFF_UNSUPPORTED: this session runtime does not take handoff commands yet (a "
-                               "handoff belongs to a template's plan). Nothing was sent; the session is unchanged.",
-                               error=True)
         session = await self._session()
         if tool == "browser_snapshot":
             snap = await session.snapshot(interactive=bool(args.get("interactive")), budget=args.get("budget"))
@@ -164,7 +163,11 @@ class AgentConnection:
         if save is None:
             return text_result("NOT_AVAILABLE: session_save_template is not available in this browserq "
                                "(Session.save_template is missing)", error=True)
-        kwargs = {"name": args["name"], "version": args["version"], "params": dict(args.get("params") or {})}
+        from browserq.secrets import Secret
+
+        # the server's secrets are the template's secret params (by reference: their values are never written)
+        params = {name: Secret(value) for name, value in self.options.secrets.items()}
+        kwargs = {"name": args["name"], "version": args["version"], "params": {**(args.get("params") or {}), **params}}
         saved = await save(**kwargs) if inspect.iscoroutinefunction(save) else await asyncio.to_thread(save, **kwargs)
         return text_result(f"saved {saved.ref} at {saved.path}:\n{saved.text}",
                            structured={"ref": saved.ref, "path": str(saved.path), "text": saved.text})

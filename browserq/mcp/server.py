@@ -95,7 +95,7 @@ async def _connection_of(ctx: ServerRequestContext[Any, Any], factory: Connectio
     return agent
 
 
-def build_server(factory: ConnectionFactory, *, allow_eval: bool) -> Server[Any]:
+def build_server(factory: ConnectionFactory, *, allow_eval: bool, secret_names: tuple[str, ...] = ()) -> Server[Any]:
     """The MCP server: its tools listed with their schemas; each call validated, then run on
     the calling connection's session."""
     offered = {tool.name for tool in tool_list(allow_eval)}
@@ -119,7 +119,10 @@ def build_server(factory: ConnectionFactory, *, allow_eval: bool) -> Server[Any]
     async def discover(ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> types.DiscoverResult:
         raise MCPError(types.METHOD_NOT_FOUND, STATEFUL_ONLY)  # a client in mode "auto" falls back to initialize
 
-    server: Server[Any] = Server("browserq", version=__version__, instructions=INSTRUCTIONS,
+    instructions = INSTRUCTIONS + (f" Secrets you may type by reference (the value is filled in on the worker and "
+                                   f"never shown to you): {', '.join('${' + n + '}' for n in secret_names)}."
+                                   if secret_names else "")
+    server: Server[Any] = Server("browserq", version=__version__, instructions=instructions,
                                  on_list_tools=list_tools, on_call_tool=call_tool)
     server.add_request_handler("server/discover", types.RequestParams, discover)
     return server

@@ -135,6 +135,22 @@ def test_the_http_server_needs_a_token_off_loopback(mcp_fleet: Fleet) -> None:
     assert no_flag.returncode != 0 and "--no-auth" in no_flag.stderr
 
 
+def test_a_bad_secrets_file_is_refused_before_serving(mcp_fleet: Fleet, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.env"
+    cases = {
+        "password s3cret\n": "line 1: expected NAME=value",
+        "# ok\n\n9lives=x\n": "line 3: expected NAME=value",
+        "token=\n": "line 1: token has no value",
+    }
+    for text_, problem in cases.items():
+        bad.write_text(text_)
+        done = run_mcp("--secrets", str(bad), env=mcp_fleet.config.env)
+        assert done.returncode != 0 and problem in done.stderr, (text_, done.stderr)
+        assert "Traceback" not in done.stderr and "s3cret" not in done.stderr
+    missing = run_mcp("--secrets", str(tmp_path / "nope.env"), env=mcp_fleet.config.env)
+    assert missing.returncode != 0 and "cannot read it" in missing.stderr and "Traceback" not in missing.stderr
+
+
 TOOLS_PAGE = """<!doctype html><title>Tools</title>
 <script>function press(name) { fetch('/press/' + name, {method: 'POST'}); }</script>
 <select aria-label="Size" onchange="press('select-' + this.value)">
@@ -188,8 +204,10 @@ def test_the_other_tools_act_through_their_template_actions(mcp_fleet: Fleet) ->
             ok(await client.call_tool("browser_tabs", {"action": "close"}))
             ok(await client.call_tool("browser_tabs", {"action": "close"}))
             assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))
-            handoff = await client.call_tool("browser_handoff", {"message": "solve the captcha"})
-            assert handoff.is_error and text(handoff).startswith("HANDOFF_UNSUPPORTED")
+            # a handoff is the session's handoff command: nobody comes within its timeout here
+            handoff = await client.call_tool("browser_handoff", {"message": "solve the captcha", "timeout_s": 1})
+            assert handoff.is_error and text(handoff).startswith("HUMAN_TIMEOUT"), text(handoff)
+            assert "Hover me" in ok(await client.call_tool("browser_snapshot", {}))  # the session goes on
 
     with serve_http(pages_with_presses({"/": TOOLS_PAGE, "/other": OTHER_PAGE}, presses)) as address:
         anyio.run(main, f"http://{address}")

@@ -7,6 +7,7 @@ a client that goes away leaves no open session."""
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,13 +38,13 @@ pytestmark = pytest.mark.slow
 TOKEN = "mcp-test-token-4f1c9a"
 
 
-async def log_in(client: Client | Recorded, base: str) -> str:
+async def log_in(client: Client | Recorded, base: str, password: str = DEMO_PASSWORD) -> str:
     """Log in to the demo site through a snapshot's refs; returns the login page's snapshot."""
     ok(await client.call_tool("browser_navigate", {"url": f"{base}/login"}))
     login = ok(await client.call_tool("browser_snapshot", {"interactive": True}))
     ok(await client.call_tool("browser_fill_form", {"fields": [
         {"name": "Username", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Uu]ser'), "value": "demo"},
-        {"name": "Password", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Pp]ass'), "value": DEMO_PASSWORD},
+        {"name": "Password", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Pp]ass'), "value": password},
     ]}))
     ok(await client.call_tool("browser_click", {"element": "Log in", "ref": ref(login, 'button "Log in"')}))
     return login
@@ -53,7 +54,7 @@ async def agent_flow(client: Recorded, base: str, name: str) -> tuple[list[dict[
     """What an agent does: log in, fill the contact form by refs, extract the quotes; then save
     the session as template ``name`` (the contact name its param ``who``). Returns the records
     and what ``session_save_template`` answered."""
-    login = await log_in(client, base)
+    login = await log_in(client, base, "${password}")  # the server's --secrets: the agent never sees it
     account = ok(await client.call_tool("browser_snapshot", {}))
     assert "Welcome, demo" in account
 
@@ -83,6 +84,13 @@ async def agent_flow(client: Recorded, base: str, name: str) -> tuple[list[dict[
     saved = ok_result(await client.call_tool("session_save_template", {
         "name": name, "version": "1.0.0", "params": {"who": "Ada MCP"}}))
     return records, saved
+
+
+def secrets_file(tmp: Path) -> Path:
+    """The server's ``--secrets`` file: the demo's password, typed by the agent as ``${password}``."""
+    path = tmp / "secrets.env"
+    path.write_text(f"# the demo site's account\npassword='{DEMO_PASSWORD}'\n")
+    return path
 
 
 def ok_result(result: Any) -> dict[str, Any]:
@@ -119,7 +127,16 @@ def _check_and_replay(flow: tuple[list[dict[str, Any]], dict[str, Any]], demo: A
     assert (sent[0]["topic"], sent[0]["priority"], sent[0].get("subscribe"), sent[0]["message"]) == (
         "sales", "high", "yes", "sent by an MCP client")
     assert saved["ref"] == f"{name}@1.0.0" and "${who}" in saved["text"] and "ref=" not in saved["text"]
-    result = run_template.delay(saved["ref"]).get(timeout=300)
+    # the secret the agent typed by reference is a secret param of the template, never its value
+    assert "${password}" in saved["text"] and "password: {type: secret" in saved["text"]
+    assert DEMO_PASSWORD not in saved["text"]
+    session_id = re.search(r"Frozen from session (\w+)", saved["text"])
+    assert session_id, saved["text"]
+    from browserq.submit.services import producer_services
+
+    session_steps = repr(producer_services().store.steps.steps(session_id[1]))
+    assert "[secret:password]" in session_steps and DEMO_PASSWORD not in session_steps
+    result = run_template.delay(saved["ref"], params={"password": DEMO_PASSWORD}).get(timeout=300)
     assert result["status"] == "completed", result
     assert records in result["outputs"].values(), result["outputs"]
     assert len(_sent(demo)) == 2 and _sent(demo)[1] == sent[0]  # the replay logged in and sent the same form
@@ -131,7 +148,7 @@ def test_a_client_logs_in_fills_a_form_extracts_and_saves_a_template_over_stdio(
     recorded, frozen = Recorded(tmp_path / "tool-calls.txt"), tmp_path / "frozen.yaml"
 
     async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        async with stdio_client(mcp_fleet) as client:
+        async with stdio_client(mcp_fleet, "--secrets", str(secrets_file(tmp_path))) as client:
             return await agent_flow(recorded.on(client), demo.url, "mcp-flow-stdio")
 
     with explained(recorded, frozen):
@@ -149,7 +166,8 @@ def test_a_client_logs_in_fills_a_form_extracts_and_saves_a_template_over_http(
             return await agent_flow(recorded.on(client), demo.url, "mcp-flow-http")
 
     before = open_sessions()
-    with http_server(mcp_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN) as url, explained(recorded, frozen):
+    with (http_server(mcp_fleet, tmp_path, "--secrets", str(secrets_file(tmp_path)), BROWSERQ_MCP_TOKEN=TOKEN) as url,
+          explained(recorded, frozen)):
         _check_and_replay(anyio.run(main, url), demo, "mcp-flow-http", frozen)
         # the client's DELETE ended its connection, and with it its session
         wait_until(lambda: not (open_sessions() - before), 60, "the HTTP client's session to close")
