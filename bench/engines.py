@@ -37,6 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pool import process_children
 from scrape_and_form import chromium_version, database
 from throughput import (
     DEFAULT_BROKER,
@@ -59,22 +60,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 # --- PSS -----------------------------------------------------------------------------------------
-def _children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    return children
-
-
 def tree(root: int, skip: frozenset[int] = frozenset()) -> list[int]:
     """``root`` and every descendant, without the subtrees of ``skip`` (the workers, for this process)."""
-    children, out, stack = _children(), [], [root]
+    children, out, stack = process_children(), [], [root]
     while stack:
         pid = stack.pop()
         if pid in skip:

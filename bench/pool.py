@@ -54,8 +54,8 @@ steps:
 """
 
 
-def descendants(root: int) -> list[int]:
-    """``root`` and every process below it (Linux /proc)."""
+def process_children() -> dict[int, list[int]]:
+    """pid → the pids of its children, for every live process (Linux /proc)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -65,6 +65,12 @@ def descendants(root: int) -> list[int]:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process below it (Linux /proc)."""
+    children = process_children()
     found, stack = [], [root]
     while stack:
         pid = stack.pop()

@@ -25,6 +25,21 @@ import structlog
 log = structlog.get_logger(__name__)
 
 
+def tell_each(listeners: Iterable[object], kind: str, event: object, complained: set[tuple[str, str]],
+              what: str) -> None:
+    """``listener.<kind>(event)`` for each listener in turn; one that raises is logged once per
+    (listener type, kind) — a broken listener must not flood the log — and otherwise ignored."""
+    for listener in listeners:
+        try:
+            getattr(listener, kind)(event)
+        except Exception as exc:
+            key = (type(listener).__name__, kind)
+            if key not in complained:
+                complained.add(key)
+                log.warning(f"{what} failed; ignoring it", listener=key[0], on=kind,
+                            error=f"{type(exc).__name__}: {exc}"[:300])
+
+
 @dataclass(frozen=True)
 class StepEvent:
     """One finished step attempt, as shown to a live listener (the CLI's progress lines)."""
@@ -189,15 +204,7 @@ class Observers(RunObserver):
                                         template=event.template or started[1]))
 
     def _tell(self, kind: str, event: object) -> None:
-        for observer in self._observers:
-            try:
-                getattr(observer, kind)(event)
-            except Exception as exc:
-                key = (type(observer).__name__, kind)
-                if key not in self._complained:  # once: a broken observer must not flood the log
-                    self._complained.add(key)
-                    log.warning("run observer failed; ignoring it", observer=key[0], on=kind,
-                                error=f"{type(exc).__name__}: {exc}"[:300])
+        tell_each(self._observers, kind, event, self._complained, "run observer")
 
 
 __all__ = [

@@ -1,7 +1,7 @@
 """What a worker process tells whoever watches the agent sessions it holds: Flower's progress,
 metrics. The session twin of :mod:`browserq.run_events`.
 
-A leaf module (it imports nothing of browserq): :class:`browserq.sessions.host.SessionHost` tells,
+A leaf module (of browserq it imports only the leaf :mod:`browserq.run_events`): :class:`browserq.sessions.host.SessionHost` tells,
 and the packages that watch — ``metrics``, ``tasks`` — listen without importing the host.
 
 A :class:`SessionWatcher` sees a session held (opened, or taken over from a lost worker), each
@@ -18,9 +18,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import structlog
-
-log = structlog.get_logger(__name__)
+from browserq.run_events import tell_each
 
 
 @dataclass(frozen=True)
@@ -97,15 +95,7 @@ class SessionWatchers(SessionWatcher):
         self._tell("let_go", event)
 
     def _tell(self, kind: str, event: object) -> None:
-        for watcher in self._watchers:
-            try:
-                getattr(watcher, kind)(event)
-            except Exception as exc:
-                key = (type(watcher).__name__, kind)
-                if key not in self._complained:  # once: a broken watcher must not flood the log
-                    self._complained.add(key)
-                    log.warning("session watcher failed; ignoring it", watcher=key[0], on=kind,
-                                error=f"{type(exc).__name__}: {exc}"[:300])
+        tell_each(self._watchers, kind, event, self._complained, "session watcher")
 
 
 __all__ = ["CommandAnswered", "SessionHeld", "SessionLetGo", "SessionWatcher", "SessionWatchers"]
