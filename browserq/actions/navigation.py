@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from playwright.async_api import Page
@@ -33,14 +34,25 @@ async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
 async def go_back(ctx: StepContext, step: GoBackStep) -> Any:
     """Go back one page in the tab's history; ``NAVIGATION_FAILED`` when there is none (the blank
     page a tab starts on does not count: landing there, the step goes forward again and fails).
-    The page it lands on is held to allowed_domains by the context's guards, as any navigation."""
+    The page it lands on is held to allowed_domains by the context's guards, as any navigation.
+    ``status`` is None for a page restored from the back/forward cache (no response)."""
     page, before = ctx.page, ctx.page.url
-    response = await page.go_back(wait_until=step.wait_until, timeout=ctx.timeout_ms)
+    # Wait for the commit, then for the load state within the step's time: a page restored from the
+    # back/forward cache fires no new load, and a driver that keeps that cache on (patchright) would
+    # otherwise wait for it until the timeout.
+    response = await page.go_back(wait_until="commit", timeout=ctx.timeout_ms)
     if response is None and page.url in (before, "about:blank"):
         if page.url != before:
             await page.go_forward(wait_until=step.wait_until, timeout=ctx.timeout_ms)
         raise StepFailed(Codes.NAVIGATION_FAILED, f"no earlier page in this tab's history (still on {before})")
+    if step.wait_until != "commit":
+        with contextlib.suppress(PlaywrightTimeoutError):
+            await page.wait_for_load_state(step.wait_until, timeout=min(ctx.timeout_ms, BFCACHE_LOAD_WAIT_MS))
     return {"status": response.status if response is not None else None, "url": page.url}
+
+
+#: How long go_back waits for a load state after the commit (a cached page may never fire one).
+BFCACHE_LOAD_WAIT_MS = 5_000
 
 
 _HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"

@@ -38,13 +38,14 @@ pytestmark = pytest.mark.slow
 TOKEN = "mcp-test-token-4f1c9a"
 
 
-async def log_in(client: Client | Recorded, base: str, password: str = DEMO_PASSWORD) -> str:
-    """Log in to the demo site through a snapshot's refs; returns the login page's snapshot."""
+async def log_in(client: Client | Recorded, base: str) -> str:
+    """Log in to the demo site through a snapshot's refs, the password by reference (the server's
+    ``--secrets``: the agent never sees it); returns the login page's snapshot."""
     ok(await client.call_tool("browser_navigate", {"url": f"{base}/login"}))
     login = ok(await client.call_tool("browser_snapshot", {"interactive": True}))
     ok(await client.call_tool("browser_fill_form", {"fields": [
         {"name": "Username", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Uu]ser'), "value": "demo"},
-        {"name": "Password", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Pp]ass'), "value": password},
+        {"name": "Password", "type": "textbox", "ref": ref(login, 'textbox "[^"]*[Pp]ass'), "value": "${password}"},  # --secrets
     ]}))
     ok(await client.call_tool("browser_click", {"element": "Log in", "ref": ref(login, 'button "Log in"')}))
     return login
@@ -54,7 +55,7 @@ async def agent_flow(client: Recorded, base: str, name: str) -> tuple[list[dict[
     """What an agent does: log in, fill the contact form by refs, extract the quotes; then save
     the session as template ``name`` (the contact name its param ``who``). Returns the records
     and what ``session_save_template`` answered."""
-    login = await log_in(client, base, "${password}")  # the server's --secrets: the agent never sees it
+    login = await log_in(client, base)  # the password by reference: the server's --secrets
     account = ok(await client.call_tool("browser_snapshot", {}))
     assert "Welcome, demo" in account
 
@@ -187,7 +188,7 @@ def test_two_clients_get_two_sessions_that_share_no_cookies(mcp_fleet: Fleet, de
             tenants.extend(sorted((run_of(run_id).tenant for run_id in open_sessions() - before), key=str))
             return seen
 
-    with http_server(mcp_fleet, tmp_path, BROWSERQ_MCP_TOKEN=TOKEN,
+    with http_server(mcp_fleet, tmp_path, "--secrets", str(secrets_file(tmp_path)), BROWSERQ_MCP_TOKEN=TOKEN,
                      BROWSERQ_MCP_TOKENS='{"acme-token": "acme"}') as url:
         second_saw = anyio.run(main, url)
     assert "/login" in second_saw.splitlines()[0] and "Welcome" not in second_saw  # no login cookie there

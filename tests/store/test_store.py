@@ -27,7 +27,7 @@ REPOSITORIES = {
     "retention": {"prunable_runs", "delete_finished_runs"},
     # apply: a status change inside another repository's transaction
     "transitions": {"transition", "transitions", "start_run", "finish_run", "apply"},
-    "leases": {"acquire_lease", "renew_lease", "release_lease", "save_checkpoint", "stuck_runs", "database_now"},
+    "leases": {"acquire_lease", "renew_lease", "renew_leases", "release_lease", "save_checkpoint", "stuck_runs", "database_now"},
     "handoffs": {"begin_handoff", "end_handoff", "handoffs", "open_handoff", "mint_live_token", "redeem_live_token",
                  "begin_watch", "end_watch", "handovers", "mint_follow_token", "follow_handoff"},
     "reviews": {"resolve_review"},
