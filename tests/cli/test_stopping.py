@@ -108,7 +108,16 @@ def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
         run_id = holding(store, proc, tmp_path)
         os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C does: the whole job gets it
         # the run is recorded, its context and browser closed, before the exit: slow on a loaded machine
-        assert proc.wait(timeout=180) == code, (tmp_path / "run.log").read_text()
+        try:
+            exited = proc.wait(timeout=180)
+        except subprocess.TimeoutExpired:  # seen twice in full-suite runs, never alone: say where it stood
+            run = store.runs.get_run(run_id)
+            steps = [(st.step_id, st.status, st.error_code) for st in store.steps.steps(run_id)]
+            tree = subprocess.run(["ps", "-o", "pid,ppid,pgid,stat,args", "-g", str(proc.pid)],
+                                  capture_output=True, text=True).stdout
+            raise AssertionError(f"browserq run did not exit 180 s after {named}: run {run}, steps {steps}\n"
+                                 f"its processes:\n{tree}\nits output:\n{(tmp_path / 'run.log').read_text()}") from None
+        assert exited == code, (tmp_path / "run.log").read_text()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
