@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -26,6 +27,10 @@ from browserq.execute.liveness import holder_dead
 from browserq.store import RunView, Store
 
 log = structlog.get_logger(__name__)
+
+#: How often, and how far apart, a signal's stop request is tried when the store refuses it.
+REQUEST_ATTEMPTS = 30
+REQUEST_PAUSE_S = 2.0
 
 #: Why a signal stopped an embedded run (recorded with the run).
 REASONS = {
@@ -71,18 +76,26 @@ class SignalStop:
         ).start()
 
     def _request(self, run_id: str, signum: int) -> None:
-        try:
-            self.store.cancellation.request_cancel(run_id, reason=REASONS[signal.Signals(signum)])
+        # The run's own writes may hold the store (SQLite: one writer) past one transaction's retry
+        # window on a loaded machine: ask again rather than let the run go on (a second signal
+        # still stops the process at once).
+        for attempt in range(REQUEST_ATTEMPTS):
+            try:
+                self.store.cancellation.request_cancel(run_id, reason=REASONS[signal.Signals(signum)])
+            except Exception as exc:
+                if attempt == 0:
+                    log.error("could not ask the run to stop yet; trying again", run_id=run_id,
+                              error=(str(exc).splitlines() or [""])[0][:300])
+                time.sleep(REQUEST_PAUSE_S)
+                continue
             log.warning(
                 "stopping the run",
                 run_id=run_id,
                 signal=signal.Signals(signum).name,
                 hint="press Ctrl-C again to stop at once",
             )
-        except Exception as exc:  # the run goes on; a second signal still stops the process
-            log.error(
-                "could not ask the run to stop", run_id=run_id, error=str(exc).splitlines()[0][:300]
-            )
+            return
+        log.error("could not ask the run to stop; press Ctrl-C again to stop at once", run_id=run_id)
 
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
