@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +51,8 @@ class AgentSession(Protocol):
     async def snapshot(self, **options: Any) -> Any: ...
 
     async def close(self) -> None: ...
+
+    async def save_template(self, name: str, version: str, params: Mapping[str, Any] | None = None) -> Any: ...
 
 
 #: Opens a session with these options (``open_session_async``'s keywords).
@@ -158,17 +159,12 @@ class AgentConnection:
         return await session.steps(steps, stop_on_error=True)
 
     async def _save(self, session: AgentSession, args: Mapping[str, Any]) -> types.CallToolResult:
-        holder: Any = session
-        save = getattr(holder, "save_template", None) or getattr(getattr(holder, "sync", None), "save_template", None)
-        if save is None:
-            return text_result("NOT_AVAILABLE: session_save_template is not available in this browserq "
-                               "(Session.save_template is missing)", error=True)
         from browserq.secrets import Secret
 
         # the server's secrets are the template's secret params (by reference: their values are never written)
         params = {name: Secret(value) for name, value in self.options.secrets.items()}
         kwargs = {"name": args["name"], "version": args["version"], "params": {**(args.get("params") or {}), **params}}
-        saved = await save(**kwargs) if inspect.iscoroutinefunction(save) else await asyncio.to_thread(save, **kwargs)
+        saved = await session.save_template(**kwargs)
         return text_result(f"saved {saved.ref} at {saved.path}:\n{saved.text}",
                            structured={"ref": saved.ref, "path": str(saved.path), "text": saved.text})
 
