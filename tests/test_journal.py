@@ -512,10 +512,9 @@ def test_a_batch_write_renews_the_lease_so_the_heartbeat_needs_no_transaction(
     """A leased run's batch write renews its lease and reads the cancel request: the heartbeat
     right after it commits nothing and still learns of the cancel; without a fresh write (or
     with FRESH_RENEWAL_S=0) it renews in a transaction of its own, as before."""
-    from browserq.journal import batch as batch_module
-    from browserq.journal import journal as journal_module
+    from browserq.journal import lease_watch
 
-    monkeypatch.setattr(batch_module, "RENEW_EVERY_S", 0.0)  # every write renews (default: 0.5 s)
+    monkeypatch.setattr(lease_watch, "RENEW_EVERY_S", 0.0)  # every write renews (default: 0.5 s)
     run_id, token = _leased_run(store)
     journal = _journal(store, tmp_path, run_id, token, flush_ms=0, lease_ttl_s=30.0)
     commits = _commits(store)
@@ -535,7 +534,7 @@ def test_a_batch_write_renews_the_lease_so_the_heartbeat_needs_no_transaction(
 
     asyncio.run(scenario())
     other_id, other_token = _leased_run(store)
-    monkeypatch.setattr(journal_module, "FRESH_RENEWAL_S", 0.0)
+    monkeypatch.setattr(lease_watch, "FRESH_RENEWAL_S", 0.0)
     other = _journal(store, tmp_path, other_id, other_token, flush_ms=0, lease_ttl_s=30.0)
 
     async def unfresh() -> None:

@@ -17,7 +17,8 @@ from browserq.errors import Codes, StoreError
 from browserq.execute.breaker import check_batch
 from browserq.execute.decide import RetryLater, backoff_s
 from browserq.execute.run_request import outcome_of, recorded_outcome
-from browserq.journal.batch import store_records, write_batch
+from browserq.journal.entries import store_records
+from browserq.journal.journal import write_batch
 from browserq.recordable import clean_text, sized
 from browserq.runner import RunOutcome
 from browserq.settings import Settings

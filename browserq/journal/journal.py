@@ -14,10 +14,11 @@ The durability contract (what the runner may rely on):
 * A record passed with ``durable=False`` (the default) — step starts and ends, artifact rows — is
   held back until the next durable record, :meth:`RunJournal.flush`, or at most ``flush_ms``
   (``BROWSERQ_JOURNAL_FLUSH_MS``) after it happened (a background flush); all that is held back
-  is written in ONE transaction (:meth:`browserq.store.steps.Steps.write_steps`), together with the
-  durable record that asked for it. Records reach the store in the order they happened, so a
-  durable record also makes every earlier one durable. A step whose start and end are both held
-  back becomes one finished row. Before the runner returns a run's outcome it calls
+  is written in ONE transaction (:func:`write_batch`, in a thread, one batch at a time:
+  :meth:`browserq.store.steps.Steps.write_steps`), together with the durable record that asked
+  for it. Records reach the store in the order they happened, so a durable record also makes
+  every earlier one durable. A step whose start and end are both held back becomes one finished
+  row. Before the runner returns a run's outcome it calls
   :meth:`RunJournal.flush` — or, for a completed run, :meth:`RunJournal.take_tail`: what is held
   back then travels with the outcome and is written in the same transaction as the run's end
   (``RunEnds.finish``), so a short read-only run costs: its record, its lease, its end (plus a
@@ -28,7 +29,8 @@ The durability contract (what the runner may rely on):
   enforces it): a checkpoint is only worth something once it is stored.
 * The lease: every batch write of a leased run also renews the run's lease and reads its cancel
   request (same transaction, the run row is locked by the fence anyway), so
-  :meth:`RunJournal.renew_lease` skips its own transaction right after one (``FRESH_RENEWAL_S``).
+  :meth:`RunJournal.renew_lease` skips its own transaction right after one
+  (:mod:`browserq.journal.lease_watch`).
 * Calls that return an answer (:meth:`RunJournal.renew_lease`) and the identity's records
   (:meth:`RunJournal.identity_storage`, :meth:`RunJournal.identity_proxy`) always reach the store
   at once: they are fenced by other leases and read by other runs (the identity's next run must
@@ -39,7 +41,8 @@ The durability contract (what the runner may rely on):
   ``StoreUnavailable`` (the database is away; that batch is dropped, its steps are redone on
   resume), and ``StepFailed`` with ``STORE_WRITE_FAILED`` when the database refused a record (the
   journal writes the batch again one record at a time and replaces the refused one by a minimal
-  record that says so: never a step left ``started`` behind a refusal).
+  record that says so: never a step left ``started`` behind a refusal;
+  :mod:`browserq.journal.write_failures`).
 
 The loss window on SIGKILL: the records of at most the last ``flush_ms`` (plus one write), all of
 them after the run's last checkpoint and none of them a side effect's start. A resumed run
@@ -54,33 +57,27 @@ the run's redactor.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from browserq.errors import StepFailed
-from browserq.journal.batch import Entry, LeaseWatch, StepRecord, write_batch
+from browserq.errors import StepFailed, StoreError
+from browserq.journal.entries import Entry, StepRecord, step_end, step_start, store_records
 from browserq.journal.handoffs import HandoffRecords
+from browserq.journal.lease_watch import LeaseWatch
 from browserq.journal.records import RunRecords
-from browserq.recordable import dumps
+from browserq.journal.write_failures import WriteFailures, write_one_by_one
 from browserq.redact import Redactor
 from browserq.store import IdentityLease, LeaseLost, StoreUnavailable
 from browserq.store.artifacts import ArtifactStore, StoredFile
 from browserq.store.models import utcnow
+from browserq.store.plumbing import first_line
+from browserq.store.steps import Steps
 
 log = structlog.get_logger(__name__)
-
-#: A lease renewal a batch write made at most this long ago (and at most a third of the lease)
-#: stands in for the heartbeat's own: its transaction is skipped. A cancel request is then seen
-#: by the writes (at least every ``flush_ms`` while steps run) or by the heartbeat after next.
-FRESH_RENEWAL_S = 1.0
-
-#: Step outputs larger than this are stored in the step record as a summary only.
-MAX_RECORDED_OUTPUT_BYTES = 256 * 1024
 
 
 class RunJournal:
@@ -115,8 +112,7 @@ class RunJournal:
         self._lock = asyncio.Lock()  # one batch at a time, in order
         self._inflight: asyncio.Future[Any] | None = None  # a batch whose writer was cancelled
         self._timer: asyncio.Task[None] | None = None  # the background flush, while it waits
-        self._failed: BaseException | None = None  # what the background flush hit, raised next
-        self._lost: LeaseLost | None = None
+        self._failures = WriteFailures()  # what the background flush met, raised next
         # Batch writes renew the lease on the way (a leased run's): see renew_lease.
         self._watch = LeaseWatch(lease_ttl_s) if token is not None and lease_ttl_s else None
 
@@ -141,12 +137,9 @@ class RunJournal:
         durable: bool = False,
     ) -> StepRecord:
         """A step attempt begins. ``durable=True`` before dispatching a side effect."""
-        self._raise_failed(barrier=durable)
-        start = dict(
-            run_id=self.run_id, run_attempt=self.run_attempt, step_path=path, step_id=step_id,
-            attempt=attempt, action=action, inputs=self.redactor.data(inputs),
-            url_before=self.redactor.text(url_before) if url_before is not None else None,
-        )
+        self._failures.raise_pending(barrier=durable)
+        start = step_start(self.redactor, run_id=self.run_id, run_attempt=self.run_attempt, path=path,
+                           step_id=step_id, attempt=attempt, action=action, inputs=inputs, url_before=url_before)
         record = StepRecord(path, start=start, started_at=utcnow())
         entry = Entry(record, start=True)
         self._open[record] = entry
@@ -169,23 +162,15 @@ class RunJournal:
 
         A record the database refuses (not an outage, not a lost lease) is replaced by a minimal
         one that says so, and ``StepFailed(STORE_WRITE_FAILED)`` is raised."""
-        earlier = self._take_failed(barrier=durable or checkpoint is not None)
-        redactor = self.redactor
-        end = dict(
-            status=status,
-            url_after=redactor.text(url_after) if url_after is not None else None,
-            output=_recordable(redactor.data(output)),
-            error_code=failure.code.code if failure else None,
-            error_message=redactor.text(failure.message) if failure else None,
-            retryable=failure.retryable if failure else None,
-            warnings=warnings, events=redactor.data(events) if events else None,
-        )
+        earlier = self._failures.take(barrier=durable or checkpoint is not None)
+        end = step_end(self.redactor, status=status, url_after=url_after, failure=failure, output=output,
+                       warnings=warnings, events=events)
         try:
             await self._end(record, end, checkpoint, durable=durable or checkpoint is not None)
         except StepFailed:
             if earlier is None:
                 raise
-        earlier = earlier or self._take_failed(barrier=durable or checkpoint is not None)
+        earlier = earlier or self._failures.take(barrier=durable or checkpoint is not None)
         if earlier is not None:  # an earlier step's refusal, met by a background flush
             raise earlier
 
@@ -206,7 +191,7 @@ class RunJournal:
         """Keep ``data`` as the run's artifact ``name``, linked to the step attempt ``record``.
         The file is written at once (the caller gets its path); its record may be held back (a
         SIGKILL before it is written leaves a file without a row, of a step redone on resume)."""
-        self._raise_failed(barrier=False)
+        self._failures.raise_pending(barrier=False)
         name = self.redactor.text(name)  # a screenshot named after a param
         stored: StoredFile = await self._write(self.artifacts.write, self.run_id, name, data, content_type=content_type)
         fields = dict(
@@ -221,15 +206,15 @@ class RunJournal:
         """Renew the run's lease; return the cancel reason when a cancel was requested, else
         None. Raises ``LeaseLost`` when another worker owns the run now. Every batch write of a
         leased run renews the lease and reads the cancel request in its own (fenced) transaction:
-        when one did within ``FRESH_RENEWAL_S`` (and a third of the lease), this call needs no
-        transaction — it returns what that write saw."""
+        when one did within ``FRESH_RENEWAL_S`` (and a third of the lease: ``LeaseWatch.fresh``),
+        this call needs no transaction — it returns what that write saw."""
         assert self.token is not None, "only a leased run renews its lease"
         watch = self._watch
         if watch is None:  # from now on batch writes renew it too
             self._watch = watch = LeaseWatch(ttl_s)
         elif watch.cancel_reason is not None:
             return watch.cancel_reason
-        elif watch.renewed_at is not None and time.monotonic() - watch.renewed_at < min(ttl_s / 3, FRESH_RENEWAL_S):
+        elif watch.fresh(ttl_s):
             return None  # a batch write renewed it (and saw no cancel request) just now
         try:
             view = await self._write(self.records.leases.renew_lease, self.run_id, token=self.token, ttl_s=ttl_s)
@@ -263,14 +248,14 @@ class RunJournal:
         """Every record so far is in the store when this returns (in one transaction); raises
         what the store said about any of them, also what a background flush met."""
         self._cancel_timer()
-        earlier = self._take_failed(barrier=True)
+        earlier = self._failures.take(barrier=True)
         try:
             await self._flush()
         except StepFailed:
             if earlier is None:
                 raise
         # (also what a background flush that held the lock before this one met)
-        earlier = earlier or self._take_failed(barrier=True)
+        earlier = earlier or self._failures.take(barrier=True)
         if earlier is not None:  # a refusal a background flush met: what followed is written too
             raise earlier
 
@@ -282,7 +267,7 @@ class RunJournal:
         self._cancel_timer()
         async with self._lock:
             await self._settle_inflight()
-            if self._failed is None:
+            if self._failures.failed is None:
                 entries, self._pending, self._open = self._pending, [], {}
                 return entries
         await self.flush()  # a background batch met a refusal or an outage: raise it as flush does
@@ -304,7 +289,7 @@ class RunJournal:
             await self._flush()
         except Exception as exc:  # raised by a later call; LeaseLost (fenced out) the task logs at INFO
             (log.debug if isinstance(exc, LeaseLost) else log.warning)("background journal flush failed", run_id=self.run_id, error=str(exc)[:300])
-            self._failed = self._failed or exc
+            self._failures.note(exc)
 
     async def _flush(self, own: Entry | None = None) -> None:
         """Write everything held back in one transaction, one batch at a time, in order."""
@@ -344,8 +329,8 @@ class RunJournal:
         if self._inflight is not None:
             await asyncio.wait([self._inflight])
             self._inflight = None
-        if self._lost is not None:
-            raise self._lost
+        if self._failures.lost is not None:
+            raise self._failures.lost
 
     def _note_inflight(self, write: asyncio.Future[Any]) -> None:
         """What a batch written after its writer was cancelled ended with: raised next."""
@@ -355,45 +340,52 @@ class RunJournal:
         if isinstance(outcome, LeaseLost):
             self._lose(outcome)
         elif outcome is not None:
-            self._failed = self._failed or outcome
+            self._failures.note(outcome)
 
     def _lose(self, exc: LeaseLost) -> None:
         """Another worker owns the run: drop what is held back, write nothing more."""
-        self._lost = exc
+        self._failures.lost = exc
         self._pending, self._open = [], {}
 
-    def _take_failed(self, *, barrier: bool) -> StepFailed | None:
-        """Like :meth:`_raise_failed`, but a refused record is returned, not raised: the caller
-        writes its own record first (a step end, a flush), then raises it — so no step is left
-        ``started``, and nothing that followed is dropped, behind an earlier step's refusal."""
-        try:
-            self._raise_failed(barrier=barrier)
-        except StepFailed as refused:
-            return refused
+
+# --- the batch write (synchronous: run in a thread, one batch at a time) ---------------------------
+def write_batch(
+    store: Steps, run_id: str, token: int | None, entries: Sequence[Entry], own: Entry | None,
+    watch: LeaseWatch | None = None,
+) -> StepFailed | None:
+    """Write ``entries`` in one transaction; return the ``STORE_WRITE_FAILED`` failure when the
+    database refused one of them (LeaseLost and StoreUnavailable are raised as they are).
+
+    ``own``: the durable start the caller is about to act on; it is not written when an earlier
+    record was refused (the caller raises instead of dispatching the step). ``watch``: renew the
+    run's lease in the same transactions and note what they saw."""
+    write = functools.partial(_store, store, run_id, token, watch=watch)
+    try:
+        write(entries)
         return None
-
-    def _raise_failed(self, *, barrier: bool) -> None:
-        """Raise what a background flush met: a lost lease at every call; an outage at the next
-        call; a refused record (STORE_WRITE_FAILED) at the next durable call or flush — the
-        barrier the runner handles it at (an artifact call may be evidence, which only logs)."""
-        if self._lost is not None:
-            raise self._lost
-        failed = self._failed
-        if failed is None or (isinstance(failed, StepFailed) and not barrier):
-            return
-        self._failed = None
-        raise failed
+    except (LeaseLost, StoreUnavailable):
+        raise
+    except StoreError as exc:
+        if len(entries) > 1:
+            log.warning("a batch of records was refused; writing them one by one",
+                        run_id=run_id, records=len(entries), error=first_line(exc))
+    return write_one_by_one(write, run_id, entries, own)
 
 
-def _recordable(value: Any) -> Any:
-    """What the step record keeps of an output: the value, or a summary when it is large (the
-    run's outputs hold it whole, within BROWSERQ_MAX_RUN_OUTPUT_BYTES)."""
-    if value is None:
-        return None
-    encoded = dumps(value)
-    if len(encoded) <= MAX_RECORDED_OUTPUT_BYTES:
-        return json.loads(encoded)
-    return {"truncated": True, "bytes": len(encoded), "type": type(value).__name__}
+def _store(
+    store: Steps, run_id: str, token: int | None, entries: Sequence[Entry], watch: LeaseWatch | None = None
+) -> None:
+    """The entries as store records, written together; the ids of new step rows resolved."""
+    records, refs = store_records(entries)
+    if not records:
+        return
+    checkpoint = next((e.checkpoint for e in reversed(entries) if e.checkpoint is not None), None)
+    written = store.write_steps(run_id, records, token=token, checkpoint=checkpoint,
+                                renew_ttl_s=watch.ttl_s if watch is not None and watch.due() else None)
+    if watch is not None:
+        watch.saw(written.lease)
+    for record, index in refs.items():
+        record.attempt_id = written.ids[index]
 
 
-__all__ = ["MAX_RECORDED_OUTPUT_BYTES", "RunJournal"]
+__all__ = ["RunJournal", "write_batch"]

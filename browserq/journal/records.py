@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class RunRecords:
     """The repositories a run's journal writes (each call one synchronous transaction)."""
 
-    steps: Steps  # step attempts, checkpoints and artifact rows, in batches (journal/batch.py)
+    steps: Steps  # step attempts, checkpoints and artifact rows, in batches (journal/journal.py)
     leases: Leases  # the run's lease: its heartbeat
     identity_leases: IdentityLeases  # the leased identity's storage and proxy
     handoffs: Handoffs  # waits for people and the live view (journal/handoffs.py, follow links)

@@ -26,7 +26,7 @@ from browserq.browsers.errors import first_line
 from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, NeedsReview, StepFailed, StoreError
 from browserq.journal import ArtifactStore, Journals, LeaseLost, RunRecords, StoreUnavailable
-from browserq.journal.batch import Entry
+from browserq.journal.entries import Entry
 from browserq.limits import RateLimiter
 from browserq.proxies import ProxyManager
 from browserq.recordable import clean_text

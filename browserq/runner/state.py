@@ -22,7 +22,7 @@ from browserq.actions.outputs import OutputBudget
 from browserq.browsers.domains import BlockLog
 from browserq.errors import Codes, ErrorClass, StepFailed
 from browserq.journal import IdentityLease, RunJournal, StepRecord
-from browserq.journal.batch import Entry
+from browserq.journal.entries import Entry
 from browserq.limits import BlockStats, NavigationGate
 from browserq.proxies import Proxy
 from browserq.redact import Redactor

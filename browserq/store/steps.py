@@ -1,89 +1,31 @@
 """What a run attempt recorded: its step attempts (started, finished, skipped, interrupted) and the
-artifact rows (screenshots, DOM, traces) that point at files in the artifacts directory.
+artifact rows (screenshots, DOM, traces) that point at files in the artifacts directory — the
+repository (:class:`Steps`) and, below it, how each row is written inside the caller's
+transaction.
 
 Every write may be fenced with the run's lease ``token``; a retried write first looks for the row
-its earlier, unacknowledged try may have committed.
+its earlier, unacknowledged try may have committed. The records a write is handed are
+:mod:`browserq.store.step_records`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from browserq.errors import Codes, StoreError
-from browserq.store.leases import LeaseSeen, renew_in
-from browserq.store.models import Artifact, StepAttemptRecord, StepStatus, utcnow
+from browserq.store.leases import renew_in
+from browserq.store.models import Artifact, Run, StepAttemptRecord, StepStatus, utcnow
 from browserq.store.plumbing import Database, changed_rows, moved_call
-from browserq.store.step_rows import (
-    checked_end,
-    end_values,
-    insert_artifact_row,
-    insert_step_row,
-    save_checkpoint,
-)
+from browserq.store.step_records import ArtifactRow, StepEnd, StepRow, StepStart, WrittenSteps
 from browserq.store.views import ArtifactView, StepView, to_view
 
 WORKER_LOST_CODE = Codes.WORKER_LOST.code
 WORKER_LOST_MESSAGE = "the worker stopped before this step reported a result"
-
-class StepStart(TypedDict):
-    """What a step attempt's record starts with (the keyword arguments of ``start_step`` and
-    ``record_skipped_step``)."""
-
-    run_id: str
-    run_attempt: int
-    step_path: str
-    step_id: str | None
-    attempt: int
-    action: str
-    inputs: dict[str, Any]
-    url_before: str | None
-    token: NotRequired[int | None]
-
-
-@dataclass(frozen=True)
-class StepRow:
-    """A step attempt :meth:`Steps.write_steps` inserts: its start (``start``: the fields of
-    :class:`StepStart` but the token) at ``started_at``, and, when it already ended, how
-    (``end``: :meth:`Steps.finish_step`'s fields, ``status`` included) at ``finished_at``."""
-
-    start: dict[str, Any]
-    started_at: datetime
-    end: dict[str, Any] | None = None
-    finished_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class StepEnd:
-    """The end of a step attempt already stored (``finish_step``'s fields, at ``finished_at``)."""
-
-    step_attempt_id: int
-    end: dict[str, Any]
-    finished_at: datetime
-
-
-@dataclass(frozen=True)
-class ArtifactRow:
-    """An artifact row (``add_artifact``'s fields but the ids), linked to a stored step attempt
-    (``step_attempt_id``) or to the ``step_ref``-th record of the same batch."""
-
-    fields: dict[str, Any]
-    step_attempt_id: int | None = None
-    step_ref: int | None = None
-
-
-@dataclass(frozen=True)
-class WrittenSteps:
-    """What :meth:`Steps.write_steps` wrote: each record's row id, in order, and what it saw
-    of the run's lease when it renewed it (None when not asked to)."""
-
-    ids: list[int | None]
-    lease: LeaseSeen | None = None
 
 
 class Steps:
@@ -321,6 +263,113 @@ class Steps:
             f"reading artifacts of run {run_id}",
             lambda s: [to_view(ArtifactView, row) for row in s.scalars(query)],
         )
+
+
+# --- the rows, one at a time inside the caller's transaction -------------------------------
+_FINAL_STEP_STATUSES = frozenset(
+    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.UNKNOWN}
+)
+
+
+def step_status(status: StepStatus | str) -> StepStatus:
+    try:
+        return StepStatus(status)
+    except ValueError:
+        allowed = ", ".join(s.value for s in StepStatus)
+        raise ValueError(f"unknown step status {status!r}; expected one of {allowed}") from None
+
+
+def insert_step_row(
+    s: Session,
+    retried: bool,
+    columns: dict[str, Any],
+    *,
+    status: StepStatus,
+    reason: str | None = None,
+    at: datetime | None = None,
+    end: dict[str, Any] | None = None,
+    finished_at: datetime | None = None,
+) -> int:
+    """Insert one step attempt row (``end``: already finished); a retried write returns the row
+    its earlier try committed."""
+    if retried:
+        # (run, run attempt, step path, step attempt) names one step execution.
+        earlier = s.scalar(
+            select(StepAttemptRecord.id)
+            .where(
+                StepAttemptRecord.run_id == columns["run_id"],
+                StepAttemptRecord.run_attempt == columns["run_attempt"],
+                StepAttemptRecord.step_path == columns["step_path"],
+                StepAttemptRecord.attempt == columns["attempt"],
+            )
+            .order_by(StepAttemptRecord.id.desc())
+            .limit(1)
+        )
+        if earlier is not None:
+            return earlier
+    now = at or utcnow()
+    row = StepAttemptRecord(**columns, status=status.value, started_at=now)
+    if status is StepStatus.SKIPPED:
+        row.finished_at = now
+        row.duration_ms = 0.0
+        row.url_after = columns["url_before"]
+        row.error_message = reason
+    if end is not None:
+        done = finished_at or now
+        for name, value in end_values(end).items():
+            setattr(row, name, value)
+        row.finished_at = done
+        row.duration_ms = max(0.0, (done - now).total_seconds() * 1000.0)
+    s.add(row)
+    s.flush()
+    return row.id
+
+
+def checked_end(end: dict[str, Any]) -> dict[str, Any]:
+    """``end`` with its status checked: a final one (a ValueError otherwise)."""
+    final = step_status(end["status"])
+    if final not in _FINAL_STEP_STATUSES:
+        raise ValueError(f"a step end needs a final status, got {final.value!r}")  # finish_step's too
+    return {**end, "status": final}
+
+
+_END_COLUMNS = ("url_after", "output", "error_code", "error_message", "retryable")
+
+
+def end_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """The columns a step end sets (its timestamps aside)."""
+    ended = {name: fields.get(name) for name in _END_COLUMNS}
+    return {
+        "status": fields["status"].value, **ended,
+        "warnings": fields.get("warnings") or None, "events": fields.get("events") or None,
+    }
+
+
+def save_checkpoint(s: Session, run_id: str, checkpoint: dict[str, Any]) -> None:
+    query = update(Run).where(Run.id == run_id).values(checkpoint=checkpoint)
+    s.execute(query.execution_options(synchronize_session=False))
+
+
+def insert_artifact_row(s: Session, retried: bool, fields: dict[str, Any]) -> int:
+    """Insert one artifact row; a retried write returns the row its earlier try committed."""
+    if retried:
+        earlier = s.scalar(
+            select(Artifact.id)
+            .where(
+                Artifact.run_id == fields["run_id"],
+                Artifact.path == fields["path"],
+                Artifact.sha256 == fields["sha256"],
+                Artifact.kind == fields["kind"],
+            )
+            .order_by(Artifact.id.desc())
+            .limit(1)
+        )
+        if earlier is not None:
+            return earlier
+    row = Artifact(**fields, created_at=utcnow())
+    s.add(row)
+    s.flush()
+    return int(row.id)
 
 
 __all__ = [

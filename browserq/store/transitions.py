@@ -26,7 +26,8 @@ from browserq.store.views import RunView, TransitionView, to_view
 from browserq.store.webhooks import queue_event
 
 if TYPE_CHECKING:
-    from browserq.store.steps import ArtifactRow, StepEnd, StepRow, Steps
+    from browserq.store.step_records import ArtifactRow, StepEnd, StepRow
+    from browserq.store.steps import Steps
 
 #: The error code of a run that ends cancelled.
 CANCELLED_CODE = Codes.CANCELLED.code

@@ -11,7 +11,7 @@ from sqlalchemy import event, text
 from browserq.errors import StoreError
 from browserq.store import LeaseLost, RunStatus, StepStatus, Store
 from browserq.store.models import utcnow
-from browserq.store.steps import ArtifactRow, StepEnd, StepRow
+from browserq.store.step_records import ArtifactRow, StepEnd, StepRow
 from tests.store.helpers import expire_lease, new_run, run_in, template
 from tests.store.helpers import step as new_step
 
