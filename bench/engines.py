@@ -102,21 +102,41 @@ def of_engine(pids: list[int], engine: str) -> list[int]:
     return out
 
 
+def of_driver(pids: list[int]) -> list[int]:
+    """The pids among ``pids`` that are a Playwright driver (its bundled ``node``)."""
+    out = []
+    for pid in pids:
+        try:
+            if Path(os.readlink(f"/proc/{pid}/exe")).name == "node":
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
 class Sampler:
-    """PSS of a process set every ``interval_s`` in a thread, while a round runs."""
+    """PSS of a process set every ``interval_s`` in a thread, while a round runs: the whole set,
+    the browser's processes and the Playwright drivers (the rest is Python); ``cpu_s``: the
+    sampling thread's own CPU time (it reads every process's smaps_rollup: not free)."""
 
     def __init__(self, root: int, engine: str, interval_s: float, skip: frozenset[int]) -> None:
         self.root, self.engine, self.interval_s, self.skip = root, engine, interval_s, skip
         self.browser: list[float] = []
+        self.driver: list[float] = []
         self.total: list[float] = []
+        self.cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             pids = tree(self.root, self.skip)
-            self.browser.append(pss_mb(of_engine(pids, self.engine)))
-            self.total.append(pss_mb(pids))
+            browser, driver = set(of_engine(pids, self.engine)), set(of_driver(pids))
+            each = {pid: pss_mb([pid]) for pid in pids}  # one read of each process
+            self.browser.append(sum(v for pid, v in each.items() if pid in browser))
+            self.driver.append(sum(v for pid, v in each.items() if pid in driver))
+            self.total.append(sum(each.values()))
+        self.cpu_s = time.thread_time()
 
     def __enter__(self) -> Sampler:
         self._thread.start()
