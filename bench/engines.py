@@ -24,6 +24,7 @@ rounds, and the headless-shell/chromium ratios per round. No asserts on timings.
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
 import datetime as dt
 import json
@@ -85,6 +86,50 @@ def pss_mb(pids: list[int]) -> float:
     return total_kb / 1024
 
 
+PAGE = 4096
+PRESENT, FILE_PAGE, PFN_MASK = 1 << 63, 1 << 61, (1 << 55) - 1
+
+
+def footprint_mb(groups: dict[str, list[int]]) -> dict[str, float] | None:
+    """What each group of processes, and all of them (``total``), would occupy alone on a host.
+
+    PSS splits a shared page among every process that maps it, machine-wide: on a machine where
+    other people's Chromiums, Pythons and nodes run, a tree's PSS leaves out most of its program
+    text and libraries (measured here: a threads worker's 356 MB PSS against 622 MB alone). So:
+    anonymous and shared-memory pages by PSS (shared only inside the tree: fork and zygote
+    copy-on-write, memfd), file pages once per physical page (``/proc/<pid>/pagemap``; needs root
+    for the page frame numbers: ``None`` without).
+    """
+    anon_kb: dict[str, int] = {}
+    pfns: dict[str, set[int]] = {}
+    for group, pids in groups.items():
+        anon_kb[group], pfns[group] = 0, set()
+        for pid in pids:
+            try:
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith(("Pss_Anon:", "Pss_Shmem:")):
+                        anon_kb[group] += int(line.split()[1])
+                maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+                with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+                    for line in maps:
+                        fields = line.split(None, 5)
+                        path = fields[5] if len(fields) > 5 else ""
+                        if fields[4] == "0" or not path.startswith("/") or path.startswith(("/memfd:", "/dev/", "/SYSV")):
+                            continue
+                        start, end = (int(x, 16) for x in fields[0].split("-"))
+                        pagemap.seek(start // PAGE * 8)
+                        entries = array.array("Q", pagemap.read((end - start) // PAGE * 8))
+                        pfns[group].update(e & PFN_MASK for e in entries if e & PRESENT and e & FILE_PAGE)
+            except (OSError, ValueError):
+                continue  # exited meanwhile
+    every = set().union(*pfns.values())
+    if every and every <= {0}:
+        return None
+    out = {g: (anon_kb[g] * 1024 + len(pfns[g]) * PAGE) / 2**20 for g in groups}
+    out["total"] = (sum(anon_kb.values()) * 1024 + len(every) * PAGE) / 2**20
+    return out
+
+
 #: The program names each engine's processes run (Debian's /usr/bin names are shell wrappers
 #: around /usr/lib/chromium/<name>; Playwright's builds are chrome and chrome-headless-shell).
 PROGRAMS = {CHROMIUM: {"chromium", "chrome"}, HEADLESS_SHELL: {"chromium-headless-shell", "chrome-headless-shell"}}
@@ -102,21 +147,73 @@ def of_engine(pids: list[int], engine: str) -> list[int]:
     return out
 
 
-class Sampler:
-    """PSS of a process set every ``interval_s`` in a thread, while a round runs."""
+def of_driver(pids: list[int]) -> list[int]:
+    """The pids among ``pids`` that are a Playwright driver (its bundled ``node``)."""
+    out = []
+    for pid in pids:
+        try:
+            if Path(os.readlink(f"/proc/{pid}/exe")).name == "node":
+                out.append(pid)
+        except OSError:
+            continue
+    return out
 
-    def __init__(self, root: int, engine: str, interval_s: float, skip: frozenset[int]) -> None:
+
+def browser_kind(pid: int) -> str:
+    """What a browser process is: ``browser`` (no ``--type``), ``renderer``, ``zygote``, ``gpu-process``,
+    ``utility:network`` (the utility sub-type's first word), …"""
+    try:  # Chromium rewrites its command line into one space-separated string
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").split()
+    except OSError:
+        return "gone"
+    kind = next((a.removeprefix("--type=") for a in args if a.startswith("--type=")), "browser")
+    sub = next((a.removeprefix("--utility-sub-type=") for a in args if a.startswith("--utility-sub-type=")), "")
+    return f"{kind}:{sub.split('.')[0]}" if sub else kind
+
+
+class Sampler:
+    """PSS of a process set every ``interval_s`` in a thread, while a round runs: the whole set,
+    the browser's processes (also by kind: ``kinds``, MB and process count per sample) and the
+    Playwright drivers (the rest is Python); with ``footprint_every``, at the 3rd sample and every
+    that many after it, also :func:`footprint_mb` by part (heavier: ~20 ms per process); ``cpu_s``:
+    the sampling thread's own CPU time (it reads every process's smaps_rollup: not free)."""
+
+    def __init__(self, root: int, engine: str, interval_s: float, skip: frozenset[int],
+                 footprint_every: int = 0) -> None:
         self.root, self.engine, self.interval_s, self.skip = root, engine, interval_s, skip
+        self.footprint_every = footprint_every
+        self.footprints: list[dict[str, float]] = []
         self.browser: list[float] = []
+        self.driver: list[float] = []
         self.total: list[float] = []
+        self.kinds: list[dict[str, tuple[float, int]]] = []
+        self.cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        n = 0
         while not self._stop.wait(self.interval_s):
+            n += 1
             pids = tree(self.root, self.skip)
-            self.browser.append(pss_mb(of_engine(pids, self.engine)))
-            self.total.append(pss_mb(pids))
+            browser, driver = set(of_engine(pids, self.engine)), set(of_driver(pids))
+            if self.footprint_every and n % self.footprint_every == 3 % self.footprint_every:
+                groups = {"browser": sorted(browser), "driver": sorted(driver),
+                          "python": [p for p in pids if p not in browser and p not in driver]}
+                if (footprint := footprint_mb(groups)) is not None:
+                    self.footprints.append(footprint)
+            each = {pid: pss_mb([pid]) for pid in pids}  # one read of each process
+            self.browser.append(sum(v for pid, v in each.items() if pid in browser))
+            self.driver.append(sum(v for pid, v in each.items() if pid in driver))
+            self.total.append(sum(each.values()))
+            kinds: dict[str, tuple[float, int]] = {}
+            for pid in browser:
+                if (kind := browser_kind(pid)) == "gone":
+                    continue
+                mb, count = kinds.get(kind, (0.0, 0))
+                kinds[kind] = (mb + each.get(pid, 0.0), count + 1)
+            self.kinds.append(kinds)
+        self.cpu_s = time.thread_time()
 
     def __enter__(self) -> Sampler:
         self._thread.start()
