@@ -20,7 +20,7 @@ from browserq.demo.site import DemoSite
 from browserq.execute.runtime import Runtime
 from browserq.settings import Settings, load_settings
 from browserq.templates import LoadedTemplate, load_template_text
-from tests.support import REPO, isolation, ordering
+from tests.support import REPO, isolation
 from tests.support.postgres import ADMIN_URL as PG_ADMIN_URL  # noqa: F401 (imported from here)
 from tests.support.postgres import create_database, drop_database, scratch_name
 
@@ -38,16 +38,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     isolation.end(config)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker, deal the long tests out to the workers' first slices
-    (:mod:`tests.support.ordering` says why; the order is worksteal's, ``scripts/test.sh``'s)."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is None:
-        return
-    items[:] = ordering.long_tests_first(items, [item.nodeid for item in items],
-                                         int(workerinput["workercount"]))
 
 
 @pytest.fixture(scope="session")
