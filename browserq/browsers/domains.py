@@ -27,9 +27,11 @@ Here the browser itself holds every *document* request until Python has judged i
   ``context.route_web_socket()`` with a regex matching only foreign hosts refuses those (the
   driver matches the pattern, so WebSockets to allowed hosts never reach Python).
 
-* **document responses** — paused too, only to strip a ``Speculation-Rules`` header in guarded
-  frames: the prefetches it names would go through an isolated network context that no
-  ``Fetch`` session sees. What else ``Fetch`` never sees (inline speculation rules, WebRTC,
+* **document responses** — a ``Speculation-Rules`` header names prefetches that would go
+  through an isolated network context no ``Fetch`` session sees. With network prediction off
+  (below) Chromium preloads nothing, so responses are not paused; where the pref could not be
+  set (an embedder without the settings page) they are, and the header is stripped in guarded
+  frames (the status sent with the new headers: Chromium refuses headers alone). What else ``Fetch`` never sees (inline speculation rules, WebRTC,
   WebTransport, workers' WebSockets) is stopped page-side by :mod:`browserq.browsers.egress`.
 
 * **no preconnect** — before its first pause, the guard turns the browser's network prediction
@@ -61,15 +63,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = structlog.get_logger(__name__)
 
-#: Documents' responses, paused for their ``Speculation-Rules`` header (see :meth:`DomainGuard._respond`).
-_DOCUMENT_RESPONSES = {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}
+#: Documents' responses, paused for their ``Speculation-Rules`` header (see :meth:`DomainGuard._respond`)
+#: only where network prediction could not be turned off: with it off Chromium preloads nothing.
+DOCUMENT_RESPONSES: list[dict[str, str]] = [
+    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}
+]
 #: The ``Fetch.enable`` patterns: only documents, paused before they are sent.
 DOCUMENT_PATTERNS: list[dict[str, str]] = [
-    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
-    _DOCUMENT_RESPONSES,
+    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}
 ]
 #: While a strict context is open: every request.
-ALL_PATTERNS: list[dict[str, str]] = [{"urlPattern": "*", "requestStage": "Request"}, _DOCUMENT_RESPONSES]
+ALL_PATTERNS: list[dict[str, str]] = [{"urlPattern": "*", "requestStage": "Request"}]
 #: A response header naming speculation rules: its prefetches would bypass Fetch (egress.py).
 _SPECULATION_HEADER = "speculation-rules"
 #: Blocked subresource URLs kept as a sample per run (the count is complete).
@@ -152,6 +156,7 @@ class DomainGuard:
         self._browser = browser
         self._session: CDPSession | None = None
         self._patterns: list[dict[str, str]] | None = None  # what Fetch is enabled with (None: off)
+        self._prediction_off = False  # network prediction is off: no response needs a pause
         self._lock = asyncio.Lock()
         self._guarded: dict[str, _Guarded] = {}  # browserContextId -> what it allows
         self._context_ids: weakref.WeakKeyDictionary[BrowserContext, str] = weakref.WeakKeyDictionary()
@@ -231,17 +236,19 @@ class DomainGuard:
 
     async def _update_patterns(self) -> None:
         """Documents while any context is guarded, every request while one is strict, else off."""
+        if self._session is None and self._guarded:
+            self._session = await self._browser.new_browser_cdp_session()
+            self._session.on("Fetch.requestPaused", self._on_paused)
+            # Else a foreign navigation is preconnected before Fetch can pause it (prediction.py).
+            self._prediction_off = await turn_off_network_prediction(self._session)
         wanted: list[dict[str, str]] | None = None
         if self._guarded:
             strict = any(g.log.strict for g in self._guarded.values())
             wanted = ALL_PATTERNS if strict else DOCUMENT_PATTERNS
-        if wanted == self._patterns:
+            if not self._prediction_off:
+                wanted = wanted + DOCUMENT_RESPONSES
+        if wanted == self._patterns or self._session is None:
             return
-        if self._session is None:
-            self._session = await self._browser.new_browser_cdp_session()
-            self._session.on("Fetch.requestPaused", self._on_paused)
-            # Else a foreign navigation is preconnected before Fetch can pause it (prediction.py).
-            await turn_off_network_prediction(self._session)
         if wanted is None:
             await self._session.send("Fetch.disable")
         else:
@@ -274,8 +281,14 @@ class DomainGuard:
         kept = [h for h in headers if h["name"].lower() != _SPECULATION_HEADER]
         try:
             strip = len(kept) != len(headers) and await self._guarded_frame(event.get("frameId"))
-            if strip:
-                params = {"requestId": request_id, "responseHeaders": kept}
+            if strip:  # Chromium refuses new headers without the status they go with
+                params = {
+                    "requestId": request_id,
+                    "responseCode": event["responseStatusCode"],
+                    "responseHeaders": kept,
+                }
+                if event.get("responseStatusText"):
+                    params["responsePhrase"] = event["responseStatusText"]
                 await session.send("Fetch.continueResponse", params)
             else:
                 await session.send("Fetch.continueRequest", {"requestId": request_id})

@@ -86,6 +86,8 @@ def test_no_egress_path_reaches_a_foreign_host(
         assert evidence.get("subresources_blocked", 0) >= 1, evidence
         if path.recorded:
             assert evidence["subresources_by_type"].get(path.recorded, 0) >= 1, evidence
+    else:  # nothing to stop in the page's own work: it must finish (a paused response would hang it)
+        assert outcome.status == "completed", outcome
     assert seen["connections"] == 0, (name, mode, seen)
 
 
@@ -130,3 +132,36 @@ def test_the_confined_apis_still_look_native_in_a_strict_context(
         "function toString() { [native code] }",
         True,
     ]
+
+
+def test_a_speculation_rules_header_is_stripped_where_network_prediction_stays_on(
+    sites: EgressSites, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedder whose pref cannot be set preloads what the header names: the guard strips it,
+    and the page it came with still loads (new headers go with their status, or Chromium holds
+    the response until the step times out)."""
+
+    async def prediction_stays_on(session: object) -> bool:
+        return False
+
+    monkeypatch.setattr("browserq.browsers.domains.turn_off_network_prediction", prediction_stays_on)
+    rt = Runtime(make_settings(tmp_path_factory.mktemp("egress-prediction-on"))).start()
+    try:
+        for mode in ("open", "strict"):
+            sites.foreign.reset()
+            network = ", network: strict" if mode == "strict" else ""
+            head = (
+                f'settings: {{allowed_domains: ["{ALLOWED_HOST}"]{network}, allow_eval: true,'
+                ' step_retries: 0, trace: "off", step_timeout_s: 10}\n'
+            )
+            steps = f'  - {{action: navigate, url: "{sites.allowed_origin}/p/spec-header"}}\n'
+            steps += '  - {action: eval, expression: "window.__egress", into: result}\n'
+            outcome = rt.run_loaded(template(head + "steps:\n" + steps))
+            try:
+                wait_until(lambda: sites.foreign.anything, timeout_s=WATCH_S, interval_s=0.05)
+            except AssertionError:
+                pass  # nothing arrived: the expected case
+            assert sites.foreign.seen()["connections"] == 0, (mode, sites.foreign.seen())
+            assert outcome.status == "completed", (mode, outcome)
+    finally:
+        rt.stop()
