@@ -243,3 +243,24 @@ def safe_upload_path(base: Path | None, path: str) -> Path:
     if not target.is_file():
         raise StepFailed(Codes.UPLOAD_FILE_MISSING, f"upload path {_short(path)!r} is not a file in {root}")
     return target
+
+
+def foreign_url_regex(allowed_domains: Sequence[str]) -> re.Pattern[str]:
+    """A regex matching http(s)/ws(s) URLs whose host is *not* an allowed domain or a subdomain.
+
+    Valid in Python and JavaScript alike (Playwright's driver compiles it with ``new RegExp``).
+    It only decides what reaches Python; the handler judges with ``url_host_allowed`` again, so a
+    regex that matched too much would cost time, never let a foreign host through.
+    """
+    hosts = sorted({normalize_host(d) for d in allowed_domains if normalize_host(d)})
+    alternatives = "|".join(_escape(h) for h in hosts)
+    # scheme, optional userinfo, then: not (any subdomains + an allowed host, then port/end).
+    return re.compile(
+        r"^(?:https?|wss?)://(?:[^/?#@]*@)?"
+        rf"(?!(?:[^/?#:@]*\.)?(?:{alternatives})\.?(?::\d+)?(?:[/?#]|$))",
+        re.IGNORECASE,
+    )
+
+
+def _escape(host: str) -> str:
+    return "".join("\\" + c if c in r"\^$.|?*+()[]{}/" else c for c in host)

@@ -45,7 +45,6 @@ pay nothing. Every path and how it is stopped: ``docs/security.md``.
 from __future__ import annotations
 
 import asyncio
-import re
 import weakref
 from collections import Counter
 from collections.abc import Sequence
@@ -56,7 +55,7 @@ import structlog
 
 from browserq.browsers.egress import confine_page_apis
 from browserq.browsers.prediction import turn_off_network_prediction
-from browserq.guards import normalize_host, url_host_allowed, url_scheme_and_host
+from browserq.guards import foreign_url_regex, url_host_allowed, url_scheme_and_host
 
 if TYPE_CHECKING:  # pragma: no cover
     from playwright.async_api import Browser, BrowserContext, CDPSession, Page, WebSocketRoute
@@ -120,27 +119,6 @@ class BlockLog:
             "subresources_by_type": dict(self.subresources),
             "subresource_sample": list(self.sample),
         }
-
-
-def foreign_url_regex(allowed_domains: Sequence[str]) -> re.Pattern[str]:
-    """A regex matching http(s)/ws(s) URLs whose host is *not* an allowed domain or a subdomain.
-
-    Valid in Python and JavaScript alike (Playwright's driver compiles it with ``new RegExp``).
-    It only decides what reaches Python; the handler judges with ``url_host_allowed`` again, so a
-    regex that matched too much would cost time, never let a foreign host through.
-    """
-    hosts = sorted({normalize_host(d) for d in allowed_domains if normalize_host(d)})
-    alternatives = "|".join(_escape(h) for h in hosts)
-    # scheme, optional userinfo, then: not (any subdomains + an allowed host, then port/end).
-    return re.compile(
-        r"^(?:https?|wss?)://(?:[^/?#@]*@)?"
-        rf"(?!(?:[^/?#:@]*\.)?(?:{alternatives})\.?(?::\d+)?(?:[/?#]|$))",
-        re.IGNORECASE,
-    )
-
-
-def _escape(host: str) -> str:
-    return "".join("\\" + c if c in r"\^$.|?*+()[]{}/" else c for c in host)
 
 
 @dataclass

@@ -17,9 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from browserq.browsers.domains import foreign_url_regex
 from browserq.execute.runtime import Runtime
-from browserq.guards import url_host_allowed
+from browserq.guards import foreign_url_regex, url_host_allowed
 from tests.browsers.domain_sites import DomainSites
 from tests.conftest import make_settings, template
 
