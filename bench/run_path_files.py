@@ -6,7 +6,7 @@ open. Issue 24 counted 33 and set ≤ 15 as the bar. This counts it the same way
 
 * the producer (this process, for a revision run in a child) calls ``run_template.delay()`` of
   ``--template`` against the demo site: ``login_form`` by default (log in, fill and send a form —
-  a side effect, written ahead from the runner — a screenshot, a secret param) or ``quotes``; a real ``browserq worker --pool threads -c 1`` runs it on Redis with
+  a screenshot, a secret param) or ``quotes``; a real ``browserq worker --pool threads -c 1`` runs it on Redis with
   an SQLite store; the worker is stopped once the run's result is in;
 * both processes carry a ``sys.setprofile`` hook (``bench/run_path/tracer.py``; in the worker through
   ``bench/run_path/sitecustomize.py``) that notes, for every call into a file under ``browserq/``, the
@@ -25,6 +25,12 @@ open. Issue 24 counted 33 and set ≤ 15 as the bar. This counts it the same way
     .venv/bin/python bench/run_path_files.py --rev abff617 --rev .  # before and after, side by side
     .venv/bin/python bench/run_path_files.py --list               # and name the files
     .venv/bin/python bench/run_path_files.py --list --functions   # name the functions handed the id
+
+Which writes a run makes depends on its length: a quick run's steps are all written in its
+finish's batch, while a run that outlives the journal's flush interval (``journal_flush_ms``) or
+the checkpoint interval is also written from the runner. ``--every-write`` sets both to 0, so
+every write the runner can make is made (the path no longer depends on the machine's speed):
+report both figures.
 
 Needs Redis at ``--broker`` (default redis://127.0.0.1:6379/0; a queue of its own is used) and a
 Chromium, as the tests do. Nothing is asserted: this measures.
@@ -98,6 +104,8 @@ def measure_here(broker: str, template: str) -> dict[str, Files]:
             "BROWSERQ_QUEUE": f"runpath-{uuid.uuid4().hex[:8]}",
             "BROWSERQ_SECRET_KEY": Fernet.generate_key().decode(),  # login_form takes a secret param
         })
+        if os.environ.get("RUN_PATH_EVERY_WRITE"):  # every record written as it happens (--every-write)
+            env.update({"BROWSERQ_JOURNAL_FLUSH_MS": "0", "BROWSERQ_CHECKPOINT_INTERVAL_MS": "0"})
         os.environ.update(env)
         subprocess.run([sys.executable, "-m", "browserq.cli", "db", "upgrade"], env=env, cwd=tree,
                        check=True, capture_output=True)
@@ -188,6 +196,8 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="name every file")
     parser.add_argument("--functions", action="store_true",
                         help="count file:function pairs instead of files (with --list: who is handed the id)")
+    parser.add_argument("--every-write", action="store_true",
+                        help="journal flush and checkpoint intervals 0: the runner writes every step itself")
     parser.add_argument("--json", action="store_true", help="print the files per revision as JSON")
     parser.add_argument("--here", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -196,6 +206,8 @@ def main() -> None:
         return
     if args.functions:
         os.environ["BROWSERQ_RUN_PATH_FUNCTIONS"] = "1"
+    if args.every_write:
+        os.environ["RUN_PATH_EVERY_WRITE"] = "1"
     results = []
     with tempfile.TemporaryDirectory(prefix="browserq-run-path-revs-") as scratch:
         for label in args.rev or ["."]:
