@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import anyio
 import typer
 
 from browserq.cli.render import err_console, friendly_errors
@@ -80,6 +79,8 @@ def mcp_server(
                                                       "shown to the agent.")] = None,
 ) -> None:
     """Serve agent sessions to MCP clients: one session per connection (docs/agents.md)."""
+    import anyio
+
     from browserq.mcp import (
         SessionOptions,
         StaticTokens,

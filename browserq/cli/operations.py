@@ -19,7 +19,6 @@ from browserq.cli.render import console, fail, friendly_errors
 from browserq.cli.services import cli_store, masked_db, open_store
 from browserq.errors import BrowserqError
 from browserq.settings import Settings, get_settings
-from browserq.store.artifacts import artifact_store
 
 #: Commands that hand their unknown arguments on to Celery.
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -36,6 +35,8 @@ def worker(
     Extra arguments are passed to `celery worker`. `-Q other` adds queues to browserq's own (the
     runs' queue and the sweeper's); `-X QUEUE` leaves one out, except the sweeper's.
     """
+    from browserq.store.artifacts import artifact_store
+
     try:
         argv = worker_argv(get_settings(), concurrency, loglevel, list(ctx.args))
         artifact_store(get_settings()).check()  # a bucket that cannot be used: refuse to start

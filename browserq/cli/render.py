@@ -18,14 +18,15 @@ from rich.table import Table
 from rich.text import Text
 
 from browserq.cli.terminal import inert, inert_console, json_text
-from browserq.errors import BrowserqError
+from browserq.errors import BrowserqError, StoreError
 from browserq.settings import get_settings
-from browserq.store.artifacts import artifact_store
-from browserq.store.errors import StoreUnavailable
-from browserq.store.views import event_text
 
 if TYPE_CHECKING:
     from browserq.store import Store
+    from browserq.store.artifacts import ArtifactStore
+
+# The store (SQLAlchemy) is imported by the functions that print what it holds, not with this
+# module: every command imports it, and ``--help`` or ``templates list`` never open the store.
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -65,10 +66,13 @@ def friendly_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except StoreUnavailable as exc:
-            fail(f"{exc} (start the database or fix BROWSERQ_DATABASE_URL; `browserq doctor` checks "
-                 "every service)")
         except (BrowserqError, ValueError) as exc:
+            if isinstance(exc, StoreError):
+                from browserq.store.errors import StoreUnavailable
+
+                if isinstance(exc, StoreUnavailable):
+                    fail(f"{exc} (start the database or fix BROWSERQ_DATABASE_URL; `browserq doctor` "
+                         "checks every service)")
             fail(str(exc))
 
     return wrapper
@@ -230,7 +234,7 @@ def trace_commands(artifacts: list[Any]) -> list[str]:
     store's trace is fetched to a local file first, by the artifact store)."""
     from browserq.report.evidence import trace
 
-    files = artifact_store(get_settings())
+    files = _artifact_store()
     return [trace(files, a, "").command for a in artifacts if a.kind == "trace"]
 
 
@@ -267,14 +271,14 @@ def show_run(store: Store, run_view: Any, steps: list[Any], artifacts: list[Any]
         )
     console.print(table)
     if artifacts:
-        settings = get_settings()
+        files = _artifact_store()
         by_step = {s.id: s.step_path for s in steps}
         atable = Table(title="Artifacts", title_justify="left")
         for column in ("kind", "step", "size", "path"):
             atable.add_column(column, overflow="fold")
         for a in artifacts:
             atable.add_row(a.kind, by_step.get(a.step_attempt_id, "") if a.step_attempt_id else "",
-                           f"{a.size:,} B", artifact_store(settings).location(a.path))
+                           f"{a.size:,} B", files.location(a.path))
         console.print(atable)
     if run_view.outputs:
         for name, value in run_view.outputs.items():
@@ -290,7 +294,7 @@ def _step_notes(s: Any) -> Text:
     else:
         notes = Text("\n".join(f"⚠ {warning_text(w)}" for w in s.warnings or []), style="yellow")
     for event in getattr(s, "events", None) or []:
-        notes.append(("\n" if notes.plain else "") + f"💬 {event_text(event)}", style="cyan")
+        notes.append(("\n" if notes.plain else "") + f"💬 {_event_text(event)}", style="cyan")
     return notes
 
 
@@ -334,16 +338,30 @@ def show_plain(store: Store, run: Any, steps: list[Any], artifacts: list[Any]) -
         print("\nEvents")
         tsv("step", "try", "event")
         for s, event in events:
-            tsv(s.step_path, s.attempt, event_text(event))
+            tsv(s.step_path, s.attempt, _event_text(event))
     if artifacts:
-        settings = get_settings()
+        files = _artifact_store()
         by_step = {s.id: s.step_path for s in steps}
         print("\nArtifacts")
         tsv("kind", "step", "size", "path")
         for a in artifacts:
             tsv(a.kind, by_step.get(a.step_attempt_id, "") if a.step_attempt_id else "", a.size,
-                artifact_store(settings).location(a.path))
+                files.location(a.path))
     if run.outputs:
         print("\nOutputs")
         for name, value in run.outputs.items():
             tsv(name, json_text(value, default=str))
+
+
+def _artifact_store() -> ArtifactStore:
+    """The settings' artifact store (imported when a run's artifacts are printed)."""
+    from browserq.store.artifacts import artifact_store
+
+    return artifact_store(get_settings())
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    """An answered dialog's one line (:func:`browserq.store.views.event_text`)."""
+    from browserq.store.views import event_text
+
+    return event_text(event)

@@ -14,7 +14,6 @@ from browserq.cli.render import console, err_console, fail, friendly_errors
 from browserq.cli.services import open_store, resolve_run_id
 from browserq.errors import BrowserqError
 from browserq.settings import get_settings
-from browserq.store.artifacts import artifact_store
 
 if TYPE_CHECKING:
     from browserq.execute.retention import PruneReport
@@ -48,6 +47,7 @@ def prune(
     """Delete finished runs older than a cutoff, with every row about them, their artifacts and task
     results. Never a run that is queued, running, retrying, waiting for a person or needs_review."""
     from browserq.execute.retention import prunable_statuses, prune_runs
+    from browserq.store.artifacts import artifact_store
     from browserq.tasks.retention import result_forgetter
 
     try:
@@ -119,6 +119,7 @@ def export(
 ) -> None:
     """Write one zip with the run, its steps, transitions, handoffs, webhook deliveries and artifacts."""
     from browserq.execute.export import export_run
+    from browserq.store.artifacts import artifact_store
 
     settings = get_settings()
     store = open_store(settings)

@@ -31,7 +31,6 @@ from browserq.cli.render import (
 from browserq.cli.services import masked_db, open_store, resolve_run_id
 from browserq.cli.terminal import json_text
 from browserq.errors import BrowserqError
-from browserq.sessions.template import SESSION_TEMPLATE
 from browserq.settings import Settings, get_settings
 
 #: The installed ``browserq`` package (the bundled templates sit inside it, or next to it).
@@ -175,6 +174,8 @@ def runs(
 ) -> None:
     """List recent runs, newest first (tab-separated, full values, when stdout is not a terminal)."""
     if kind is not None:
+        from browserq.sessions.template import SESSION_TEMPLATE
+
         if kind != "session" or template not in (None, SESSION_TEMPLATE):
             raise typer.BadParameter("--kind takes 'session' (a session's runs are of template 'session')")
         template = SESSION_TEMPLATE

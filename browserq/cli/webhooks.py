@@ -18,7 +18,6 @@ from rich.table import Table
 from browserq.cli.render import console, fail, friendly_errors, iso
 from browserq.cli.services import open_store, resolve_run_id
 from browserq.errors import BrowserqError
-from browserq.webhooks.targets import shown_url
 
 
 @friendly_errors
@@ -40,6 +39,8 @@ def redeliver(
         since = parse_duration(failed_since) if failed_since is not None else None
     except BrowserqError as exc:
         fail(str(exc))
+    from browserq.webhooks.targets import shown_url
+
     store = open_store(relay_webhooks=True)  # each new delivery leaves as a task on the webhook queue
     full = resolve_run_id(store.runs, run_id) if run_id is not None else None
     rows = store.webhooks.redeliver_webhooks(run_id=full, failed_since=since, dry_run=dry_run)
@@ -58,6 +59,8 @@ def redeliver(
 
 
 def _row(view: Any) -> dict[str, Any]:
+    from browserq.webhooks.targets import shown_url
+
     return {"delivery": view.id, "run_id": view.run_id, "event": view.event, "event_key": view.event_key,
             "to": shown_url(view.url), "status": view.status, "created_at": iso(view.created_at)}
 

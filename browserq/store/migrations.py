@@ -1,13 +1,19 @@
-"""Locating and running the Alembic migrations (``alembic/`` in a checkout, ``_migrations`` in a wheel)."""
+"""Locating and running the Alembic migrations (``alembic/`` in a checkout, ``_migrations`` in a wheel).
+
+Alembic is imported by the functions that use it, not with this module: the store (and every
+``browserq`` command that only reads it) loads without it; only migrating or reading the
+newest revision pays for it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from alembic.config import Config
-from alembic.script import ScriptDirectory
+from typing import TYPE_CHECKING
 
 from browserq.errors import StoreError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../browserq
 #: Where the migrations may live: installed from a wheel, then a source checkout (editable install).
@@ -32,6 +38,8 @@ def find_migrations_dir() -> Path:
 
 def alembic_config(database_url: str | None = None) -> Config:
     """An Alembic config that needs no alembic.ini: script location found, URL passed in attributes."""
+    from alembic.config import Config
+
     config = Config()
     location = str(find_migrations_dir())
     config.set_main_option("script_location", location.replace("%", "%%"))
@@ -43,4 +51,6 @@ def alembic_config(database_url: str | None = None) -> Config:
 
 def head_revision() -> str | None:
     """The newest migration's revision id."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config()).get_current_head()

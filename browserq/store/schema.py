@@ -1,12 +1,13 @@
-"""The database schema's version: migrate to the newest (Alembic), and read where it is."""
+"""The database schema's version: migrate to the newest (Alembic), and read where it is.
+
+Alembic is imported inside the methods (see :mod:`browserq.store.migrations`): a store that only
+reads and writes runs never loads it.
+"""
 
 from __future__ import annotations
 
 import threading
 
-from alembic.runtime.migration import MigrationContext
-
-from alembic import command
 from browserq.store.engine import SQLITE_BEGIN_OPTION
 from browserq.store.migrations import alembic_config
 from browserq.store.plumbing import Database
@@ -27,6 +28,8 @@ class Schema:
         Safe when several processes start at once: PostgreSQL takes an advisory lock, SQLite the
         write lock, for the whole upgrade (see alembic/env.py).
         """
+        from alembic import command
+
         config = alembic_config(self.db.url.render_as_string(hide_password=False))
 
         def attempt(_retried: bool) -> None:
@@ -39,6 +42,7 @@ class Schema:
 
     def current_revision(self) -> str | None:
         """The schema revision the database is at; None before the first upgrade."""
+        from alembic.runtime.migration import MigrationContext
 
         def attempt(_retried: bool) -> str | None:
             with self.db.engine.connect() as connection:
