@@ -51,10 +51,11 @@ MARKS = {"ok": ("✓", "green"), "warn": ("⚠", "yellow"), "fail": ("✗", "bol
 
 # --- servers -------------------------------------------------------------------------------------
 def check_database(settings: Settings, found: Findings) -> Check:
-    from alembic.script import ScriptDirectory
-
     from browserq.store import Store, head_revision, mask_url
-    from browserq.store.migrations import alembic_config
+    from browserq.store.migrations import alembic_config, load_alembic
+
+    load_alembic()
+    from alembic.script import ScriptDirectory
 
     shown = mask_url(settings.database_url)
     missing = _missing_sqlite_file(settings.database_url)

@@ -7,6 +7,9 @@ newest revision pays for it.
 
 from __future__ import annotations
 
+import importlib
+import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +28,20 @@ MIGRATION_DIR_CANDIDATES: tuple[Path, ...] = (
 MIGRATION_LOCK_KEY = 0x62727771
 
 
+def load_alembic() -> None:
+    """Import Alembic (once) without the INFO lines it logs while loading ("setup plugin …"): it
+    used to load with the store, before a process configured its logging, so they were never
+    shown — a command run with ``BROWSERQ_LOG_LEVEL=INFO`` still does not show them."""
+    if "alembic" in sys.modules:
+        return
+    plugins = logging.getLogger("alembic.runtime.plugins")
+    disabled, plugins.disabled = plugins.disabled, True
+    try:
+        importlib.import_module("alembic")  # its config, script, runtime and autogenerate parts
+    finally:
+        plugins.disabled = disabled
+
+
 def find_migrations_dir() -> Path:
     for candidate in MIGRATION_DIR_CANDIDATES:
         if (candidate / "env.py").is_file() and (candidate / "versions").is_dir():
@@ -38,6 +55,7 @@ def find_migrations_dir() -> Path:
 
 def alembic_config(database_url: str | None = None) -> Config:
     """An Alembic config that needs no alembic.ini: script location found, URL passed in attributes."""
+    load_alembic()
     from alembic.config import Config
 
     config = Config()
@@ -51,6 +69,7 @@ def alembic_config(database_url: str | None = None) -> Config:
 
 def head_revision() -> str | None:
     """The newest migration's revision id."""
+    load_alembic()
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from browserq.store.engine import SQLITE_BEGIN_OPTION
-from browserq.store.migrations import alembic_config
+from browserq.store.migrations import alembic_config, load_alembic
 from browserq.store.plumbing import Database
 
 #: Alembic's ``context`` is process-global: upgrades from several threads take turns.
@@ -28,6 +28,7 @@ class Schema:
         Safe when several processes start at once: PostgreSQL takes an advisory lock, SQLite the
         write lock, for the whole upgrade (see alembic/env.py).
         """
+        load_alembic()
         from alembic import command
 
         config = alembic_config(self.db.url.render_as_string(hide_password=False))
@@ -42,6 +43,7 @@ class Schema:
 
     def current_revision(self) -> str | None:
         """The schema revision the database is at; None before the first upgrade."""
+        load_alembic()
         from alembic.runtime.migration import MigrationContext
 
         def attempt(_retried: bool) -> str | None:
