@@ -1,0 +1,124 @@
+"""Where the test-suite's time goes: wall and CPU per test, per file and per directory.
+
+Why: on a 2-core machine the suite is bound by CPU, not by waiting — 4 xdist workers kept both
+cores 97 % busy (2,690 CPU-seconds in 1,393 s) — so reordering tests cannot make it much
+shorter; only spending less CPU can. This runs pytest (the arguments after ``--``; default the
+whole suite with ``-n 4 --dist worksteal``) with ``bench/suite_cpu/cpu_profile.py``, which counts
+each test's CPU in a cgroup per xdist worker (Chromium, drivers, Celery workers and CLI
+subprocesses included), and the whole machine's busy CPU from ``/proc/stat`` around it, then
+prints the groups that cost the most.
+
+    .venv/bin/python bench/suite_cpu.py                          # the whole suite, 4 workers
+    .venv/bin/python bench/suite_cpu.py --depth 3 -- tests/cli -n 2   # per file, one directory
+    .venv/bin/python bench/suite_cpu.py --read DIR                # the tables of an earlier run
+
+Counted per test exactly only with a writable cgroup (root here); elsewhere a test's CPU is its
+process's and its reaped children's, which misses Chromium. Nothing is asserted: this measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = Path(__file__).resolve().parent / "suite_cpu"
+DEFAULT_PYTEST = ["-n", "4", "--dist", "worksteal", "-q", "-p", "no:cacheprovider"]
+
+
+def busy_cpu_seconds() -> float:
+    """The machine's CPU-seconds not idle since boot (``/proc/stat``)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (sum(fields) - fields[3] - fields[4]) / ticks
+
+
+def run_suite(pytest_args: list[str], folder: Path) -> dict[str, Any]:
+    env = {**os.environ, "SUITE_CPU_DIR": str(folder),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
+    busy, began = busy_cpu_seconds(), time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "cpu_profile", *pytest_args], cwd=REPO, env=env)
+    return {"wall_s": time.monotonic() - began, "machine_busy_cpu_s": busy_cpu_seconds() - busy,
+            "exit_code": done.returncode}
+
+
+def read_tests(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.open(encoding="utf-8")]
+
+
+def group_of(nodeid: str, depth: int) -> str:
+    return "/".join(nodeid.split("::")[0].split("/")[:depth])
+
+
+def summarize(tests: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"tests": 0, "wall_s": 0.0, "cpu_s": 0.0})
+    for test in tests:
+        group = groups[group_of(test["id"], depth)]
+        group["tests"] += 1
+        group["wall_s"] += test["wall"]
+        group["cpu_s"] += test["cpu"]
+    rows = [{"group": name, **figures} for name, figures in groups.items()]
+    return sorted(rows, key=lambda row: -row["cpu_s"])
+
+
+def print_report(tests: list[dict[str, Any]], run: dict[str, Any] | None, depth: int, top: int) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    total_cpu = sum(t["cpu"] for t in tests)
+    sources = sorted({t.get("source", "?") for t in tests})
+    if run is not None:
+        console.print(f"{len(tests)} tests in {run['wall_s']:.0f} s wall; the machine was busy "
+                      f"{run['machine_busy_cpu_s']:.0f} CPU-s ({run['machine_busy_cpu_s'] / run['wall_s']:.2f} "
+                      f"cores on average), {total_cpu:.0f} of them counted to tests (counter: {', '.join(sources)})")
+    table = Table(title=f"CPU by group (depth {depth}), most first")
+    for column in ("group", "tests", "wall s", "CPU s", "CPU s / test", "share"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for row in summarize(tests, depth)[:top]:
+        table.add_row(row["group"], str(row["tests"]), f"{row['wall_s']:.0f}", f"{row['cpu_s']:.0f}",
+                      f"{row['cpu_s'] / row['tests']:.1f}", f"{row['cpu_s'] / max(total_cpu, 1e-9):.1%}")
+    console.print(table)
+    tests_table = Table(title=f"the {top} costliest tests")
+    for column in ("test", "wall s", "CPU s"):
+        tests_table.add_column(column, justify="left" if column == "test" else "right", overflow="fold")
+    for test in sorted(tests, key=lambda t: -t["cpu"])[:top]:
+        tests_table.add_row(escape(test["id"]), f"{test['wall']:.1f}", f"{test['cpu']:.1f}")
+    console.print(tests_table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--depth", type=int, default=2, help="path parts per group (2: directory, 3: file)")
+    parser.add_argument("--top", type=int, default=25, help="rows per table (default 25)")
+    parser.add_argument("--read", type=Path, help="print the tables of an earlier run's folder, run nothing")
+    parser.add_argument("--keep", type=Path, help="write the per-test lines to this folder (kept)")
+    parser.add_argument("--json", action="store_true", help="print the groups as JSON")
+    parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments")
+    args = parser.parse_args()
+    run = None
+    if args.read is not None:
+        folder = args.read
+    else:
+        folder = args.keep or Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        run = run_suite(args.pytest_args or DEFAULT_PYTEST, folder)
+        print(f"per-test lines: {folder}", file=sys.stderr)
+    tests = read_tests(folder)
+    if args.json:
+        print(json.dumps({"run": run, "groups": summarize(tests, args.depth)}, indent=2))
+    else:
+        print_report(tests, run, args.depth, args.top)
+
+
+if __name__ == "__main__":
+    main()
