@@ -7,8 +7,10 @@ newest revision pays for it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +53,40 @@ def find_migrations_dir() -> Path:
         f"cannot find browserq's database migrations (tried {tried}); reinstall browserq "
         "or run from a source checkout that has the alembic/ directory"
     )
+
+
+#: ``revision = "…"`` and ``down_revision = "…"`` (or None) in a migration file, annotated or not.
+_REVISION = re.compile(r'^revision(?:\s*:[^=\n]*)?\s*=\s*["\']([^"\']+)["\']\s*$', re.MULTILINE)
+_DOWN_REVISION = re.compile(
+    r'^down_revision(?:\s*:[^=\n]*)?\s*=\s*(?:None|["\']([^"\']+)["\'])\s*$', re.MULTILINE
+)
+
+
+@functools.lru_cache(maxsize=1)
+def declared_head() -> str | None:
+    """The newest revision as the migration files declare it, read without importing Alembic.
+
+    For :meth:`~browserq.store.schema.Schema.upgrade`'s fast path: a database already there needs
+    no Alembic at all (importing it and asking it costs ~0.2 CPU-s per process that opens the
+    store — every worker process, every ``browserq runs``). None when the files are not plain
+    enough to be sure (a file without exactly one revision and one single down-revision, a
+    merge, two heads): the caller then asks Alembic.
+    """
+    try:
+        files = sorted((find_migrations_dir() / "versions").glob("*.py"))
+        revisions, parents = set(), set()
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            found, down = _REVISION.findall(text), _DOWN_REVISION.findall(text)
+            if len(found) != 1 or len(down) != 1:
+                return None
+            revisions.add(found[0])
+            if down[0]:
+                parents.add(down[0])
+    except (OSError, UnicodeDecodeError, StoreError):
+        return None
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 and parents <= revisions else None
 
 
 def alembic_config(database_url: str | None = None) -> Config:

@@ -62,8 +62,11 @@ def test_help_and_offline_commands_import_no_runtime_and_no_store(tmp_path: Path
 def test_store_commands_import_the_store_but_no_runtime(tmp_path: Path, args: tuple[str, ...]) -> None:
     heavy = loaded(tmp_path, *args)
     assert "browserq.store" in heavy and heavy & RUNTIME == set()
-    # Alembic comes in to migrate the database on open (BROWSERQ_AUTO_MIGRATE), and only then.
+    # Alembic comes in to migrate a new database on open (BROWSERQ_AUTO_MIGRATE), and only then:
+    # once the database is at the head the migration files declare, nothing imports it.
     assert "alembic" in heavy
+    again = loaded(tmp_path, *args)
+    assert "browserq.store" in again and "alembic" not in again
     assert "alembic" not in loaded(tmp_path, *args, BROWSERQ_AUTO_MIGRATE="false")
 
 
