@@ -48,7 +48,6 @@ def test_a_database_behind_the_newest_migration_is_still_upgraded(empty_url: str
     """The fast path (no Alembic when the database is at the declared head) never skips a
     migration: a database one revision behind goes through Alembic to the head."""
     from alembic import command
-
     from browserq.store.migrations import alembic_config, declared_head
 
     assert declared_head() == head_revision()  # the files are read as Alembic reads them
