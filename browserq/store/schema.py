@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from sqlalchemy import text
+from sqlalchemy import Connection, inspect, text
 
 from browserq.store.engine import SQLITE_BEGIN_OPTION
 from browserq.store.migrations import alembic_config, declared_head, load_alembic
@@ -29,33 +29,27 @@ class Schema:
 
         Safe when several processes start at once: PostgreSQL takes an advisory lock, SQLite the
         write lock, for the whole upgrade (see alembic/env.py). A database already at the head the
-        migration files declare is left alone without loading Alembic.
+        migration files declare is left alone without loading Alembic, seen on the upgrade's own
+        connection (a database that cannot be reached is tried as often as before, not once more).
         """
         head = declared_head()
-        if head is not None and self._stamped(head):
-            return
-        load_alembic()
-        from alembic import command
-
-        config = alembic_config(self.db.url.render_as_string(hide_password=False))
+        url = self.db.url.render_as_string(hide_password=False)
 
         def attempt(_retried: bool) -> None:
             with _UPGRADE_LOCK, self.db.engine.connect() as connection:
+                at_head = _stamped(connection, head)
+                connection.rollback()  # the check's own transaction: the upgrade begins its own
+                if at_head:
+                    return
+                load_alembic()
+                from alembic import command
+
+                config = alembic_config(url)
                 connection.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
 
         self.db.retry("upgrading the database schema", attempt)
-
-    def _stamped(self, head: str) -> bool:
-        """Whether the database's ``alembic_version`` is ``head`` (False on any doubt: no table
-        yet, an unreachable server — the upgrade then says what is wrong, with its retries)."""
-        try:
-            with self.db.engine.connect() as connection:
-                rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()
-        except Exception:
-            return False
-        return [row[0] for row in rows] == [head]
 
     def current_revision(self) -> str | None:
         """The schema revision the database is at; None before the first upgrade."""
@@ -67,6 +61,14 @@ class Schema:
                 return MigrationContext.configure(connection).get_current_revision()
 
         return self.db.retry("reading the schema revision", attempt)
+
+
+def _stamped(connection: Connection, head: str | None) -> bool:
+    """Whether the database's ``alembic_version`` holds exactly ``head`` (None: not known)."""
+    if head is None or not inspect(connection).has_table("alembic_version"):
+        return False
+    rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+    return [row[0] for row in rows] == [head]
 
 
 __all__ = ["Schema"]
