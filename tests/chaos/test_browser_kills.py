@@ -39,8 +39,8 @@ def test_browser_killed_mid_run_is_relaunched_and_runs_complete(
     # The victim is picked by the step its run recorded last, so that step must be the one under
     # way: a buffered journal writes steps up to a second late, by which time the run may be in
     # its side effect (a kill there ends it needs_review, as it should: spared here, covered by
-    # test_browser_killed_during_the_side_effect). A kill losing buffered records is what the
-    # worker-kill tests cover.
+    # test_browser_killed_during_the_side_effect). A browser kill leaves the worker process and
+    # its buffered records alone, so this changes nothing the test covers.
     cluster = make_cluster(BROWSERQ_JOURNAL_FLUSH_MS="0")
     cluster.start_worker("w1", concurrency=2)
     demo.latency_ms = 150
