@@ -25,24 +25,25 @@ import pytest
 
 _V1 = Path("/sys/fs/cgroup/cpuacct")
 _V2 = Path("/sys/fs/cgroup")
+#: The cgroups' names start so (``bench/suite_cpu.py`` removes them once pytest is done).
+PREFIX = "suite-cpu-"
 
 
 class _Counter:
     """CPU-seconds of this process's cgroup (made for it), or of itself and its reaped children."""
 
     def __init__(self, name: str) -> None:
-        self.source = "rusage"
-        self.read: Callable[[], float] = _rusage
-        for make in (_v1, _v2):
+        self.source, self.read = "rusage", _rusage
+        for source, make in (("v1", _v1), ("v2", _v2)):
             try:
-                self.read, self.source = make(name), make.__name__[1:]
+                self.read, self.source = make(name), source
                 return
             except OSError:
                 continue
 
 
 def _v1(name: str) -> Callable[[], float]:
-    group = _V1 / f"suite-cpu-{name}"
+    group = _V1 / f"{PREFIX}{name}"
     group.mkdir(exist_ok=True)
     (group / "cgroup.procs").write_text(str(os.getpid()))
     usage = group / "cpuacct.usage"
@@ -52,7 +53,7 @@ def _v1(name: str) -> Callable[[], float]:
 def _v2(name: str) -> Callable[[], float]:
     if not (_V2 / "cgroup.controllers").exists():
         raise OSError("no cgroup v2 hierarchy")
-    group = _V2 / f"suite-cpu-{name}"
+    group = _V2 / f"{PREFIX}{name}"
     group.mkdir(exist_ok=True)
     (group / "cgroup.procs").write_text(str(os.getpid()))
     stat = group / "cpu.stat"

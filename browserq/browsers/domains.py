@@ -31,8 +31,9 @@ Here the browser itself holds every *document* request until Python has judged i
   through an isolated network context no ``Fetch`` session sees. With network prediction off
   (below) Chromium preloads nothing, so responses are not paused; where the pref could not be
   set (an embedder without the settings page) they are, and the header is stripped in guarded
-  frames (the status sent with the new headers: Chromium refuses headers alone). What else ``Fetch`` never sees (inline speculation rules, WebRTC,
-  WebTransport, workers' WebSockets) is stopped page-side by :mod:`browserq.browsers.egress`.
+  frames (the status sent with the new headers: Chromium refuses headers alone). What else
+  ``Fetch`` never sees (inline speculation rules, WebRTC, WebTransport, workers' WebSockets) is
+  stopped page-side by :mod:`browserq.browsers.egress`.
 
 * **no preconnect** — before its first pause, the guard turns the browser's network prediction
   off (:mod:`browserq.browsers.prediction`): Chromium would otherwise open a TCP connection to a

@@ -39,8 +39,6 @@ def redeliver(
         since = parse_duration(failed_since) if failed_since is not None else None
     except BrowserqError as exc:
         fail(str(exc))
-    from browserq.webhooks.targets import shown_url
-
     store = open_store(relay_webhooks=True)  # each new delivery leaves as a task on the webhook queue
     full = resolve_run_id(store.runs, run_id) if run_id is not None else None
     rows = store.webhooks.redeliver_webhooks(run_id=full, failed_since=since, dry_run=dry_run)
@@ -52,13 +50,14 @@ def redeliver(
         table = Table(box=box.SIMPLE_HEAD)
         for column in ("delivery", "run", "event", "to", "created"):
             table.add_column(column)
-        for r in rows:
-            table.add_row(str(r.id), r.run_id[:12], r.event, shown_url(r.url), iso(r.created_at))
+        for row in map(_row, rows):
+            table.add_row(str(row["delivery"]), row["run_id"][:12], row["event"], row["to"], row["created_at"])
         console.print(table)
     console.print(f"{verb} {len(rows)} event(s)" + ("" if rows else ": no failed event to send again"))
 
 
 def _row(view: Any) -> dict[str, Any]:
+    """One delivery as printed (the table) and as JSON (``--json``): the URL shown without secrets."""
     from browserq.webhooks.targets import shown_url
 
     return {"delivery": view.id, "run_id": view.run_id, "event": view.event, "event_key": view.event_key,

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from browserq.execute.runtime import Runtime
+from browserq.runner import RunOutcome
 from tests.browsers.egress_pages import PATHS
 from tests.browsers.egress_sites import ALLOWED_HOST, EgressSites
 from tests.conftest import make_settings, template
@@ -58,23 +59,31 @@ def _evidence(runtime: Runtime, run_id: str) -> dict:
     return json.loads((runtime.settings.artifacts_dir / artifacts[0].path).read_text())
 
 
-@pytest.mark.parametrize(("name", "mode"), _cases())
-def test_no_egress_path_reaches_a_foreign_host(
-    runtime: Runtime, sites: EgressSites, name: str, mode: str
-) -> None:
-    path = PATHS[name]
+def _try_path(runtime: Runtime, sites: EgressSites, name: str, mode: str, extra: str = "") -> RunOutcome:
+    """Run the allowed page of path ``name`` in ``mode``, then watch the foreign host a moment
+    (anything arriving ends the watch at once); ``extra`` adds template settings."""
     sites.foreign.reset()
     steps = f'  - {{action: navigate, url: "{sites.allowed_origin}/p/{name}"}}\n'
-    if path.page.click:
+    if PATHS[name].page.click:
         steps += '  - {action: click, selector: "#go"}\n'
     steps += '  - {action: eval, expression: "window.__egress", into: result}\n'
     network = ", network: strict" if mode == "strict" else ""
-    head = f'settings: {{allowed_domains: ["{ALLOWED_HOST}"]{network}, allow_eval: true, step_retries: 0, trace: "off"}}\n'
+    head = (f'settings: {{allowed_domains: ["{ALLOWED_HOST}"]{network}, allow_eval: true, step_retries: 0,'
+            f' trace: "off"{extra}}}\n')
     outcome = runtime.run_loaded(template(head + "steps:\n" + steps))
     try:
         wait_until(lambda: sites.foreign.anything, timeout_s=WATCH_S, interval_s=0.05)
     except AssertionError:
         pass  # nothing arrived: the expected case
+    return outcome
+
+
+@pytest.mark.parametrize(("name", "mode"), _cases())
+def test_no_egress_path_reaches_a_foreign_host(
+    runtime: Runtime, sites: EgressSites, name: str, mode: str
+) -> None:
+    path = PATHS[name]
+    outcome = _try_path(runtime, sites, name, mode)
     seen = sites.foreign.seen()
     assert (seen["requests"], seen["datagrams"]) == ([], 0), (name, mode, seen, outcome)
     evidence = _evidence(runtime, outcome.run_id)
@@ -148,19 +157,7 @@ def test_a_speculation_rules_header_is_stripped_where_network_prediction_stays_o
     rt = Runtime(make_settings(tmp_path_factory.mktemp("egress-prediction-on"))).start()
     try:
         for mode in ("open", "strict"):
-            sites.foreign.reset()
-            network = ", network: strict" if mode == "strict" else ""
-            head = (
-                f'settings: {{allowed_domains: ["{ALLOWED_HOST}"]{network}, allow_eval: true,'
-                ' step_retries: 0, trace: "off", step_timeout_s: 10}\n'
-            )
-            steps = f'  - {{action: navigate, url: "{sites.allowed_origin}/p/spec-header"}}\n'
-            steps += '  - {action: eval, expression: "window.__egress", into: result}\n'
-            outcome = rt.run_loaded(template(head + "steps:\n" + steps))
-            try:
-                wait_until(lambda: sites.foreign.anything, timeout_s=WATCH_S, interval_s=0.05)
-            except AssertionError:
-                pass  # nothing arrived: the expected case
+            outcome = _try_path(rt, sites, "spec-header", mode, extra=", step_timeout_s: 10")
             assert sites.foreign.seen()["connections"] == 0, (mode, sites.foreign.seen())
             assert outcome.status == "completed", (mode, outcome)
     finally:
