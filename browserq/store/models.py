@@ -46,6 +46,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from browserq.store.forward_clock import ForwardClock
+
 NAMING_CONVENTION: dict[str, str] = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -99,8 +101,9 @@ class ArtifactKind(StrEnum):
     TRACE = "trace"
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+#: The time every row is stamped with: this process's UTC clock, never stepping back (see
+#: :mod:`browserq.store.forward_clock`).
+utcnow = ForwardClock()
 
 
 class UTCDateTime(TypeDecorator[datetime]):
