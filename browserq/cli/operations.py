@@ -35,11 +35,15 @@ def worker(
     Extra arguments are passed to `celery worker`. `-Q other` adds queues to browserq's own (the
     runs' queue and the sweeper's); `-X QUEUE` leaves one out, except the sweeper's.
     """
-    from browserq.store.artifacts import artifact_store
-
+    settings = get_settings()
     try:
-        argv = worker_argv(get_settings(), concurrency, loglevel, list(ctx.args))
-        artifact_store(get_settings()).check()  # a bucket that cannot be used: refuse to start
+        argv = worker_argv(settings, concurrency, loglevel, list(ctx.args))
+        if settings.artifacts_url:  # a bucket that cannot be used: refuse to start
+            from browserq.store.artifacts import artifact_store
+
+            artifact_store(settings).check()
+        # (No URL: the artifacts directory is made at the first write, nothing to reach. This
+        # process imports no store and no task package: Celery imports them once, after the exec.)
     except BrowserqError as exc:
         fail(str(exc))
     os.execv(sys.executable, argv)
@@ -69,7 +73,7 @@ def _take_option(args: list[str], short: str, long: str) -> tuple[list[str], lis
 
 def worker_argv(settings: Settings, concurrency: int, loglevel: str, extra: list[str]) -> list[str]:
     """The `celery worker` command line: browserq's queues always, plus any given with -Q."""
-    from browserq.tasks.app import sweep_queue, webhook_queue
+    from browserq.queues import sweep_queue, webhook_queue
 
     asked, extra = _take_option(extra, "-Q", "--queues")
     excluded, _ = _take_option(extra, "-X", "--exclude-queues")

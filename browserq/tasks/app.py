@@ -11,6 +11,7 @@ from typing import Any
 
 from celery import Celery
 
+from browserq.queues import sweep_queue, webhook_queue
 from browserq.settings import Settings, get_settings
 from browserq.store.answering import DbTimeouts, celery_engine_callback
 
@@ -19,17 +20,6 @@ SWEEP_TASK_NAME = "browserq.sweep"
 WEBHOOK_TASK_NAME = "browserq.deliver_webhook"
 #: Seconds between Celery's soft limit (the run is interrupted and recorded) and the hard kill.
 HARD_LIMIT_GRACE_S = 30
-
-
-def sweep_queue(settings: Settings) -> str:
-    """The queue of the sweeper task; ``browserq worker`` consumes it next to the runs' queue."""
-    return f"{settings.queue}.sweep"
-
-
-def webhook_queue(settings: Settings) -> str:
-    """The queue of webhook deliveries; ``browserq worker`` consumes it next to the runs' queue
-    (a POST never waits behind a backlog of runs; a light worker may take only this queue)."""
-    return f"{settings.queue}.webhooks"
 
 
 def time_limits(timeout_s: float, settings: Settings, *, human_wait_s: float = 0.0) -> dict[str, float]:

@@ -17,8 +17,12 @@ from tests.conftest import REPO
 #: Runs the console script's main (what ``browserq ARGS`` runs) in this process, then writes the
 #: heavy packages it loaded to the file named by argv[1].
 _PROBE = """
-import runpy, sys, json
+import os, runpy, sys, json
 out, sys.argv = sys.argv[1], ["browserq", *sys.argv[2:]]
+def _exec(path, argv):  # `browserq worker` hands its process to Celery: stop just before
+    print(json.dumps(argv))
+    raise SystemExit(0)
+os.execv = _exec
 try:
     runpy.run_module("browserq.cli", run_name="__main__")
 except SystemExit:
@@ -37,6 +41,10 @@ STORE = {"alembic", "sqlalchemy", "psycopg", "browserq.store"}
 
 
 def loaded(tmp: Path, *args: str, **env: str) -> set[str]:
+    return probe(tmp, *args, **env)[0]
+
+
+def probe(tmp: Path, *args: str, **env: str) -> tuple[set[str], str]:
     """The heavy packages ``browserq ARGS`` imported, after checking it ran without a traceback."""
     out = tmp / "loaded.json"
     environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
@@ -47,7 +55,7 @@ def loaded(tmp: Path, *args: str, **env: str) -> set[str]:
     done = subprocess.run([sys.executable, "-c", _PROBE, str(out), *args], cwd=tmp, env=environ,
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
-    return set(json.loads(out.read_text()))
+    return set(json.loads(out.read_text())), done.stdout
 
 
 @pytest.mark.parametrize("args", [
@@ -56,6 +64,19 @@ def loaded(tmp: Path, *args: str, **env: str) -> set[str]:
 ], ids=lambda args: "-".join(a.strip("-") for a in args))
 def test_help_and_offline_commands_import_no_runtime_and_no_store(tmp_path: Path, args: tuple[str, ...]) -> None:
     assert loaded(tmp_path, *args) & (RUNTIME | STORE) == set()
+
+
+def test_worker_hands_over_to_celery_before_importing_the_store_or_the_tasks(tmp_path: Path) -> None:
+    """Celery imports the task package (store, runtime: ~1.2 CPU-s) after the exec; importing it
+    before as well, to name two queues, doubled the cost of every worker's start."""
+    heavy, printed = probe(tmp_path, "worker", "-c", "3", BROWSERQ_QUEUE="jobs")
+    assert heavy & (RUNTIME | STORE) == set()
+    argv = json.loads(printed.splitlines()[-1])
+    assert argv[argv.index("-Q") + 1] == "jobs,jobs.sweep,jobs.webhooks"
+    assert argv[argv.index("--concurrency") + 1] == "3"
+    # An artifacts URL can name an unreachable bucket: then the store is loaded to check it first.
+    checked, _ = probe(tmp_path, "worker", BROWSERQ_ARTIFACTS_URL=(tmp_path / "elsewhere").as_uri())
+    assert "browserq.store" in checked and checked & RUNTIME == set()
 
 
 @pytest.mark.parametrize("args", [("runs",), ("show", "0123abcd")], ids=["runs", "show"])
