@@ -13,6 +13,12 @@ echo "==> ruff"
 .venv/bin/ruff check browserq tests bench scripts
 echo "==> mypy"
 .venv/bin/mypy
+# Bytecode caches: the suite starts hundreds of Python processes (workers, CLI commands, nested
+# suites) that import browserq, and each xdist worker rewrites every test module's asserts. With
+# PYTHONDONTWRITEBYTECODE set (as some shells and images do) each of them compiled all of it again:
+# collecting alone cost 11 CPU-s a worker instead of 4. So write the caches, and compile once now.
+unset PYTHONDONTWRITEBYTECODE
+.venv/bin/python -m compileall -q -j 0 browserq tests >/dev/null
 WORKERS=${TEST_WORKERS:-4}
 echo "==> running tests ($WORKERS parallel workers; -n 0 runs them serially)"
 exec .venv/bin/python -m pytest -n "$WORKERS" --dist worksteal "$@"
