@@ -245,7 +245,7 @@ class ProgressPublisher(RunObserver):
             backend.mark_as_revoked(task_id, str(meta.get("why") or "cancelled"), request=binding.request)
         else:
             backend.store_result(task_id, meta, state, request=binding.request)
-        if self.app.conf.worker_send_task_events:
+        if self.app.conf.worker_send_task_events and state != states.STARTED:  # the worker sent task-started
             fields = FINAL_EVENTS.get(state, {"type": "task-progress", "retry": False})
             with self.app.events.default_dispatcher(hostname=binding.hostname) as dispatcher:
                 dispatcher.send(fields["type"], uuid=task_id, result=saferepr(meta),
@@ -283,7 +283,13 @@ def track_progress(run_id: str, request: Any) -> Tracking:
     task_id = getattr(request, "id", None)
     if publisher is None or not task_id:
         return Tracking(None, None)
-    return Tracking(publisher, publisher.bind(run_id, task_id, request, getattr(request, "hostname", None)))
+    binding = publisher.bind(run_id, task_id, request, getattr(request, "hostname", None))
+    # The task's STARTED state (Celery's own write of it is off for the run task): from this
+    # thread like every update, so a backend that cannot take it now — its row locked by a worker
+    # frozen inside a write — costs a warning, never the run.
+    publisher.publish(run_id, {"pid": os.getpid(), "hostname": binding.hostname}, kind="run", at_once=True,
+                      state=states.STARTED)
+    return Tracking(publisher, binding)
 
 
 __all__ = ["END_WAIT_S", "PROGRESS", "Binding", "ProgressPublisher", "Tracking", "progress_meta",

@@ -52,6 +52,10 @@ class RunTemplateTask(Task):
     Request = "browserq.tasks.celery_states:RunTemplateRequest"
     #: A failed run is an expected outcome: logged in one line at INFO, never with a traceback.
     throws = (RunFailed,)
+    #: STARTED is published with the run's progress (:func:`~browserq.tasks.progress.track_progress`),
+    #: not written by Celery's tracer before the task: there a backend write that fails (a
+    #: ``celery_taskmeta`` row locked by a frozen worker, lock_timeout) failed the task unexecuted.
+    track_started = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return settle(self, super().__call__(*args, **kwargs))
