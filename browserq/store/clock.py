@@ -26,7 +26,8 @@ _PG_NOW = text("SELECT clock_timestamp()")
 
 
 def db_now(s: Session) -> datetime:
-    """The database's current time (aware, UTC), read in the session's transaction."""
+    """The database's current time (aware, UTC): PostgreSQL's, read in the session's transaction;
+    on SQLite, this process's clock (the same clock SQLite reads)."""
     if s.get_bind().dialect.name == "sqlite":
         return utcnow()
     value = s.execute(_PG_NOW).scalar_one()

@@ -30,13 +30,14 @@ class ForwardClock:
     """Aware UTC datetimes that increase strictly across calls, from any thread."""
 
     def __init__(self, source: Callable[[], datetime] = _system_utc) -> None:
-        self._source = source
+        #: Where readings come from (the system clock; a test hands a scripted one).
+        self.source = source
         self._last: datetime | None = None
         self._lock = threading.Lock()
 
     def __call__(self) -> datetime:
         with self._lock:
-            now = self._source()
+            now = self.source()
             last = self._last
             if last is not None and last - MAX_ABSORBED_STEP_BACK < now <= last:
                 now = last + _TICK

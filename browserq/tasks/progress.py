@@ -49,8 +49,11 @@ PROGRESS = "PROGRESS"
 # running state: rank it with STARTED, so REVOKED, SUCCESS and FAILURE follow it as they follow
 # STARTED. Every process that loads browserq's app (workers, Flower, beat) has the rule.
 states.PRECEDENCE_LOOKUP.setdefault(PROGRESS, states.PRECEDENCE_LOOKUP[states.STARTED])
-#: The event Flower takes a session task's last state from (a run's task sends its own).
-FINAL_EVENTS: dict[str, dict[str, Any]] = {
+#: The event each written state is announced with (Flower takes task states from events): a
+#: session task's last state (a run's task sends its own), none for STARTED (the worker sent
+#: task-started when it took the message), ``task-progress`` for any other.
+STATE_EVENTS: dict[str, dict[str, Any] | None] = {
+    states.STARTED: None,
     states.SUCCESS: {"type": "task-succeeded", "runtime": None},
     states.FAILURE: {"type": "task-failed", "exception": "RunFailed", "traceback": None},
     states.REVOKED: {"type": "task-revoked", "terminated": False, "signum": None, "expired": False},
@@ -245,8 +248,8 @@ class ProgressPublisher(RunObserver):
             backend.mark_as_revoked(task_id, str(meta.get("why") or "cancelled"), request=binding.request)
         else:
             backend.store_result(task_id, meta, state, request=binding.request)
-        if self.app.conf.worker_send_task_events and state != states.STARTED:  # the worker sent task-started
-            fields = FINAL_EVENTS.get(state, {"type": "task-progress", "retry": False})
+        fields = STATE_EVENTS.get(state, {"type": "task-progress", "retry": False})
+        if self.app.conf.worker_send_task_events and fields is not None:
             with self.app.events.default_dispatcher(hostname=binding.hostname) as dispatcher:
                 dispatcher.send(fields["type"], uuid=task_id, result=saferepr(meta),
                                 **{k: v for k, v in fields.items() if k != "type"})

@@ -57,7 +57,7 @@ def test_runs_created_while_the_clock_steps_back_list_newest_first(
     tid = template(store)
     base = datetime.now(UTC)
     readings = iter(base + timedelta(milliseconds=ms) for ms in (0, 2, 4, 3, 5, 5))
-    monkeypatch.setattr(models.utcnow, "_source", lambda: next(readings))
+    monkeypatch.setattr(models.utcnow, "source", lambda: next(readings))
     created = [new_run(store, tid) for _ in range(6)]
     monkeypatch.undo()
     assert [r.id for r in store.runs.list_runs()] == created[::-1]
