@@ -112,7 +112,12 @@ def test_a_worker_with_a_skewed_clock_takes_no_healthy_run_over(
     assert Path(LIBFAKETIME).exists(), (
         "libfaketime is missing: apt-get install faketime (scripts/bootstrap.sh)"
     )
-    cluster = make_cluster()
+    # A 15-s lease, not the chaos default of 4: under libfaketime the skewed worker's first run
+    # waits ~2 s before its first step (0.4-0.8 s unskewed), and on a loaded machine (load 16, the
+    # suite's 4 workers) that stall outlived a 4-s lease once — a takeover of a run whose worker
+    # was merely slow. Every skew here is minutes, so a lease read on a worker's own clock would
+    # still look expired (or never expire) and fail this test.
+    cluster = make_cluster(BROWSERQ_LEASE_TTL_S="15")
     ahead, behind = (
         (("skewed", skew), ("normal", None))
         if skew.startswith("+")
@@ -125,7 +130,7 @@ def test_a_worker_with_a_skewed_clock_takes_no_healthy_run_over(
         f"the {ahead[0]} worker to run the sweeper",
     )
     start_worker(cluster, behind[0], skew=behind[1])
-    demo.latency_ms = 150  # runs outlive several lease renewals (BROWSERQ_LEASE_TTL_S=4)
+    demo.latency_ms = 150  # runs outlive several lease renewals (one every 2 s: heartbeat.CANCEL_POLL_S)
     with producer(cluster, pg_url):
         run_ids = submit_orders(demo, 6)
     final = wait_finished(store, run_ids, timeout=150)
