@@ -11,6 +11,7 @@ prints the groups that cost the most.
     .venv/bin/python bench/suite_cpu.py                          # the whole suite, 4 workers
     .venv/bin/python bench/suite_cpu.py --depth 3 -- tests/cli -n 2   # per file, one directory
     .venv/bin/python bench/suite_cpu.py --read DIR                # the tables of an earlier run
+    .venv/bin/python bench/suite_cpu.py --by-process              # and CPU by kind of process
 
 Counted per test exactly only with a writable cgroup (root here); elsewhere a test's CPU is its
 process's and its reaped children's, which misses Chromium. Nothing is asserted: this measures.
@@ -26,8 +27,11 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
+
+from proc_accounting import ProcessCpu
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "suite_cpu"
@@ -41,14 +45,21 @@ def busy_cpu_seconds() -> float:
     return (sum(fields) - fields[3] - fields[4]) / ticks
 
 
-def run_suite(pytest_args: list[str], folder: Path) -> dict[str, Any]:
+def run_suite(pytest_args: list[str], folder: Path, by_process: bool = False) -> dict[str, Any]:
+    """Run pytest with the plugin; with ``by_process`` also split the machine's CPU by kind of
+    process (:class:`proc_accounting.ProcessCpu`: Chromium's processes, drivers, Python roles)."""
     env = {**os.environ, "SUITE_CPU_DIR": str(folder),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
     busy, began = busy_cpu_seconds(), time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "cpu_profile", *pytest_args], cwd=REPO, env=env)
+    with ProcessCpu(sample_s=0.2) if by_process else nullcontext() as processes:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "cpu_profile", *pytest_args], cwd=REPO, env=env)
     remove_cgroups()
-    return {"wall_s": time.monotonic() - began, "machine_busy_cpu_s": busy_cpu_seconds() - busy,
-            "exit_code": done.returncode}
+    run: dict[str, Any] = {"wall_s": time.monotonic() - began, "machine_busy_cpu_s": busy_cpu_seconds() - busy,
+                           "exit_code": done.returncode}
+    if processes is not None:
+        run["by_process"] = {kind: round(s, 1) for kind, s in processes.by_kind().items() if s >= 0.5}
+        (folder / "by_process.json").write_text(json.dumps(run["by_process"], indent=2))
+    return run
 
 
 def remove_cgroups() -> None:
@@ -88,7 +99,7 @@ def print_report(tests: list[dict[str, Any]], run: dict[str, Any] | None, depth:
     console = Console()
     total_cpu = sum(t["cpu"] for t in tests)
     sources = sorted({t.get("source", "?") for t in tests})
-    if run is not None:
+    if run is not None and "wall_s" in run:
         console.print(f"{len(tests)} tests in {run['wall_s']:.0f} s wall; the machine was busy "
                       f"{run['machine_busy_cpu_s']:.0f} CPU-s ({run['machine_busy_cpu_s'] / run['wall_s']:.2f} "
                       f"cores on average), {total_cpu:.0f} of them counted to tests (counter: {', '.join(sources)})")
@@ -105,6 +116,14 @@ def print_report(tests: list[dict[str, Any]], run: dict[str, Any] | None, depth:
     for test in sorted(tests, key=lambda t: -t["cpu"])[:top]:
         tests_table.add_row(escape(test["id"]), f"{test['wall']:.1f}", f"{test['cpu']:.1f}")
     console.print(tests_table)
+    if run is not None and run.get("by_process"):
+        kinds = Table(title="CPU by kind of process, the whole machine (--by-process)")
+        for column in ("process", "CPU s", "share"):
+            kinds.add_column(column, justify="left" if column == "process" else "right")
+        total = sum(run["by_process"].values())
+        for kind, seconds in run["by_process"].items():
+            kinds.add_row(escape(kind), f"{seconds:.0f}", f"{seconds / total:.1%}")
+        console.print(kinds)
 
 
 def main() -> None:
@@ -114,6 +133,8 @@ def main() -> None:
     parser.add_argument("--read", type=Path, help="print the tables of an earlier run's folder, run nothing")
     parser.add_argument("--keep", type=Path, help="write the per-test lines to this folder (kept)")
     parser.add_argument("--json", action="store_true", help="print the groups as JSON")
+    parser.add_argument("--by-process", action="store_true",
+                        help="also split the machine's CPU by kind of process (process accounting: root)")
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments")
     args = parser.parse_args()
     run = None
@@ -122,9 +143,11 @@ def main() -> None:
     else:
         folder = args.keep or Path(tempfile.mkdtemp(prefix="suite-cpu-"))
         folder.mkdir(parents=True, exist_ok=True)
-        run = run_suite(args.pytest_args or DEFAULT_PYTEST, folder)
+        run = run_suite(args.pytest_args or DEFAULT_PYTEST, folder, args.by_process)
         print(f"per-test lines: {folder}", file=sys.stderr)
     tests = read_tests(folder)
+    if run is None and (folder / "by_process.json").exists():
+        run = {"by_process": json.loads((folder / "by_process.json").read_text())}
     if args.json:
         print(json.dumps({"run": run, "groups": summarize(tests, args.depth)}, indent=2))
     else:
