@@ -11,7 +11,10 @@ job), one job at a time, ``--jobs`` per round, in one process per way and round:
   every step recorded; no Celery: throughput.py prices that), defaults (stealth on, the
   allowed_domains guard on, one pre-warmed spare context);
 * ``browserq_nostealth``, ``browserq_noguard`` (the template without ``allowed_domains``),
-  ``browserq_bare`` (neither): what stealth and the guard cost.
+  ``browserq_bare`` (neither): what stealth and the guard cost;
+* diagnostic ways that take one part out of the guard by patching it in that process only (not
+  safe to run that way): ``browserq_keepfetch`` (``Fetch`` is never switched off between runs)
+  and ``browserq_noegress`` (no page-side ``egress.js``).
 
 Each way's process warms up (2 jobs), then its jobs are measured with
 :class:`proc_accounting.ProcessCpu` over its whole process tree. Ways are interleaved per round;
@@ -39,7 +42,8 @@ from typing import Any
 from proc_accounting import ProcessCpu
 
 REPO = Path(__file__).resolve().parent.parent
-WAYS = ("raw", "browserq", "browserq_nostealth", "browserq_noguard", "browserq_bare")
+WAYS = ("raw", "browserq", "browserq_nostealth", "browserq_noguard", "browserq_bare", "browserq_keepfetch",
+        "browserq_noegress")
 PAGES = 5
 
 
@@ -75,6 +79,7 @@ def phase(way: str, jobs: int) -> None:
     from browserq.execute.runtime import Runtime
     from browserq.templates.loader import load_template_text
 
+    take_out_of_the_guard(way)
     text = (REPO / "templates" / "quotes.yaml").read_text()
     if "noguard" in way or "bare" in way:
         text = text.replace("  allowed_domains: [127.0.0.1, localhost]\n", "")
@@ -97,6 +102,19 @@ def phase(way: str, jobs: int) -> None:
     print("done", flush=True)
     sys.stdin.readline()
     runtime.stop()
+
+
+def take_out_of_the_guard(way: str) -> None:
+    """The diagnostic ways: one part of the guard patched out of this process."""
+    from browserq.browsers import domains
+
+    async def nothing(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    if way == "browserq_keepfetch":  # release() no longer switches Fetch off
+        domains.DomainGuard._update_patterns_locked = nothing  # type: ignore[method-assign]
+    elif way == "browserq_noegress":
+        domains.confine_page_apis = nothing  # type: ignore[assignment]
 
 
 def handshake() -> None:
