@@ -35,56 +35,93 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from proc_accounting import ProcessCpu
 
 REPO = Path(__file__).resolve().parent.parent
-WAYS = ("raw", "browserq", "browserq_nostealth", "browserq_noguard", "browserq_bare", "browserq_keepfetch",
-        "browserq_noegress")
 PAGES = 5
 
 
+@dataclass(frozen=True)
+class Way:
+    """How one way runs the job: browserq or not, with stealth, with the template's guard, and
+    which part of the guard (if any) is patched out of its process."""
+
+    browserq: bool = True
+    stealth: bool = True
+    guard: bool = True
+    without: str | None = None  # "fetch_switching" | "egress_js"
+
+
+WAYS: dict[str, Way] = {
+    "raw": Way(browserq=False),
+    "browserq": Way(),
+    "browserq_nostealth": Way(stealth=False),
+    "browserq_noguard": Way(guard=False),
+    "browserq_bare": Way(stealth=False, guard=False),
+    "browserq_keepfetch": Way(without="fetch_switching"),
+    "browserq_noegress": Way(without="egress_js"),
+}
+
+
 # --- one way in its own process ------------------------------------------------------------------
-def phase(way: str, jobs: int) -> None:
-    """Warm up, print ``ready``, wait for a line on stdin, run ``jobs`` jobs, print ``done``."""
+def phase(name: str, jobs: int) -> None:
+    """Warm up, print ``ready``, wait for a line on stdin, run ``jobs`` jobs, print ``done``.
+
+    A browserq way waits for its pool's spare context before each line, so the window holds
+    exactly ``jobs`` runs and the spares they caused."""
     from browserq.demo.site import DemoSite
     from browserq.settings import Settings
 
-    tmp = Path(tempfile.mkdtemp(prefix="bq_cpu_"))
-    settings = Settings(
-        database_url=f"sqlite:///{tmp / 'browserq.db'}", artifacts_dir=tmp / "artifacts",
-        templates_dir=REPO / "templates", stealth="nostealth" not in way and "bare" not in way,
-    )
-    site = DemoSite().start()
-    start = f"{site.url}/quotes/"
-    if way == "raw":
-        from throughput import RawPlaywright
+    way = WAYS[name]
+    with tempfile.TemporaryDirectory(prefix="bq_cpu_") as scratch:
+        tmp = Path(scratch)
+        settings = Settings(
+            database_url=f"sqlite:///{tmp / 'browserq.db'}", artifacts_dir=tmp / "artifacts",
+            templates_dir=REPO / "templates", stealth=way.stealth,
+        )
+        site = DemoSite().start()
+        try:
+            start = f"{site.url}/quotes/"
+            if way.browserq:
+                _browserq_jobs(name, way, settings, start, jobs)
+            else:
+                asyncio.run(_raw_jobs(settings, start, jobs))
+        finally:
+            site.stop()
 
-        async def crawl() -> None:
-            raw = RawPlaywright(settings, tuned=True)
-            await raw.start()
-            await raw.crawl(start, 2, 1, reuse=False)
-            handshake()
-            await asyncio.to_thread(sys.stdin.readline)
-            assert await raw.crawl(start, jobs, 1, reuse=False) == jobs * PAGES
-            print("done", flush=True)
-            await asyncio.to_thread(sys.stdin.readline)
-            await raw.stop()
 
-        asyncio.run(crawl())
-        return
+async def _raw_jobs(settings: Any, start: str, jobs: int) -> None:
+    from throughput import RawPlaywright
+
+    raw = RawPlaywright(settings, tuned=True)
+    await raw.start()
+    await raw.crawl(start, 2, 1, reuse=False)
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    assert await raw.crawl(start, jobs, 1, reuse=False) == jobs * PAGES
+    print("done", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    await raw.stop()
+
+
+def _browserq_jobs(name: str, way: Way, settings: Any, start: str, jobs: int) -> None:
+    from scrape_and_form import wait_for_spares
+
     from browserq.execute.runtime import Runtime
     from browserq.templates.loader import load_template_text
 
-    take_out_of_the_guard(way)
+    if way.without:
+        take_out_of_the_guard(way.without)
     text = (REPO / "templates" / "quotes.yaml").read_text()
-    if "noguard" in way or "bare" in way:
+    if not way.guard:
         text = text.replace("  allowed_domains: [127.0.0.1, localhost]\n", "")
         text = text.replace("\nname: quotes\n", "\nname: quotes-unguarded\n")
-    template = load_template_text(text, source=f"quotes ({way})")
+        assert "allowed_domains:" not in text, "templates/quotes.yaml declares allowed_domains differently now"
+    template = load_template_text(text, source=f"quotes ({name})")
     runtime = Runtime(settings)
     runtime.start()
     params = {"start_url": start, "max_pages": PAGES}
@@ -95,30 +132,33 @@ def phase(way: str, jobs: int) -> None:
 
     for _ in range(2):
         job()
-    handshake()
+    wait_for_spares(runtime)
+    print("ready", flush=True)
     sys.stdin.readline()
     for _ in range(jobs):
         job()
+    wait_for_spares(runtime)
     print("done", flush=True)
     sys.stdin.readline()
     runtime.stop()
 
 
-def take_out_of_the_guard(way: str) -> None:
-    """The diagnostic ways: one part of the guard patched out of this process."""
+def take_out_of_the_guard(part: str) -> None:
+    """A diagnostic way: one part of the guard patched out of this process (fails loudly when the
+    part it patches is no longer there, rather than measuring the unpatched guard)."""
     from browserq.browsers import domains
 
     async def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
-    if way == "browserq_keepfetch":  # release() no longer switches Fetch off
+    if part == "fetch_switching":  # release() no longer switches Fetch off
+        assert hasattr(domains.DomainGuard, "_update_patterns_locked"), "DomainGuard changed: update this way"
         domains.DomainGuard._update_patterns_locked = nothing  # type: ignore[method-assign]
-    elif way == "browserq_noegress":
+    elif part == "egress_js":
+        assert hasattr(domains, "confine_page_apis"), "domains.py changed: update this way"
         domains.confine_page_apis = nothing  # type: ignore[assignment]
-
-
-def handshake() -> None:
-    print("ready", flush=True)
+    else:
+        raise ValueError(f"no part of the guard is called {part!r}")
 
 
 # --- the driver ----------------------------------------------------------------------------------
@@ -131,7 +171,6 @@ def measure(way: str, jobs: int) -> dict[str, float]:
     try:
         if child.stdout.readline().strip() != "ready":
             raise SystemExit(f"cpu_by_process: the {way} process did not start")
-        time.sleep(1.0)  # the spare context of the last warm-up job, made after it
         with ProcessCpu(root_pid=child.pid) as cpu:
             child.stdin.write("go\n")
             child.stdin.flush()
@@ -143,8 +182,9 @@ def measure(way: str, jobs: int) -> dict[str, float]:
     finally:
         if child.poll() is None:
             child.kill()
-    per_job = {kind: round(seconds / jobs, 4) for kind, seconds in cpu.by_kind().items() if abs(seconds) >= 0.01}
-    per_job["all"] = round(sum(per_job.values()), 4)
+    by_kind = cpu.by_kind()
+    per_job = {kind: round(seconds / jobs, 4) for kind, seconds in by_kind.items() if abs(seconds) >= 0.01}
+    per_job["all"] = round(sum(by_kind.values()) / jobs, 4)
     return per_job
 
 

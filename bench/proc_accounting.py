@@ -76,8 +76,8 @@ def _read_proc() -> dict[Key, Seen]:
 
 def kind_of(cmdline: str, name: str = "") -> str:
     """What a process is, from its command line (``name``: the accounting record's, if no line)."""
-    if "--type=" in cmdline:
-        kind = re.search(r"--type=(\S+)", cmdline).group(1)  # type: ignore[union-attr]  # matched above
+    if chromium_type := re.search(r"--type=(\S+)", cmdline):
+        kind = chromium_type.group(1)
         if kind == "utility":
             sub = re.search(r"--utility-sub-type=([\w.]+)", cmdline)
             kind += ":" + (sub.group(1).split(".")[0] if sub else "?")
@@ -152,7 +152,7 @@ class ProcessCpu:
             # The sighting that started within 2 s of the record's start (whole seconds there).
             near = [s for s in starts.get(pid, []) if abs(boot + s / _TICK - began) <= 2]
             key = (pid, near[0]) if near else (pid, -1)
-            if key in after:  # still running: counted from /proc above
+            if key in after:  # a live process took the pid within 2 s: its CPU came from /proc
                 continue
             cpu = (_comp_t(record[10]) + _comp_t(record[11])) / _AHZ
             self.used[key] += cpu - (self._before[key].cpu_s if key in self._before else 0.0)

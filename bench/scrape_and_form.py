@@ -277,6 +277,18 @@ class DriverMeter:
             return Counter(self.totals)
 
 
+def wait_for_spares(runtime: Runtime, limit_s: float = 5.0) -> None:
+    """Let ``runtime``'s pool finish topping up its pre-warmed spare contexts (background work the
+    runs started), so that work is counted with the runs that caused it and never runs during the
+    next way's measurement."""
+    pool, wanted = runtime.pool, getattr(runtime.settings, "context_prewarm", 0)
+    if not wanted or not hasattr(pool, "spare_contexts"):  # a revision before spares
+        return
+    deadline = time.monotonic() + limit_s
+    while pool.spare_contexts < wanted and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 class ViaBrowserq:
     """One Runtime (its own Chromium and store); ``trace_off`` runs the same templates with
     ``trace: off`` (loaded from the edited YAML text) to price the on_failure tracing."""
@@ -350,15 +362,8 @@ class ViaBrowserq:
             )
         return quotes_run.outputs["quotes"], form_run.outputs["confirmation"]
 
-    def _wait_for_spares(self, limit_s: float = 5.0) -> None:
-        """Let the pool finish topping up its pre-warmed spare context (background work started
-        by the runs), so it is counted here and never runs during the next way's iteration."""
-        pool, wanted = self.runtime.pool, getattr(self.settings, "context_prewarm", 0)
-        if not wanted or not hasattr(pool, "spare_contexts"):
-            return
-        deadline = time.monotonic() + limit_s
-        while pool.spare_contexts < wanted and time.monotonic() < deadline:
-            time.sleep(0.005)
+    def _wait_for_spares(self) -> None:
+        wait_for_spares(self.runtime)
 
     def reset_counters(self) -> None:
         for values in self.store_use.values():
