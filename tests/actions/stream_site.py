@@ -1,7 +1,8 @@
 """A site that streams downloads, for the tests of limits enforced while bytes arrive.
 
-``/sized?mib=N`` is an attachment of N MiB, ``/endless`` (and ``/endless-stray``) one that never ends; both are sent as
-fast as the browser reads them, and the server counts, per path, the bytes it managed to send and
+``/sized?mib=N`` is an attachment of N MiB, ``/endless`` (and ``/endless-stray``) one that never ends; both are sent at
+``RATE`` (a fast real network's pace, not loopback's: there Chromium writes hundreds of MiB in the
+tenth of a second a busy machine takes to relay the download's start to the worker), and the server counts, per path, the bytes it managed to send and
 whether the browser hung up (``StreamSite.ended``). ``/stray`` is a page whose own script starts
 the endless ``/endless-stray`` download (no ``download`` step asks for it) and then shows ``#ended`` once the server
 saw that stream stop; ``/emoji`` is an attachment whose name is 200 emoji.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
@@ -20,6 +22,9 @@ from tests.support.http import serve_http
 
 MIB = 1024 * 1024
 CHUNK = b"x" * 65536
+#: Bytes a second each stream is sent at: a whole 192-MiB file takes 6 s, the limit's 8 MiB 0.25 s;
+#: the tests' slack of 64 MiB then allows 2 s between a download's start and its stop.
+RATE = 32 * MIB
 EMOJI_NAME = "\U0001f600" * 200 + ".txt"
 
 INDEX = """<!doctype html><html><body>
@@ -73,18 +78,22 @@ class StreamSite(BaseHTTPRequestHandler):
             self.send_error(404)
 
     def _attachment(self, path: str, size: int | None, name: str = "stream.bin") -> None:
-        """``size`` bytes (None: forever), as fast as the browser takes them; counted as they go."""
+        """``size`` bytes (None: forever), at ``RATE``; counted as they go."""
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(name)}")
         if size is not None:
             self.send_header("Content-Length", str(size))
         self.end_headers()
-        left = size
+        left, sent, began = size, 0, time.monotonic()
         try:
             while left is None or left > 0:
                 chunk = CHUNK if left is None or left >= len(CHUNK) else CHUNK[:left]
                 self.wfile.write(chunk)
+                sent += len(chunk)
+                ahead = sent / RATE - (time.monotonic() - began)
+                if ahead > 0:  # a paced link, not a wait on a condition
+                    time.sleep(ahead)
                 with self.changed:
                     self.sent[path] = self.sent.get(path, 0) + len(chunk)
                 left = None if left is None else left - len(chunk)
