@@ -21,6 +21,7 @@ from browserq.execute.runtime import Runtime
 from browserq.guards import foreign_url_regex, url_host_allowed
 from tests.browsers.domain_sites import DomainSites
 from tests.conftest import make_settings, template
+from tests.support.cli_zygote import browserq_command
 
 ALLOWED = ["allowed.test", "partner.test"]
 
@@ -407,8 +408,6 @@ def test_each_context_is_judged_by_its_own_rule(runtime, web) -> None:
 
 def test_browserq_show_prints_the_blocked_url(runtime, web) -> None:
     import os
-    import subprocess
-    import sys
 
     from tests.conftest import REPO
 
@@ -417,8 +416,7 @@ def test_browserq_show_prints_the_blocked_url(runtime, web) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
     env.update({"BROWSERQ_DATABASE_URL": runtime.settings.database_url,
                 "BROWSERQ_ARTIFACTS_DIR": str(runtime.settings.artifacts_dir), "PYTHONPATH": str(REPO)})
-    shown = subprocess.run([sys.executable, "-m", "browserq.cli", "show", outcome.run_id, "--json"],
-                           env=env, capture_output=True, text=True, timeout=120)
+    shown = browserq_command(["show", outcome.run_id, "--json"], env=env, timeout=120)
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
     step = [s for s in data["steps"] if s["status"] == "failed"][-1]

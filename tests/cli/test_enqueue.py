@@ -24,6 +24,7 @@ from browserq.cli.enqueue import inline_secrets, one_line
 from browserq.errors import ParamError
 from tests.cli.helpers import no_traceback
 from tests.conftest import REPO, TEST_SECRET_KEY
+from tests.support.cli_zygote import browserq_command
 from tests.support.progress_worker import GATED_STEPS_OF, STEPS_OF, ProgressWorker, progress_worker
 from tests.support.redis import BROKER_DB, redis_url
 
@@ -53,9 +54,8 @@ def worker(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Pr
 
 def browserq(worker: ProgressWorker, *args: str, stdin: str | None = None, timeout: float = 180,
              **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], cwd=REPO, input=stdin,
-                          env={**worker.env, "COLUMNS": "200", **env}, capture_output=True, text=True,
-                          timeout=timeout)
+    return browserq_command(args, cwd=REPO, input=stdin, env={**worker.env, "COLUMNS": "200", **env},
+                            timeout=timeout)
 
 
 def runs_of(worker: ProgressWorker, template: str) -> list[str]:

@@ -9,7 +9,6 @@ and completes its later steps; the receiver gets ``completed`` once and refuses 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -23,6 +22,7 @@ import pytest
 from tests.conftest import TEST_SECRET_KEY, producer_env
 from tests.e2e.conftest import REDIS_URL
 from tests.live.test_handoff import PAGES, _act, _open
+from tests.support.cli_zygote import browserq_command
 from tests.support.http import html_pages, serve_http
 from tests.support.polling import wait_until
 from tests.support.processes import stop
@@ -109,8 +109,7 @@ def test_a_person_solves_the_captcha_through_the_live_view_and_the_run_completes
         meta = wait_until(lambda: result.info if result.state == "PROGRESS"
                           and result.info.get("status") == "waiting_for_human" else None, 30, "the waiting meta")
         assert meta["live_url"] and meta["live_url"] != link and meta["message"] == "Prove you are human, please"
-        cli = subprocess.run([sys.executable, "-m", "browserq.cli", "live", result.id[:10]], env=worker.env,
-                             capture_output=True, text=True, timeout=60)
+        cli = browserq_command(["live", result.id[:10]], env=worker.env, timeout=60)
         assert cli.returncode == 0 and cli.stdout.strip().startswith(link.split("?")[0] + "?token="), cli.stderr
         assert asyncio.run(_open(link.replace("token=", "token=forged"))) == 403
         seen = asyncio.run(_act(link, [{"type": "click", "x": 200, "y": 130}]))
@@ -160,10 +159,9 @@ def test_a_secret_in_until_reaches_no_sink_in_clear(worker: HumanWorker, site: s
     finally:
         store.dispose()
     assert handoff.until == masked and step.inputs["until"] == masked
-    cli = {args[0] + " ".join(args[2:]): subprocess.run(
-        [sys.executable, "-m", "browserq.cli", *args], env=worker.env, capture_output=True, text=True,
-        timeout=60, cwd=tmp_path) for args in (["show", result.id], ["show", result.id, "--json"],
-                                               ["report", result.id, "-o", str(tmp_path / "report.html")])}
+    commands = (["show", result.id], ["show", result.id, "--json"], ["report", result.id, "-o", str(tmp_path / "report.html")])
+    cli = {args[0] + " ".join(args[2:]): browserq_command(args, env=worker.env, timeout=60, cwd=tmp_path)
+           for args in commands}
     assert all(done.returncode == 0 for done in cli.values()), {k: v.stderr[-500:] for k, v in cli.items()}
     assert "[secret:password]" in cli["show"].stdout and "[secret:password]" in cli["show--json"].stdout
     report = (tmp_path / "report.html").read_bytes()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import sqlalchemy as sa
 from browserq.errors import BrowserqError, ParamError, TemplateNotFound
 from tests.conftest import REPO
 from tests.e2e.conftest import REDIS_URL, WorkerEnv
+from tests.support.cli_zygote import browserq_command
 
 FUZZ = """\
 name: fuzz
@@ -178,5 +178,4 @@ def bump_mtime(path: Path) -> None:
 
 def browserq_cli(config: WorkerEnv, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**config.env, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return browserq_command(args, env=env, cwd=REPO, timeout=120)

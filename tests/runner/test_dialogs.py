@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +20,7 @@ from browserq.cli import render
 from browserq.errors import BrowserqError
 from browserq.execute.runtime import Runtime
 from tests.conftest import REPO, template
+from tests.support.cli_zygote import browserq_command
 from tests.support.http import html_pages, serve_http
 
 PAGE = (
@@ -88,8 +87,7 @@ def test_a_confirm_accepted_and_a_prompt_answered_are_recorded_and_shown(
     env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
     env.update({"BROWSERQ_DATABASE_URL": any_runtime.settings.database_url,
                 "BROWSERQ_ARTIFACTS_DIR": str(any_runtime.settings.artifacts_dir), "PYTHONPATH": str(REPO)})
-    shown = subprocess.run([sys.executable, "-m", "browserq.cli", "show", outcome.run_id],
-                           env=env, capture_output=True, text=True, timeout=120)
+    shown = browserq_command(["show", outcome.run_id], env=env, timeout=120)
     assert shown.returncode == 0, shown.stderr
     section = shown.stdout.split("\nEvents\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert section[0] == "step\ttry\tevent"

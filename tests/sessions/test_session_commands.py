@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 
 import pytest
 
 from browserq.demo.site import DEMO_PASSWORD
 from tests.conftest import REPO
 from tests.sessions.session_fixtures import Fleet, fleet_fixture, redis_fleet_fixture  # noqa: F401  # fixtures
+from tests.support.cli_zygote import browserq_command
 
 pytestmark = pytest.mark.slow
 
@@ -62,8 +62,7 @@ def test_a_client_logs_in_and_sends_a_form_one_command_at_a_time(fleet: Fleet, d
 
 
 def _cli(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], env=fleet.config.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return browserq_command(args, env=fleet.config.env, cwd=REPO, timeout=120)
 
 
 def test_bad_input_and_batches_come_back_as_command_failures(redis_fleet: Fleet, demo) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.sessions.session_fixtures import Fleet, session_fleet
+from tests.support.cli_zygote import browserq_command
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.slow
@@ -41,8 +41,7 @@ def _store() -> Any:
 
 
 def _live_link(fleet: Fleet, session_id: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "browserq.cli", "live", session_id], env=fleet.config.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = browserq_command(["live", session_id], env=fleet.config.env, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 
@@ -250,5 +249,4 @@ def test_show_lists_each_command_with_its_target_and_outcome(fleet: Fleet, demo)
 
 
 def _cli(fleet: Fleet, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "browserq.cli", *args], env={**fleet.config.env, **env}, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return browserq_command(args, env={**fleet.config.env, **env}, cwd=REPO, timeout=120)

@@ -6,8 +6,6 @@ shows its commands in order, and ``browserq live SESSION_ID`` shows its page, vi
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from celery import Celery
 from tests.conftest import REPO
 from tests.metrics.scrape import scrape
 from tests.sessions.session_fixtures import Fleet, session_fleet
+from tests.support.cli_zygote import browserq_command
 from tests.support.http import free_port
 from tests.support.polling import wait_until
 
@@ -104,8 +103,7 @@ def test_the_report_shows_the_sessions_commands_in_order(watched: tuple[Fleet, i
             s.click(selector="#no-such-button", timeout_s=0.5)
         session_id = s.id
     page = tmp_path / "session.html"
-    done = subprocess.run([sys.executable, "-m", "browserq.cli", "report", session_id, "-o", str(page)],
-                          env=fleet.config.env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = browserq_command(["report", session_id, "-o", str(page)], env=fleet.config.env, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     html = page.read_text()
     section = html[html.index('<section class="card" id="session">'):]
@@ -123,8 +121,7 @@ def test_browserq_live_shows_a_held_sessions_page_view_only(watched: tuple[Fleet
     fleet, _port = watched
     with open_session(settings=QUICK) as s:
         s.navigate(url=f"{demo.url}/login")
-        done = subprocess.run([sys.executable, "-m", "browserq.cli", "live", s.id], env=fleet.config.env, cwd=REPO,
-                              capture_output=True, text=True, timeout=120)
+        done = browserq_command(["live", s.id], env=fleet.config.env, cwd=REPO, timeout=120)
         assert done.returncode == 0, done.stderr
         link = done.stdout.strip().splitlines()[-1]
         seen = asyncio.run(_watch(link))
@@ -132,6 +129,5 @@ def test_browserq_live_shows_a_held_sessions_page_view_only(watched: tuple[Fleet
         assert seen["frame"] == "frame" and "view only" in seen["refusal"]
         assert s.get(what="title")  # the session goes on, untouched
         session_id = s.id
-    gone = subprocess.run([sys.executable, "-m", "browserq.cli", "live", session_id], env=fleet.config.env,
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    gone = browserq_command(["live", session_id], env=fleet.config.env, cwd=REPO, timeout=120)
     assert gone.returncode != 0 and "completed" in gone.stderr

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import subprocess
-import sys
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -22,6 +20,7 @@ from browserq.settings import Settings
 from browserq.store.artifacts import artifact_store
 from tests.conftest import make_settings, template
 from tests.support import REPO
+from tests.support.cli_zygote import browserq_command
 from tests.support.s3 import S3_ENV
 from tests.support.workers import browserq_env
 
@@ -106,8 +105,7 @@ def test_a_second_host_shows_s3_locations_and_opens_the_trace(
         "BROWSERQ_ARTIFACTS_DIR": str(other.artifacts_dir),
         **S3_ENV,
     })
-    shown = subprocess.run([sys.executable, "-m", "browserq.cli", "show", run_id], env=env, cwd=REPO,
-                           capture_output=True, text=True, timeout=120)
+    shown = browserq_command(["show", run_id], env=env, cwd=REPO, timeout=120)
     assert shown.returncode == 0, shown.stderr
     rows = s3_runtime.store.steps.artifacts(run_id)
     section = shown.stdout.split("\nArtifacts\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]

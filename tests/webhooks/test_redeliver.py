@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 
 from browserq.store import Store
 from tests.conftest import REPO, TEST_SECRET_KEY, producer_env
+from tests.support.cli_zygote import browserq_command
 from tests.support.http import html_pages, serve_http
 from tests.support.polling import wait_until
 from tests.support.postgres import create_database, drop_database, scratch_name
@@ -85,8 +85,7 @@ def fleet(tmp_path: Path, own_db: str) -> Iterator[tuple[dict[str, str], str, St
 
 def redeliver(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, **env, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-m", "browserq.cli", "webhooks", "redeliver", *args], env=environ,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = browserq_command(["webhooks", "redeliver", *args], env=environ, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
