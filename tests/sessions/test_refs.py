@@ -102,12 +102,16 @@ def test_a_stale_ref_never_presses_another_button(session: LiveSession, served, 
 ENABLED_LATER = """<!doctype html><title>Later</title>
 <button id="send" disabled onclick="fetch('/press/send', {method: 'POST'})">Send</button>
 <script>
-setTimeout(() => {                    // an identical Send, enabled, in the same place
+const swap = () => {                  // an identical Send, enabled, in the same place
   const old = document.getElementById('send');
   const fresh = old.cloneNode(true);
   fresh.disabled = false;
   old.replaceWith(fresh);
-}, 1000);
+};
+// The swap's second starts once the test has its snapshot (it serves /armed then): on a timer
+// from the page's load, a slow machine took the snapshot after the swap (a ref to the newcomer).
+const arm = async () => (await fetch('/armed')).ok ? setTimeout(swap, 1000) : setTimeout(arm, 50);
+arm();
 </script>"""
 
 
@@ -117,9 +121,11 @@ def test_a_node_replaced_while_its_click_waits_is_never_clicked(session: LiveSes
     identical, enabled Send. Playwright's ref selector matches nothing any more: the click never
     lands on the newcomer and fails REF_STALE. (Should the machine be slow enough that the swap
     comes before the click, the check before dispatch says the same.)"""
-    base = served({"/": ENABLED_LATER})
+    pages = {"/": ENABLED_LATER}
+    base = served(pages)
     session.do("navigate", url=f"{base}/")
     send = ref_of(session.snapshot(), "button", "Send")
+    pages["/armed"] = "armed"  # the page swaps Send a second from now
 
     message = failed_with(session.do("click", ref=send, timeout_s=3), Codes.REF_STALE)
     assert "left the page" in message

@@ -70,15 +70,26 @@ def test_metrics_count_sessions_and_their_commands(watched: tuple[Fleet, int], d
 
     _fleet, port = watched
     before = scrape(port)
+    seen: list[str] = []  # what the gauge read, for the message should it never read 1
+
+    def held_now(count: int) -> Any:
+        samples = scrape(port)
+        seen.append(f"{samples.get('browserq_sessions_held', state='open')}")
+        return samples if samples.get("browserq_sessions_held", state="open") == count else None
+
     with open_session(settings=QUICK) as s:
-        held = wait_until(lambda: (m := scrape(port)).get("browserq_sessions_held", state="open") == 1 and m, 60, "one held")
+        try:
+            held = wait_until(lambda: held_now(1), 60, "one held")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the gauge read {seen[:3]} … {seen[-3:]}; held at the start: "
+                                 f"{before.get('browserq_sessions_held', state='open')}") from None
         assert held.total("browserq_sessions_opened_total", kind="opened") == \
             before.total("browserq_sessions_opened_total", kind="opened") + 1
         s.navigate(url=f"{demo.url}/login")
         s.snapshot()
         with pytest.raises(CommandFailed):
             s.do("no_such_action")
-    after = wait_until(lambda: (m := scrape(port)).get("browserq_sessions_held", state="open") == 0 and m, 60, "none held")
+    after = wait_until(lambda: held_now(0), 60, "none held")
 
     def grew(name: str, **labels: str) -> float:
         return after.total(name, **labels) - before.total(name, **labels)
