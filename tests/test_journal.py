@@ -323,8 +323,8 @@ def test_the_background_flush_writes_held_back_records(store: Store, tmp_path: P
             await asyncio.sleep(0.05)
         assert [(s.step_path, s.status) for s in store.steps.steps(run_id)] == [("0", "succeeded")]
         later = await _step(journal, "1")  # arms the next background flush
-        for _ in range(200):
-            if len(store.steps.steps(run_id)) == 2:
+        for _ in range(200):  # the row is visible a moment before the flush hands the record its id
+            if len(store.steps.steps(run_id)) == 2 and later.attempt_id is not None:
                 break
             await asyncio.sleep(0.05)
         assert store.steps.steps(run_id)[1].id == later.attempt_id and later.attempt_id is not None

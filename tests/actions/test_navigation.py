@@ -9,11 +9,14 @@ from tests.conftest import template
 
 
 def test_wait_variants_and_retry_in_place(any_runtime: Runtime, demo) -> None:
+    # #delayed shows 5 s after the page loads: the click's first try must come before it (at
+    # 2.5 s a nested driver-matrix suite on a loaded machine once began it later), and its
+    # retries (0.5-s tries, 0.05 s doubling between them) outlast it.
     loaded = template(
         """
         steps:
           - action: navigate
-            url: "%s/widgets?delayed_ms=2500"
+            url: "%s/widgets?delayed_ms=5000"
           - {action: wait, ms: 10}
           - {action: wait, load_state: load}
           - {action: click, selector: "#delayed", timeout_s: 0.5, retries: 10}
