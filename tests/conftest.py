@@ -27,13 +27,28 @@ from tests.support.postgres import create_database, drop_database, scratch_name
 # Older spellings other test modules import from here (the plumbing lives in tests/support/).
 _create_database, _drop_database = create_database, drop_database
 
+_STRAY_BEFORE = pytest.StashKey[bool]()
+
 #: A fixed Fernet key for tests (never used outside them).
 TEST_SECRET_KEY = "fDjCt0XlBxDNrVPs6M3Xv7p2YbNwqS1mJ0rFqkU5bBk="
+
+
+#: The default store's file, where a test that forgot its own database would make it.
+STRAY_STORE = REPO / "browserq.db"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Each pytest process (each xdist worker) gets a Redis and a TMPDIR of its own."""
     isolation.begin(config)
+    config.stash[_STRAY_BEFORE] = STRAY_STORE.exists()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run if it left the default store in the repository (a test wrote through the
+    default settings instead of its own database)."""
+    if STRAY_STORE.exists() and not session.config.stash.get(_STRAY_BEFORE, True):
+        session.config.get_terminal_writer().line(f"error: the tests left {STRAY_STORE} behind", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -122,7 +137,10 @@ def producer_env(env: dict[str, str]) -> Iterator[None]:
         celery_app.reset_producer_cache()
         celery_app.app.conf.update(celery_app.celery_config(get_settings()))
         celery_app.app._after_fork()  # forget pooled broker connections to the previous broker
-        celery_app.app._backend = celery_app.app._get_backend()
+        # Built on first use, from the settings in force then: built here, a restore to the
+        # defaults made the default store's ./browserq.db in the working directory (the repo).
+        celery_app.app._backend_cache = None
+        celery_app.app._local.__dict__.pop("backend", None)
 
     saved = {k: v for k, v in os.environ.items() if k.startswith("BROWSERQ_")}
     for key in saved:
