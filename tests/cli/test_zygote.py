@@ -39,10 +39,10 @@ def test_a_forked_command_prints_and_exits_as_a_fresh_process(
     args, extra = CASES[case]
     given = STDIN if "max_pages=@-" in args else None
     outcomes = []
-    for fresh in ("0", "1"):
-        where = tmp_path / f"fresh{fresh}"
+    for zygote in ("1", "0"):  # forked, then a fresh process
+        where = tmp_path / f"zygote{zygote}"
         where.mkdir()
-        monkeypatch.setenv("TEST_CLI_ZYGOTE", "0" if fresh == "1" else "1")
+        monkeypatch.setenv("TEST_CLI_ZYGOTE", zygote)
         done = browserq_command(args, env=environment(where, **extra), cwd=where, input=given, timeout=120)
         assert isinstance(done, subprocess.CompletedProcess)
         outcomes.append((done.returncode, done.stdout.replace(str(where), "WHERE"),

@@ -23,6 +23,7 @@ import contextlib
 import importlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -58,7 +59,7 @@ def _serve(listener: socket.socket) -> None:
     return from here means: run its command)."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
     while True:
-        ready, _, _ = __import__("select").select([listener, sys.stdin], [], [])
+        ready, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in ready and not sys.stdin.buffer.read1(1):
             os._exit(0)
         if listener in ready:
@@ -128,6 +129,7 @@ class Zygote:
         self._process: subprocess.Popen[str] | None = None
         self._dir = Path(tempfile.mkdtemp(prefix="bq_zygote_"))
         self._socket = self._dir / "zygote.sock"
+        atexit.register(self.stop)
 
     def _started(self) -> Path:
         with self._lock:
@@ -142,7 +144,6 @@ class Zygote:
                 assert self._process.stdout is not None
                 if self._process.stdout.readline().strip() != "ready":
                     raise RuntimeError("the browserq command zygote did not start")
-                atexit.register(self.stop)
             return self._socket
 
     def stop(self) -> None:
