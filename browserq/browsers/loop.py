@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -18,6 +19,31 @@ T = TypeVar("T")
 
 #: How long an interrupted caller waits for the cancelled coroutine's cleanup.
 CLEANUP_WAIT_S = 20.0
+
+#: The longest a blocked caller goes without running Python's signal handlers. The kernel may hand
+#: a process's SIGINT/SIGTERM (or Celery's soft-limit SIGUSR1) to any of its threads; Python runs
+#: the handler only on the main thread, and only once that thread runs again — so a main thread
+#: blocked on the loop for a whole run would hear Ctrl-C only when the run ended.
+SIGNAL_CHECK_S = 0.5
+
+
+def result_awake(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+    """``future.result(timeout)``, waking every :data:`SIGNAL_CHECK_S` so that a signal delivered
+    to another thread is handled within that (a handler that raises interrupts the wait)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not future.done():
+        left = SIGNAL_CHECK_S if deadline is None else min(SIGNAL_CHECK_S, deadline - time.monotonic())
+        if left <= 0:
+            break
+        concurrent.futures.wait([future], timeout=left)
+    return future.result(timeout=0)  # its value, its exception, or TimeoutError as before
+
+
+def sleep_awake(seconds: float) -> None:
+    """``time.sleep(seconds)`` that runs signal handlers at least every :data:`SIGNAL_CHECK_S`."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, SIGNAL_CHECK_S))
 
 
 class EventLoopThread:
@@ -87,7 +113,7 @@ class EventLoopThread:
 
         future = self.submit(tracked())
         try:
-            return future.result(timeout)
+            return result_awake(future, timeout)
         except BaseException:
             if not future.done():
                 task = holder.get("task")

@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
+from browserq.browsers.loop import sleep_awake
 from browserq.errors import Codes, ConfigError, TemplateError
 from browserq.execute.accept import (
     PreparedRun,
@@ -198,7 +199,7 @@ class Runtime:
             result = self.execute(run_id, secrets=secrets)
             if isinstance(result, RunOutcome):
                 return result
-            time.sleep(result.countdown_s)
+            sleep_awake(result.countdown_s)  # Ctrl-C in the pause is heard at once
 
     # --- the durable path -------------------------------------------------------------------------
     def execute(

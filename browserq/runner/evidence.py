@@ -1,9 +1,9 @@
 """Evidence of a run: the failure snapshot (screenshot, DOM, console, network), blocked requests
 and the Playwright trace — saved through the journal as artifacts, then the context is closed.
 
-Everything here is bounded (FINISH_TIMEOUT_S in all, SNAPSHOT_TIMEOUT_S per part): a sick page
-must not hold the worker, and evidence that cannot be taken is logged, never fatal. Evidence
-counts against the run's artifact budget like any artifact; a piece with no room left is
+Everything here is bounded (FINISH_TIMEOUT_S in all, SNAPSHOT_TIMEOUT_S per part, the screenshot
+SCREENSHOT_TIMEOUT_S): a sick page must not hold the worker, and evidence that cannot be taken is
+logged, never fatal. Evidence counts against the run's artifact budget like any artifact; a piece with no room left is
 skipped with a run warning ``ARTIFACTS_TOO_LARGE``.
 """
 
@@ -21,7 +21,7 @@ from browserq.browsers.pool import BrowserPool
 from browserq.errors import Codes, StepFailed
 from browserq.recordable import clean_text
 from browserq.runner.capture import LIVE_CONSOLE, PageActivity, replay_console
-from browserq.runner.page import SNAPSHOT_TIMEOUT_S, warn
+from browserq.runner.page import SCREENSHOT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S, warn
 from browserq.runner.state import RunState
 from browserq.runner.watchdog import PageState
 
@@ -114,7 +114,7 @@ class Evidence:
         except Exception as exc:
             log.debug("could not stop loading before the snapshot", error=first_line(exc))
         try:
-            png = await page.screenshot(full_page=True, timeout=SNAPSHOT_TIMEOUT_S * 1000)
+            png = await page.screenshot(full_page=True, timeout=SCREENSHOT_TIMEOUT_S * 1000)
             await self._keep(state, "failure_screenshot", "failure.png", png, "image/png")
         except Exception as exc:
             log.info("failure screenshot unavailable", error=first_line(exc))

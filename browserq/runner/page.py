@@ -20,6 +20,9 @@ from browserq.templates import ActionStep
 
 #: How long each part of a failure snapshot may take: a sick page must not hold the worker.
 SNAPSHOT_TIMEOUT_S = 3.0
+#: The screenshot's own bound, longer: it is the evidence a person opens first, and on a loaded
+#: host (a CI machine at load 16) a healthy page's full-page capture took more than 3 s.
+SCREENSHOT_TIMEOUT_S = 10.0
 
 DROPPED = "the page stopped answering (a script that never ends) and was closed"
 

@@ -131,6 +131,31 @@ def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
     assert hold.status == "failed" and hold.error_code == "CANCELLED"
 
 
+def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_stops_the_run(tmp_path, templates, store, site):
+    """The kernel may deliver a process's SIGINT to any of its threads; Python runs the handler on
+    the main thread once that thread runs. The main thread, blocked on the run's loop, used to
+    hear it only when the run ended (seen as a rare 180-s hang of the test above under load).
+    ``kill`` of one thread's id delivers the process's signal to that thread: the same case, every time."""
+    proc = start_run(tmp_path, templates, site.url)
+    try:
+        run_id = holding(store, proc, tmp_path)
+        others = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+        assert others, "browserq run has no thread besides its main one"
+        os.kill(others[0], signal.SIGINT)
+        try:
+            exited = proc.wait(timeout=120)  # the run holds for 240 s: the old code waited it out
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"browserq run did not stop 120 s after a SIGINT to thread {others[0]}: "
+                                 f"{store.runs.get_run(run_id).status}\n{(tmp_path / 'run.log').read_text()}") from None
+        assert exited == 130, (tmp_path / "run.log").read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    run = store.runs.get_run(run_id)
+    assert (run.status, run.error_code) == ("cancelled", "CANCELLED"), run
+    assert "SIGINT" in run.error_message
+
+
 def test_sweep_without_a_broker_sends_nothing_and_cancel_ends_a_run_whose_process_is_gone(
     tmp_path, templates, store, site
 ):
