@@ -74,6 +74,24 @@ def store(tmp_path: Path) -> Iterator[object]:
     s.dispose()
 
 
+def signal_state(pid: int) -> str:
+    """What the kernel says of a process's signals and threads: whether a signal is ignored,
+    caught, blocked or still pending, and where each thread sleeps (for a failure's message)."""
+    def fields(path: Path, keys: tuple[str, ...]) -> str:
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            return str(exc)
+        return " ".join(line.replace("\t", "") for line in lines if line.split(":")[0] in keys)
+
+    lines = [fields(Path(f"/proc/{pid}/status"), ("ShdPnd", "SigIgn", "SigCgt"))]
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")) if Path(f"/proc/{pid}/task").is_dir() else []:
+        task = Path(f"/proc/{pid}/task/{tid}")
+        wchan = (task / "wchan").read_text() if (task / "wchan").exists() else "?"
+        lines.append(f"{tid} {fields(task / 'status', ('Name', 'State', 'SigPnd', 'SigBlk'))} wchan={wchan}")
+    return "\n".join(lines)
+
+
 def holding(store, proc: subprocess.Popen[str], tmp: Path) -> str:
     """Wait until the run is ``running`` at its long wait step; its run id."""
 
@@ -116,7 +134,8 @@ def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
             tree = subprocess.run(["ps", "-o", "pid,ppid,pgid,stat,args", "-g", str(proc.pid)],
                                   capture_output=True, text=True).stdout
             raise AssertionError(f"browserq run did not exit 180 s after {named}: run {run}, steps {steps}\n"
-                                 f"its processes:\n{tree}\nits output:\n{(tmp_path / 'run.log').read_text()}") from None
+                                 f"its processes:\n{tree}\nits signals and threads:\n{signal_state(proc.pid)}\n"
+                                 f"its output:\n{(tmp_path / 'run.log').read_text()}") from None
         assert exited == code, (tmp_path / "run.log").read_text()
     finally:
         if proc.poll() is None:
@@ -146,7 +165,8 @@ def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_stops_the_run(tmp_pat
             exited = proc.wait(timeout=120)  # the run holds for 240 s: the old code waited it out
         except subprocess.TimeoutExpired:
             raise AssertionError(f"browserq run did not stop 120 s after a SIGINT to thread {others[0]}: "
-                                 f"{store.runs.get_run(run_id).status}\n{(tmp_path / 'run.log').read_text()}") from None
+                                 f"{store.runs.get_run(run_id).status}\n{signal_state(proc.pid)}\n"
+                                 f"{(tmp_path / 'run.log').read_text()}") from None
         assert exited == 130, (tmp_path / "run.log").read_text()
     finally:
         if proc.poll() is None:
