@@ -7,6 +7,7 @@ databases, polling, /proc, worker subprocesses) is in :mod:`tests.support`.
 
 from __future__ import annotations
 
+import logging
 import os
 import textwrap
 import uuid
@@ -15,9 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import structlog
 
 from browserq.demo.site import DemoSite
 from browserq.execute.runtime import Runtime
+from browserq.logs import HANDLER_NAME
 from browserq.settings import Settings, load_settings
 from browserq.templates import LoadedTemplate, load_template_text
 from tests.support import REPO, isolation
@@ -53,6 +56,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     isolation.end(config)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """A test that configures logging (a CLI command in-process, a worker's signals,
+    tests/test_logs.py) leaves it as it found it. structlog's filter level and the root handler are
+    the whole process's: left behind, they dropped a later test's debug line (tests/live: "viewer
+    left", so that test failed after some orders and not others) and wrote to a captured stream
+    pytest had closed ("--- Logging error ---")."""
+    config, root = structlog.get_config(), logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**config)
+    for added in [h for h in root.handlers if h.get_name() == HANDLER_NAME and h not in handlers]:
+        root.removeHandler(added)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
