@@ -135,6 +135,7 @@ def test_a_signal_stops_an_embedded_run_recorded_as_cancelled(
                                   capture_output=True, text=True).stdout
             raise AssertionError(f"browserq run did not exit 180 s after {named}: run {run}, steps {steps}\n"
                                  f"its processes:\n{tree}\nits signals and threads:\n{signal_state(proc.pid)}\n"
+                                 f"this test's process (whose ignored signals it inherited): {signal_state(os.getpid()).splitlines()[0]}\n"
                                  f"its output:\n{(tmp_path / 'run.log').read_text()}") from None
         assert exited == code, (tmp_path / "run.log").read_text()
     finally:
