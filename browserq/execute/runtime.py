@@ -29,7 +29,7 @@ from typing import Any
 import structlog
 
 from browserq.browsers import BrowserPool, EventLoopThread
-from browserq.browsers.loop import sleep_awake
+from browserq.browsers.loop import sleep_awake  # not re-exported: one caller
 from browserq.errors import Codes, ConfigError, TemplateError
 from browserq.execute.accept import (
     PreparedRun,

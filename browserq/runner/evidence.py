@@ -3,8 +3,8 @@ and the Playwright trace — saved through the journal as artifacts, then the co
 
 Everything here is bounded (FINISH_TIMEOUT_S in all, SNAPSHOT_TIMEOUT_S per part, the screenshot
 SCREENSHOT_TIMEOUT_S): a sick page must not hold the worker, and evidence that cannot be taken is
-logged, never fatal. Evidence counts against the run's artifact budget like any artifact; a piece with no room left is
-skipped with a run warning ``ARTIFACTS_TOO_LARGE``.
+logged, never fatal. Evidence counts against the run's artifact budget like any artifact; a piece
+with no room left is skipped with a run warning ``ARTIFACTS_TOO_LARGE``.
 """
 
 from __future__ import annotations
