@@ -81,6 +81,15 @@ STEALTH_TELLS = {
 }
 
 
+def has_settings_page(engine: str) -> bool:
+    """Whether ``engine`` has Chrome's WebUI (``chrome://settings``), where browserq turns network
+    prediction off (browsers/prediction.py). The headless shell has none: its embedder is
+    Chromium's headless layer, which does not preconnect navigations (no foreign connection on any
+    path of tests/browsers/test_egress_paths.py with the pref left alone), so there is nothing to
+    turn off and nothing to wait 15 s for."""
+    return engine == CHROMIUM
+
+
 def usable_engine(name: str) -> str:
     """``name`` as an engine (``BROWSERQ_BROWSER``), or ValueError naming the choices."""
     engine = name.strip().lower().replace("_", "-")

@@ -131,8 +131,9 @@ class _Guarded:
 class DomainGuard:
     """The document guard of one launched Chromium (one browser-level CDP session)."""
 
-    def __init__(self, browser: Browser) -> None:
+    def __init__(self, browser: Browser, *, has_settings_page: bool = True) -> None:
         self._browser = browser
+        self._has_settings_page = has_settings_page  # False: the headless shell (engines.py)
         self._session: CDPSession | None = None
         self._patterns: list[dict[str, str]] | None = None  # what Fetch is enabled with (None: off)
         self._prediction_off = False  # network prediction is off: no response needs a pause
@@ -219,7 +220,11 @@ class DomainGuard:
             self._session = await self._browser.new_browser_cdp_session()
             self._session.on("Fetch.requestPaused", self._on_paused)
             # Else a foreign navigation is preconnected before Fetch can pause it (prediction.py).
-            self._prediction_off = await turn_off_network_prediction(self._session)
+            # Without a settings page (the headless shell) the pref cannot be set, nor need it be:
+            # that embedder does not preconnect. Its document responses are still checked for
+            # preload headers, as wherever prediction stays on.
+            if self._has_settings_page:
+                self._prediction_off = await turn_off_network_prediction(self._session)
         wanted: list[dict[str, str]] | None = None
         if self._guarded:
             strict = any(g.log.strict for g in self._guarded.values())

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from playwright.async_api import Browser, BrowserContext, Playwright
 
+from browserq import engines
 from browserq.browsers.domains import DomainGuard
 from browserq.browsers.driver import CLOSE_TIMEOUT_S
 from browserq.browsers.launcher import browser_process_tree, rss_bytes
@@ -41,11 +42,12 @@ class Instance:
     retire_reason: str = ""
     guard: DomainGuard | None = None  # allowed_domains, enforced in this browser (made on first use)
     driver: Playwright | None = None  # the Playwright driver that launched it (browsers.driver.Drivers)
+    engine: str = engines.CHROMIUM  # BROWSERQ_BROWSER it was launched as
 
     def guard_of(self) -> DomainGuard:
         """This browser's document guard, made on first use."""
         if self.guard is None:
-            self.guard = DomainGuard(self.browser)
+            self.guard = DomainGuard(self.browser, has_settings_page=engines.has_settings_page(self.engine))
         return self.guard
 
 

@@ -145,7 +145,7 @@ class BrowserPool:
                 self._forget(current)
                 await self._close(current)
             browser, marker, driver = await self._launch()
-            self._current = Instance(browser, marker, find_browser_pid(marker), driver=driver)
+            self._current = Instance(browser, marker, find_browser_pid(marker), driver=driver, engine=self._settings.browser)
             if self._settings.stealth:
                 from browserq import stealth
 

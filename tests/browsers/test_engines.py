@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from browserq import engines
 from browserq.browsers.errors import BrowserLaunchFailed
@@ -63,7 +64,8 @@ def _playwright_registry(tmp_path: Path) -> Path:
 
 
 # --- settings -------------------------------------------------------------------------------------
-def test_the_engine_setting_names_its_choices(tmp_path: Path) -> None:
+def test_the_engine_setting_names_its_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BROWSERQ_BROWSER")  # the suite's own engine (tests/support/isolation.py)
     assert make_settings(tmp_path).browser == "chromium"
     assert make_settings(tmp_path, browser="Headless_Shell").browser == "headless-shell"
     with pytest.raises(ConfigError) as caught:
@@ -178,3 +180,25 @@ def demo_password() -> str:
     from browserq.demo.site import DEMO_PASSWORD
 
     return DEMO_PASSWORD
+
+
+@needs_shell
+def test_a_guarded_run_on_the_shell_does_not_wait_for_a_settings_page_it_has_not(tmp_path: Path, demo) -> None:
+    """The shell has no chrome://settings to turn network prediction off in (nor predicts: its
+    egress is tests/browsers/test_egress_paths.py's, run on the shell): the guard does not try.
+    It tried once, for 15 s, on every browser's first guarded run, and warned."""
+    loaded = template(
+        f"""
+        settings: {{trace: off, step_retries: 0, allowed_domains: ["127.0.0.1"]}}
+        steps:
+          - {{action: navigate, url: "{demo.url}/quotes/"}}
+          - {{action: get, what: title, into: title}}
+        """
+    )
+    with structlog.testing.capture_logs() as logs, Runtime(make_settings(tmp_path, browser="headless-shell")) as runtime:
+        outcome = runtime.run_loaded(loaded)
+        guards = [i.guard for i in runtime.pool._instances() if i.guard is not None]
+    assert outcome.status == "completed" and outcome.outputs["title"], outcome
+    assert guards and all(g.guarded_contexts == 0 for g in guards)  # the run was guarded, and let go
+    assert not [e for e in logs if "network prediction" in e["event"]], logs
+    assert not engines.has_settings_page(engines.HEADLESS_SHELL) and engines.has_settings_page(engines.CHROMIUM)
