@@ -89,6 +89,27 @@ class CeleryResultFilter(logging.Filter):
         return True
 
 
+#: Celery's result backend logs every retried write with its whole traceback
+#: (``Backend._ensure_retryable``). A retry is the expected way through a locked ``celery_taskmeta``
+#: row or a connection the store dropped after its host was frozen (store/answering.py): one line
+#: naming the error says it; the traceback of Celery's retry loop says nothing more.
+_BACKEND_RETRY = "Failed operation %s. Retrying %s more times."
+
+
+class BackendRetryFilter(logging.Filter):
+    """Make Celery's result-backend retry warning one line with the error, without a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _BACKEND_RETRY and record.exc_info and isinstance(record.args, tuple):
+            error = record.exc_info[1]
+            text = (str(error).strip().splitlines() or [""])[0]
+            operation, left = (*record.args, "?", "?")[:2]
+            record.msg = "result backend: %s failed (%s); retrying %s more times"
+            record.args = (operation, f"{type(error).__name__}: {text}"[:300], left)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def _level(name: str | None, default: int = logging.INFO) -> int:
     level = logging.getLevelName((name or "").upper())
     return level if isinstance(level, int) else default
@@ -132,6 +153,7 @@ def configure_logging(settings: Settings) -> None:
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(formatter)
     handler.addFilter(CeleryResultFilter())
+    handler.addFilter(BackendRetryFilter())
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
         root.removeHandler(old)

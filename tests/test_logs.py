@@ -79,6 +79,33 @@ steps:
 }
 
 
+def test_a_retried_result_backend_write_is_one_line_with_its_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Celery's backend retries a write through a locked row or a dropped connection and logs each
+    retry with its traceback: browserq's handler keeps the warning and the error, not the traceback."""
+    from celery.backends.base import Backend
+    from sqlalchemy.exc import OperationalError
+
+    from browserq.celery_app import app
+
+    configure_logging(load_settings(log_format="json"))
+    backend = Backend(app=app)
+    backend.always_retry, backend.max_retries, backend.base_sleep_between_retries_ms = True, 2, 1
+    backend.exception_safe_to_retry = lambda exc: True  # type: ignore[method-assign]
+    failures = iter([OperationalError("INSERT …", {}, Exception("canceling statement due to lock timeout\nLINE 1"))])
+
+    def store() -> str:
+        for failure in failures:
+            raise failure
+        return "stored"
+
+    assert backend._ensure_retryable(store) == "stored"
+    rows = [r for r in _json_lines(capsys) if r["logger"] == "celery.backends.base"]
+    assert len(rows) == 1 and rows[0]["level"] == "warning", rows
+    assert rows[0]["event"].startswith("result backend: store failed (OperationalError: ") and \
+        "canceling statement due to lock timeout" in rows[0]["event"] and "retrying 1 more times" in rows[0]["event"]
+    assert "exception" not in rows[0] and "Traceback" not in json.dumps(rows), rows
+
+
 def test_every_line_a_json_worker_prints_is_json(tmp_path: Path) -> None:
     """``BROWSERQ_LOG_FORMAT=json browserq worker 2>&1 | jq`` (README § Logs) must not stop at a
     line: Celery's banner, its own logs, the shutdown notice, a library's print or warning and a
