@@ -17,12 +17,18 @@ from browserq.guards import check_url
 from browserq.templates import GoBackStep, NavigateStep, ScrollStep, WaitStep
 from browserq.templates.interpolate import rendered_number
 
+#: The net error a 407 stands for (browsers/errors.py's table: a proxy failure of kind ``auth``).
+PROXY_AUTH_ERROR = "ERR_PROXY_AUTH_REQUESTED"
+
 
 async def navigate(ctx: StepContext, step: NavigateStep) -> Any:
     """Open the URL (inside allowed_domains); an HTTP error status is the step's failure."""
     check_url(step.url, ctx.settings.allowed_domains)
     response = await ctx.page.goto(step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms)
     status = response.status if response is not None else None
+    if status == 407:  # only a proxy sends it: Chromium fails the load; the headless shell shows it
+        raise StepFailed(Codes.PROXY_FAILED, f"net::{PROXY_AUTH_ERROR} at {step.url}: the proxy answered "
+                         "HTTP 407 (it asks for credentials the run's proxy entry does not give)")
     if status is not None and status >= 400:
         if status in (403, 429):
             raise StepFailed(Codes.BLOCKED, f"{step.url} answered HTTP {status}")

@@ -3,6 +3,9 @@ identities that keep their (encrypted) storage from one run to the next."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 import redis
 import sqlalchemy as sa
 
@@ -45,6 +48,32 @@ def test_a_refusing_proxy_cools_down_and_the_run_retries_on_another(tmp_path, de
             assert codes == {"PROXY_FAILED"}
             everything = repr([runtime.store.steps.steps(o.run_id) for o in outcomes])
             assert "pa55word" not in everything and "pa55word" not in repr(runtime.proxies.stats())
+
+
+@pytest.mark.parametrize("engine", ["chromium", "headless-shell"])
+def test_a_proxy_wanting_credentials_it_was_not_given_is_blamed_on_either_engine(
+    tmp_path, demo, engine: str
+) -> None:
+    """Chromium fails the load (ERR_INVALID_AUTH_CREDENTIALS); the headless shell shows the proxy's
+    407 page, which navigate takes for what it is: either way the proxy is blamed and cooled down,
+    not the site."""
+    from browserq.proxies import AUTH, classify_error
+    from tests.proxies.servers import AuthProxy
+
+    redis.Redis.from_url(PROXY_REDIS).flushdb()
+    with AuthProxy("alice", "secret") as proxy:
+        settings = make_settings(tmp_path, browser=engine, proxies=[proxy.proxy_url()], proxy_redis_url=PROXY_REDIS,
+                                 proxy_cooldown_s=60, run_retries=0)
+        with Runtime(settings) as runtime:
+            outcome = runtime.run_loaded(template(VISIT), {"url": f"{demo.url}/quotes/"})
+            stats = runtime.proxies.stats()
+            failed = [s for s in runtime.store.steps.steps(outcome.run_id) if s.error_code]
+    assert outcome.status == "failed", outcome
+    assert proxy.auth_challenges >= 1 and proxy.authorized == 0
+    assert failed and failed[-1].error_code in ("PROXY_FAILED", "NAVIGATION_FAILED"), failed
+    assert classify_error(failed[-1].error_message or "") == AUTH, failed[-1].error_message
+    assert len(stats) == 1 and stats[0].successes == 0 and stats[0].failures_total >= 1, stats
+    assert stats[0].last_failure_kind == AUTH and stats[0].cooling_down_until is not None, stats
 
 
 LOGIN = """
@@ -109,8 +138,18 @@ steps:
 """
 
 
-def test_every_run_presents_a_coherent_non_headless_visitor(pg_runtime: Runtime, demo) -> None:
-    seen = pg_runtime.run_loaded(template(PROBE % demo.url)).outputs["seen"]
+@pytest.fixture(scope="module")
+def chromium_runtime(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Runtime]:
+    """A runtime on the full Chromium whatever the suite's engine: what a visitor looks like is
+    the full browser's (the headless shell's tells are docs/browsers.md's, and tests/stealth's)."""
+    settings = make_settings(tmp_path_factory.mktemp("chromium"), database_url=pg_url, browser="chromium")
+    runtime = Runtime(settings).start()
+    yield runtime
+    runtime.stop()
+
+
+def test_every_run_presents_a_coherent_non_headless_visitor(chromium_runtime: Runtime, demo) -> None:
+    seen = chromium_runtime.run_loaded(template(PROBE % demo.url)).outputs["seen"]
     assert "Headless" not in seen["ua"] and seen["webdriver"] is False
     assert not any("Headless" in b for b in seen["brands"])
     assert seen["worker"][0] == seen["ua"]  # the same browser in a Web Worker
