@@ -46,6 +46,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STRAY_BEFORE] = STRAY_STORE.exists()
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    return (f"browser engine: {isolation.suite_engine()} (TEST_BROWSER=chromium runs every test on the "
+            "full Chromium; tests marked full_chromium always do)")
+
+
+#: Directories whose every test runs on the full Chromium: what they test is the full browser's.
+FULL_CHROMIUM_DIRS = ("tests/stealth/",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(FULL_CHROMIUM_DIRS):
+            item.add_marker(pytest.mark.full_chromium)
+
+
+@pytest.fixture(autouse=True)
+def _full_chromium(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``full_chromium`` (and every browser it starts) runs on the full Chromium."""
+    if request.node.get_closest_marker("full_chromium") is not None:
+        monkeypatch.setenv("BROWSERQ_BROWSER", "chromium")
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Fail the run if it left the default store in the repository (a test wrote through the
     default settings instead of its own database)."""

@@ -20,6 +20,9 @@ class Path:
     #: "never": no foreign traffic in either mode, nothing recorded.
     stopped: str
     recorded: str = ""  # the URL part (document) or resource type (subresource) on record
+    #: Loaded only by the full Chromium (its PDF viewer): on the headless shell nothing is
+    #: fetched, so nothing reaches the foreign host and nothing is on record.
+    full_chromium_only: bool = False
 
 
 def _js(code: str) -> str:
@@ -104,6 +107,7 @@ PATHS: dict[str, Path] = {
         ),
         "document",
         "/doc.pdf",
+        full_chromium_only=True,
     ),
     # --- speculation rules and prerender: documents fetched ahead of a navigation ------------------
     "spec-prefetch": Path(

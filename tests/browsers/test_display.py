@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.full_chromium  # headful: the headless shell has no headful mode
+
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = """

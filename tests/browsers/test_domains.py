@@ -22,6 +22,7 @@ from browserq.guards import foreign_url_regex, url_host_allowed
 from tests.browsers.domain_sites import DomainSites
 from tests.conftest import make_settings, template
 from tests.support.cli_zygote import browserq_command
+from tests.support.workers import browserq_env
 
 ALLOWED = ["allowed.test", "partner.test"]
 
@@ -407,13 +408,11 @@ def test_each_context_is_judged_by_its_own_rule(runtime, web) -> None:
 
 
 def test_browserq_show_prints_the_blocked_url(runtime, web) -> None:
-    import os
-
     from tests.conftest import REPO
 
     target = web.url("foreign.test", "/shown")
     outcome = _run(runtime, _navigate(web.url("allowed.test", f"/r302?to={target}")))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    env = browserq_env()
     env.update({"BROWSERQ_DATABASE_URL": runtime.settings.database_url,
                 "BROWSERQ_ARTIFACTS_DIR": str(runtime.settings.artifacts_dir), "PYTHONPATH": str(REPO)})
     shown = browserq_command(["show", outcome.run_id, "--json"], env=env, timeout=120)

@@ -63,6 +63,7 @@ def test_a_driver_dying_mid_run_resumes_the_run(own_runtime, demo) -> None:
     assert runtime.pool.driver_restarts == 1
 
 
+@pytest.mark.full_chromium  # breaks BROWSERQ_CHROMIUM_PATH, the chromium engine's
 def test_a_worker_that_cannot_get_a_browser_back_hands_the_run_back(own_runtime, demo, tmp_path) -> None:
     runtime, driver = own_runtime
     # From now on Chromium cannot start (as if its binary vanished or the host ran out of memory).

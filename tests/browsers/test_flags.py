@@ -89,6 +89,7 @@ def test_the_launched_browser_reads_one_feature_list_holding_playwrights_default
         driver.run(browser.close())
 
 
+@pytest.mark.full_chromium  # the full browser's renderers and WebUI
 def test_a_page_runs_in_one_renderer_without_the_hidden_omnibox_webui(driver: Driver, tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     browser, marker = driver.run(launch_chromium(driver.playwright, settings))

@@ -24,6 +24,8 @@ from browserq.errors import ConfigError, ErrorClass
 from tests.browsers.conftest import Driver
 from tests.conftest import make_settings
 
+pytestmark = pytest.mark.full_chromium  # BROWSERQ_CHROMIUM_PATH and Chromium's launch errors
+
 
 def _script(path: Path, body: str) -> Path:
     path.write_text(f"#!/bin/sh\n{body}\n")

@@ -6,13 +6,13 @@ without ~0.8 CPU-s of imports per command (``TEST_CLI_ZYGOTE=0``: each one afres
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
 from tests.conftest import REPO
 from tests.support.cli_zygote import browserq_command
+from tests.support.workers import browserq_env
 
 #: Terminal colour and cursor codes, stripped to compare text.
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -21,7 +21,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def browserq(tmp: Path, *args: str, timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m browserq.cli ARGS`` in ``tmp`` with its own database and artifacts, the
     repository's templates, and ``env`` on top of an environment without BROWSERQ_* variables."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ = browserq_env()
     environ.update({"BROWSERQ_DATABASE_URL": f"sqlite:///{tmp / 'cli.db'}",
                     "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
                     "BROWSERQ_TEMPLATES_DIR": str(REPO / "templates"),

@@ -15,6 +15,8 @@ from tests.conftest import REPO, TEST_SECRET_KEY
 from tests.support.http import free_port
 from tests.support.redis import LIMITS_DB, redis_url
 
+pytestmark = pytest.mark.full_chromium  # doctor's lines for the default engine (the shell's are tested by name)
+
 SECRET_TEMPLATE = """name: needs_key
 version: 1.0.0
 params:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.workers import browserq_env
 
 #: Runs the console script's main (what ``browserq ARGS`` runs) in this process, then writes the
 #: heavy packages it loaded to the file named by argv[1].
@@ -47,7 +48,7 @@ def loaded(tmp: Path, *args: str, **env: str) -> set[str]:
 def probe(tmp: Path, *args: str, **env: str) -> tuple[set[str], str]:
     """The heavy packages ``browserq ARGS`` imported, after checking it ran without a traceback."""
     out = tmp / "loaded.json"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ = browserq_env()
     environ.update({"BROWSERQ_DATABASE_URL": f"sqlite:///{tmp / 'cli.db'}",
                     "BROWSERQ_ARTIFACTS_DIR": str(tmp / "artifacts"),
                     "BROWSERQ_TEMPLATES_DIR": str(REPO / "templates"),

@@ -17,6 +17,7 @@ from tests.cli.helpers import browserq, no_traceback
 from tests.conftest import REPO
 from tests.support.polling import wait_until
 from tests.support.templates import write_templates
+from tests.support.workers import browserq_env
 
 LONG_WAIT = """
 params:
@@ -35,7 +36,7 @@ def templates(tmp_path: Path) -> Path:
 
 def start_run(tmp: Path, templates: Path, site_url: str) -> subprocess.Popen[str]:
     """``browserq run stop_long_wait`` in a session of its own (a terminal's job), output in a file."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ = browserq_env()
     environ.update(
         {
             "BROWSERQ_DATABASE_URL": f"sqlite:///{tmp / 'cli.db'}",

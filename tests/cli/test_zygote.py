@@ -4,7 +4,6 @@ directory — else every CLI test would be testing the zygote."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from tests.cli.helpers import ANSI
 from tests.conftest import REPO
 from tests.support.cli_zygote import browserq_command
+from tests.support.workers import browserq_env
 
 CASES = {
     "help": (["--help"], {}),
@@ -26,7 +26,7 @@ STDIN = "fortytwo\n"
 
 
 def environment(tmp: Path, **extra: str) -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ = browserq_env()
     return {**environ, "BROWSERQ_DATABASE_URL": f"sqlite:///{tmp / 'cli.db'}",
             "BROWSERQ_TEMPLATES_DIR": str(REPO / "templates"), "PYTHONPATH": str(REPO), "COLUMNS": "100",
             **extra}

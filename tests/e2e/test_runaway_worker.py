@@ -91,6 +91,7 @@ def test_runaway_eval_and_a_killed_driver_through_a_celery_worker(tmp_path: Path
         assert browser not in _browsers(worker.pid)
 
 
+@pytest.mark.full_chromium  # breaks BROWSERQ_CHROMIUM_PATH, the chromium engine's
 def test_a_worker_process_without_a_usable_browser_is_replaced(tmp_path: Path, pg_url: str, site) -> None:
     broken = tmp_path / "chromium-broken"
     wrapper = tmp_path / "chromium"

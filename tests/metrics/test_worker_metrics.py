@@ -119,6 +119,7 @@ def test_a_prefork_worker_serves_what_its_children_did(tmp_path: Path, pg_url: s
         assert not list(tmp_path.glob("ready.*")), "a process's ready marker outlived the worker"
 
 
+@pytest.mark.full_chromium  # breaks BROWSERQ_CHROMIUM_PATH, the chromium engine's
 def test_a_worker_without_a_browser_is_not_ready(tmp_path: Path, pg_url: str) -> None:
     config, port = metrics_env(tmp_path, pg_url, BROWSERQ_CHROMIUM_PATH=str(tmp_path / "no-chromium"))
     ready = tmp_path / "ready"

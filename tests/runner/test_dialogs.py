@@ -9,7 +9,6 @@ masked everywhere it is recorded.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from browserq.execute.runtime import Runtime
 from tests.conftest import REPO, template
 from tests.support.cli_zygote import browserq_command
 from tests.support.http import html_pages, serve_http
+from tests.support.workers import browserq_env
 
 PAGE = (
     '<html><head><link rel="icon" href="data:,"></head><body>'
@@ -84,7 +84,7 @@ def test_a_confirm_accepted_and_a_prompt_answered_are_recorded_and_shown(
     assert events["c"] == [] and events["p"] == []
 
     # browserq show, as a script reads it (stdout is a pipe: the plain form)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    env = browserq_env()
     env.update({"BROWSERQ_DATABASE_URL": any_runtime.settings.database_url,
                 "BROWSERQ_ARTIFACTS_DIR": str(any_runtime.settings.artifacts_dir), "PYTHONPATH": str(REPO)})
     shown = browserq_command(["show", outcome.run_id], env=env, timeout=120)

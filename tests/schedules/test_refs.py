@@ -17,6 +17,7 @@ from browserq.schedules.fire import fire_logged
 from tests.conftest import REPO, TEST_SECRET_KEY
 from tests.schedules.conftest import write_schedules
 from tests.schedules.test_fire import SLOT, entry, queue  # noqa: F401 (queue: a fixture)
+from tests.support.workers import browserq_env
 
 #: A line of /etc/shadow and a webhook secret: what must never reach a terminal or a log.
 SHADOW = "root:$6$Zq1saltsalt$Hq2hashhashhashhash:19000:0:99999:7:::"
@@ -30,7 +31,7 @@ def validate(
 ) -> subprocess.CompletedProcess[str]:
     """``browserq schedules validate`` as a subprocess with a memory ceiling (a read that does
     not stop fails fast instead of taking the machine's memory) and a timeout (a FIFO)."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+    environ = browserq_env()
     environ.update(
         {
             "BROWSERQ_TEMPLATES_DIR": str(templates_dir),

@@ -33,6 +33,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tests.support.workers import browserq_env
+
 REPO = Path(__file__).resolve().parents[2]
 
 #: Imported once in the zygote: what a command spends its start on. ``browserq.cli`` itself is
@@ -136,7 +138,7 @@ class Zygote:
             if self._process is None or self._process.poll() is not None:
                 with contextlib.suppress(FileNotFoundError):
                     self._socket.unlink()
-                env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+                env = browserq_env()
                 self._process = subprocess.Popen(
                     [sys.executable, "-m", "tests.support.cli_zygote", str(self._socket)],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**env, "PYTHONPATH": str(REPO)},

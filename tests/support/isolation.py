@@ -1,5 +1,6 @@
 """What each pytest process keeps to itself, so that xdist workers (and other people's test runs on
-the same machine) never meet: a Redis server and a temporary directory.
+the same machine) never meet: a Redis server and a temporary directory. And the browser engine the
+suite runs on (:func:`suite_engine`), which every browser it starts inherits.
 
 The rest is isolated where it is made: PostgreSQL databases are scratch databases named after the
 process (:mod:`tests.support.postgres`), Celery queues carry a random suffix, servers listen on
@@ -18,11 +19,31 @@ from pathlib import Path
 
 import pytest
 
+from browserq import engines
 from tests.support.processes import cmdline, is_alive, signal_pid
 from tests.support.redis import use_server
 from tests.support.servers import RedisServer
 
 PREFIX = "bq-tests-"
+
+#: Chooses the suite's engine: ``TEST_BROWSER=chromium ./scripts/test.sh`` runs every test on it.
+ENGINE_VARIABLE = "TEST_BROWSER"
+
+
+def suite_engine() -> str:
+    """The engine the suite's browsers run on: ``TEST_BROWSER``, else the headless shell where it
+    is installed, else Chromium.
+
+    Why the shell by default: Chromium is more than half of the suite's CPU, and the suite is bound
+    by CPU (docs/testing.md). The shell does the same pages for about a third of a launch's CPU.
+    What only the full browser shows (stealth, the realism of a visitor, the engine itself) is
+    tested on it whatever this says: those tests carry the ``full_chromium`` mark.
+    """
+    chosen = os.environ.get(ENGINE_VARIABLE, "").strip()
+    if chosen:
+        return engines.usable_engine(chosen)
+    shell_found = engines.find_system(engines.HEADLESS_SHELL) or engines.playwright_download(engines.HEADLESS_SHELL)
+    return engines.HEADLESS_SHELL if shell_found else engines.CHROMIUM
 
 _KEY = pytest.StashKey["Isolation"]()
 
@@ -39,6 +60,10 @@ class Isolation:
         (self.tmp / "owner").write_text(str(os.getpid()))
         self.saved_tmpdir = os.environ.get("TMPDIR")
         os.environ["TMPDIR"] = str(self.tmp)
+        # Every browser of this process and of the processes it starts (tests/support/workers.py's
+        # browserq_env keeps this one BROWSERQ_ variable) runs on the suite's engine.
+        self.saved_engine = os.environ.get("BROWSERQ_BROWSER")
+        os.environ["BROWSERQ_BROWSER"] = suite_engine()
         tempfile.tempdir = None  # gettempdir() reads TMPDIR again
         self.redis: RedisServer | None = None
         if shutil.which("redis-server") and shutil.which("redis-cli"):
@@ -52,10 +77,11 @@ class Isolation:
         if self.redis is not None:
             self.redis.close()
             use_server(None)
-        if self.saved_tmpdir is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = self.saved_tmpdir
+        for name, saved in (("TMPDIR", self.saved_tmpdir), ("BROWSERQ_BROWSER", self.saved_engine)):
+            if saved is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = saved
         tempfile.tempdir = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 

@@ -22,10 +22,12 @@ from tests.support.polling import wait_until
 CELERY = (sys.executable, "-m", "celery", "-A", "browserq.celery_app:app")
 
 
-def browserq_env(variables: Mapping[str, str]) -> dict[str, str]:
-    """This process's environment without its own ``BROWSERQ_*`` settings, plus ``variables`` and
-    ``PYTHONPATH`` set to the repository (so that the worker imports this checkout's browserq)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_")}
+def browserq_env(variables: Mapping[str, str] = {}) -> dict[str, str]:
+    """This process's environment without its own ``BROWSERQ_*`` settings — but for the suite's
+    browser engine (``BROWSERQ_BROWSER``, :func:`tests.support.isolation.suite_engine`) — plus
+    ``variables`` and ``PYTHONPATH`` set to the repository (so that a worker or command imports
+    this checkout's browserq)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROWSERQ_") or k == "BROWSERQ_BROWSER"}
     env.update(variables)
     env["PYTHONPATH"] = str(REPO)
     return env
