@@ -19,12 +19,17 @@ up (2K jobs), then timed in ``--rounds`` interleaved rounds (the order rotates p
 ``max(--min-jobs, --jobs-per-slot × K)`` jobs, and stopped. Per way and round:
 
 * **pages/s**: pages checked / wall time from the first job sent to the last result;
-* **CPU-seconds per 1,000 pages**: the way's tree's CPU time (user + system of every process in
-  it, read from ``/proc/<pid>/stat`` before the round and 1 s after its end, plus ``cutime`` /
-  ``cstime``: the CPU of the processes that ended in the round — renderers of closed contexts,
-  Crawlee's per-crawl driver and browser — is added to their parent's when it reaps them). Not
-  included: the producer (this process), PostgreSQL and Redis (``servers_cpu_s`` in the JSON:
-  server-wide, so other users of the same servers are in it too);
+* **CPU-seconds per 1,000 pages**: the way's tree's CPU time, counted by the kernel in a cgroup
+  of the way's own (:mod:`cpu_groups`; root) before the round and 1 s after its end: every process
+  of the tree and every process it started, the ones that ended in the round included (renderers
+  of closed contexts, Crawlee's per-crawl driver and browser, prefork children). Its split into
+  the browser, the driver and Python is read from ``/proc/<pid>/stat`` (user + system, plus
+  ``cutime``/``cstime`` of reaped children) and misses the processes that ended unreaped by the
+  tree — Chromium's renderers of closed contexts are not counted into any tree process —, so the
+  rest is printed as ``ended``. Without a writable cgroup the total is that ``/proc`` sum, and
+  the output says so (``cpu_source``). Not included: the producer (this process), PostgreSQL and
+  Redis (``servers_cpu_s`` in the JSON: server-wide, so other users of the same servers are in it
+  too);
 * **MB per slot**: the tree's memory sampled during the round, median / K, split into the
   browser's processes (every process of the Chromium program), the Playwright drivers (``node``)
   and the rest (Python: Celery, browserq; the script's own process). Two figures: the PSS
@@ -68,6 +73,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from cpu_groups import CpuGroup, remove_groups
 from engines import Sampler, of_driver, of_engine, tree
 from scrape_and_form import browserq_revision, chromium_version, database
 from throughput import (
@@ -93,6 +99,7 @@ from browserq.engines import CHROMIUM
 WAYS = ("prefork", "threads", "raw_fresh_tuned", "crawlee")
 GOAL_PSS_PER_SLOT_MB = 150.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+GROUP_PREFIX = "bq-scaling-"  # the ways' cgroups
 SERVERS = {"postgres", "redis-server"}
 
 
@@ -238,6 +245,16 @@ class Way:
     run: Callable[[int], int]
     stop: Callable[[], None]
     rounds: list[dict[str, float]] = field(default_factory=list)
+    group: CpuGroup | None = None  # counts the tree's CPU, ended processes included
+
+    def count_cpu(self, k: int) -> None:
+        """Put the tree (up and idle: nothing has run yet) in a cgroup; what it starts is born there."""
+        self.group = CpuGroup.make(f"{GROUP_PREFIX}{os.getpid()}-{self.name}-{k}")
+        if self.group is not None and not self.group.adopt(tree(self.root)):
+            self.group = None
+
+    def cpu_s(self) -> float | None:
+        return self.group.seconds() if self.group is not None else None
 
 
 def start_ways(args: argparse.Namespace, k: int, env: dict[str, str], url: str, tmp: Path) -> list[Way]:
@@ -258,6 +275,8 @@ def start_ways(args: argparse.Namespace, k: int, env: dict[str, str], url: str, 
         for way in ways:
             way.stop()
         raise
+    for way in ways:
+        way.count_cpu(k)
     return ways
 
 
@@ -282,13 +301,17 @@ def timed_round(args: argparse.Namespace, way: Way, k: int, jobs: int) -> dict[s
     """One round of ``way``: pages/s, the tree's CPU, the machine's and the servers' CPU, memory."""
     servers = servers_pids()
     cpu0, busy0, servers0 = cpu_by_part(way.root), machine_busy_s(), cpu_s(servers)
+    counted0 = way.cpu_s()
     with Sampler(way.root, CHROMIUM, args.sample_s, frozenset(), args.footprint_every) as sampler:
         started = time.perf_counter()
         pages = way.run(jobs)
         wall = time.perf_counter() - started
     time.sleep(1.0)  # the runs' last context closes and spare refills land in the window
     parts = {part: v - cpu0[part] for part, v in cpu_by_part(way.root).items()}
-    cpu, busy = sum(parts.values()), machine_busy_s() - busy0
+    counted = way.cpu_s()
+    cpu = counted - counted0 if counted is not None and counted0 is not None else sum(parts.values())
+    parts["ended"] = cpu - sum(parts.values())  # ended in the round, reaped by no process of the tree
+    busy = machine_busy_s() - busy0
     span = time.perf_counter() - started
     if pages != jobs * PAGES_PER_JOB:
         raise AssertionError(f"{way.name}: {pages} pages, expected {jobs * PAGES_PER_JOB}")
@@ -298,6 +321,7 @@ def timed_round(args: argparse.Namespace, way: Way, k: int, jobs: int) -> dict[s
         "cpu_s_per_1000_pages": 1000 * cpu / pages, "servers_cpu_s": cpu_s(servers) - servers0,
         "others_cpu_share": max(0.0, busy - cpu) / (span * (os.cpu_count() or 1)),
         "sampler_cpu_s": sampler.cpu_s, "load_1m": os.getloadavg()[0], **memory(sampler, k),
+        "cpu_counted_by_cgroup": float(counted is not None),
     }
 
 
@@ -321,6 +345,8 @@ def measure_k(args: argparse.Namespace, k: int, env: dict[str, str], url: str, t
     finally:
         for way in ways:
             way.stop()
+            if way.group is not None:
+                way.group.remove()
     out: dict[str, Any] = {"k": k, "jobs": jobs, "ways": {}}
     for way in ways:
         keys = sorted({key for r in way.rounds for key in r if key != "pages"})
@@ -395,14 +421,19 @@ def print_report(result: dict[str, Any]) -> None:
                                ("prefork", "crawlee"), ("threads", "crawlee")) if a in ways and b in ways]
         if ratios:
             print(f"   K={p['k']} pages/s ratios: " + ", ".join(ratios))
-    print("where it goes: CPU-s per 1,000 pages of the browser / driver / python (Crawlee: its drivers and "
-          "browsers end each crawl, so theirs is in python); the browser's processes by kind, PSS on this "
-          "machine, MB of the whole way / processes")
+    counted = all(v.get("cpu_counted_by_cgroup") for p in result["points"] for v in p["ways"].values())
+    print("CPU counted " + ("by the kernel, a cgroup per way (processes that ended in a round included)" if counted
+                            else "from /proc only (no writable cgroup: processes that ended unreaped are missing)"))
+    print("where it goes: CPU-s per 1,000 pages of the browser / driver / python / ended (processes that ended "
+          "in the round, reaped by none of the tree: renderers of closed contexts; Crawlee's drivers and browsers "
+          "end each crawl, so theirs is in python); the browser's processes by kind, PSS on this machine, MB of "
+          "the whole way / processes")
     for p in result["points"]:
         for name, v in p["ways"].items():
             kinds = sorted(k[8:-3] for k in v if k.startswith("browser:") and k.endswith(":mb"))
             print(f"{p['k']:>2} {name:<16}{v['browser_cpu_s_per_1000_pages']:>4.0f} / {v['driver_cpu_s_per_1000_pages']:>3.0f}"
-                  f" / {v['python_cpu_s_per_1000_pages']:>3.0f}   " + ", ".join(
+                  f" / {v['python_cpu_s_per_1000_pages']:>3.0f} / {v.get('ended_cpu_s_per_1000_pages', nan):>3.0f}   "
+                  + ", ".join(
                       f"{kind} {v[f'browser:{kind}:mb']:.0f}/{v[f'browser:{kind}:processes']:g}" for kind in kinds))
     g = result["goal4"]
     if g:
@@ -424,7 +455,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             reset_settings_cache()
             celery_app.reset_producer_cache()
-            points = [measure_k(args, k, env, f"{site.url}/quotes/", tmp) for k in args.k]
+            try:
+                points = [measure_k(args, k, env, f"{site.url}/quotes/", tmp) for k in args.k]
+            finally:
+                remove_groups(f"{GROUP_PREFIX}{os.getpid()}-")  # a way's stragglers have exited by now
             chromium = settings.resolve_chromium()
     return collect(args, points, load_start, chromium)
 

@@ -31,10 +31,12 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from cpu_groups import remove_groups
 from proc_accounting import ProcessCpu
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "suite_cpu"
+PREFIX = "suite-cpu-"  # the plugin's cgroups (bench/suite_cpu/cpu_profile.py)
 DEFAULT_PYTEST = ["-n", "4", "--dist", "worksteal", "-q", "-p", "no:cacheprovider"]
 
 
@@ -49,7 +51,8 @@ def run_suite(pytest_args: list[str], folder: Path, by_process: bool = False) ->
     """Run pytest with the plugin; with ``by_process`` also split the machine's CPU by kind of
     process (:class:`proc_accounting.ProcessCpu`: Chromium's processes, drivers, Python roles)."""
     env = {**os.environ, "SUITE_CPU_DIR": str(folder),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), str(PLUGIN_DIR.parent),
+                                                       os.environ.get("PYTHONPATH")]))}
     busy, began = busy_cpu_seconds(), time.monotonic()
     with ProcessCpu(sample_s=0.2) if by_process else nullcontext() as processes:
         done = subprocess.run([sys.executable, "-m", "pytest", "-p", "cpu_profile", *pytest_args], cwd=REPO, env=env)
@@ -64,12 +67,8 @@ def run_suite(pytest_args: list[str], folder: Path, by_process: bool = False) ->
 
 def remove_cgroups() -> None:
     """The plugin's cgroups, once their processes are gone (a leftover straggler keeps its own)."""
-    for hierarchy in (Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup")):
-        for group in hierarchy.glob("suite-cpu-*"):
-            try:
-                group.rmdir()
-            except OSError:
-                print(f"left in place (still has processes): {group}", file=sys.stderr)
+    for group in remove_groups(PREFIX):
+        print(f"left in place (still has processes): {group}", file=sys.stderr)
 
 
 def read_tests(folder: Path) -> list[dict[str, Any]]:

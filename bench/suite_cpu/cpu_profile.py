@@ -17,14 +17,13 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from cpu_groups import CpuGroup
 
-_V1 = Path("/sys/fs/cgroup/cpuacct")
-_V2 = Path("/sys/fs/cgroup")
 #: The cgroups' names start so (``bench/suite_cpu.py`` removes them once pytest is done).
 PREFIX = "suite-cpu-"
 
@@ -33,36 +32,11 @@ class _Counter:
     """CPU-seconds of this process's cgroup (made for it), or of itself and its reaped children."""
 
     def __init__(self, name: str) -> None:
-        self.source, self.read = "rusage", _rusage
-        for source, make in (("v1", _v1), ("v2", _v2)):
-            try:
-                self.read, self.source = make(name), source
-                return
-            except OSError:
-                continue
-
-
-def _v1(name: str) -> Callable[[], float]:
-    group = _V1 / f"{PREFIX}{name}"
-    group.mkdir(exist_ok=True)
-    (group / "cgroup.procs").write_text(str(os.getpid()))
-    usage = group / "cpuacct.usage"
-    return lambda: int(usage.read_text()) / 1e9
-
-
-def _v2(name: str) -> Callable[[], float]:
-    if not (_V2 / "cgroup.controllers").exists():
-        raise OSError("no cgroup v2 hierarchy")
-    group = _V2 / f"{PREFIX}{name}"
-    group.mkdir(exist_ok=True)
-    (group / "cgroup.procs").write_text(str(os.getpid()))
-    stat = group / "cpu.stat"
-
-    def read() -> float:
-        fields = dict(line.split() for line in stat.read_text().splitlines())
-        return int(fields["usage_usec"]) / 1e6
-
-    return read
+        group = CpuGroup.make(f"{PREFIX}{name}")
+        if group is not None and group.adopt([os.getpid()]):
+            self.read, self.source = group.seconds, group.version
+        else:
+            self.read, self.source = _rusage, "rusage"
 
 
 def _rusage() -> float:
