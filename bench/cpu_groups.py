@@ -21,6 +21,8 @@ from pathlib import Path
 
 V1 = Path("/sys/fs/cgroup/cpuacct")
 V2 = Path("/sys/fs/cgroup")
+#: The groups of ``suite_cpu.py``'s plugin (one per xdist worker), removed when pytest is done.
+SUITE_CPU_PREFIX = "suite-cpu-"
 
 
 class CpuGroup:
@@ -62,11 +64,7 @@ class CpuGroup:
 
     def remove(self) -> bool:
         """Remove the group once its processes are gone (one still running keeps it: False)."""
-        try:
-            self.path.rmdir()
-        except OSError:
-            return not self.path.exists()
-        return True
+        return _remove(self.path)
 
 
 def _v1_seconds(usage: Path) -> float:
@@ -78,7 +76,14 @@ def _v2_seconds(stat: Path) -> float:
     return int(fields["usage_usec"]) / 1e6
 
 
+def _remove(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except OSError:
+        return not path.exists()
+    return True
+
+
 def remove_groups(prefix: str) -> list[Path]:
     """Remove every group named ``prefix…``; returns those left (a straggler still runs in them)."""
-    return [path for root in (V1, V2) for path in root.glob(f"{prefix}*")
-            if not CpuGroup(path, lambda: 0.0, "").remove()]
+    return [path for root in (V1, V2) for path in root.glob(f"{prefix}*") if not _remove(path)]

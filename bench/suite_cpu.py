@@ -31,12 +31,11 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from cpu_groups import remove_groups
+from cpu_groups import SUITE_CPU_PREFIX, remove_groups
 from proc_accounting import ProcessCpu
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "suite_cpu"
-PREFIX = "suite-cpu-"  # the plugin's cgroups (bench/suite_cpu/cpu_profile.py)
 DEFAULT_PYTEST = ["-n", "4", "--dist", "worksteal", "-q", "-p", "no:cacheprovider"]
 
 
@@ -67,7 +66,7 @@ def run_suite(pytest_args: list[str], folder: Path, by_process: bool = False) ->
 
 def remove_cgroups() -> None:
     """The plugin's cgroups, once their processes are gone (a leftover straggler keeps its own)."""
-    for group in remove_groups(PREFIX):
+    for group in remove_groups(SUITE_CPU_PREFIX):
         print(f"left in place (still has processes): {group}", file=sys.stderr)
 
 

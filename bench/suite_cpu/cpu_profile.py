@@ -22,17 +22,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from cpu_groups import CpuGroup
-
-#: The cgroups' names start so (``bench/suite_cpu.py`` removes them once pytest is done).
-PREFIX = "suite-cpu-"
+from cpu_groups import SUITE_CPU_PREFIX, CpuGroup
 
 
 class _Counter:
     """CPU-seconds of this process's cgroup (made for it), or of itself and its reaped children."""
 
     def __init__(self, name: str) -> None:
-        group = CpuGroup.make(f"{PREFIX}{name}")
+        group = CpuGroup.make(f"{SUITE_CPU_PREFIX}{name}")
         if group is not None and group.adopt([os.getpid()]):
             self.read, self.source = group.seconds, group.version
         else:
