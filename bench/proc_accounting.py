@@ -104,7 +104,9 @@ def _python_role(cmdline: str) -> str:
         return "browserq command"
     if "pytest" in cmdline or "exec(eval(sys.stdin" in cmdline:
         return "pytest"
-    return "other"
+    if module := re.search(r" -m ([\w.]+)", cmdline):
+        return f"-m {module.group(1)}"  # e.g. the suite's CLI zygote and the commands it forks
+    return "-c …" if " -c " in cmdline else "other"
 
 
 @dataclass
@@ -191,9 +193,17 @@ class ProcessCpu:
         """CPU-seconds per :func:`kind_of`, largest first."""
         totals: Counter[str] = Counter()
         for key in self.family():
-            s = self.seen.get(key)
-            totals[kind_of(s.cmdline if s else "", self.names.get(key, ""))] += self.used[key]
+            totals[self._kind(key)] += self.used[key]
         return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+    def count_by_kind(self) -> dict[str, int]:
+        """How many processes of each :func:`kind_of` ran (how often a worker, a browser, a
+        driver was started: a cost per start is only half of the story)."""
+        return dict(Counter(self._kind(key) for key in self.family()))
+
+    def _kind(self, key: Key) -> str:
+        s = self.seen.get(key)
+        return kind_of(s.cmdline if s else "", self.names.get(key, ""))
 
 
 def _acct(path: str | None) -> None:

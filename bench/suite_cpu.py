@@ -60,7 +60,8 @@ def run_suite(pytest_args: list[str], folder: Path, by_process: bool = False) ->
                            "exit_code": done.returncode}
     if processes is not None:
         run["by_process"] = {kind: round(s, 1) for kind, s in processes.by_kind().items() if s >= 0.5}
-        (folder / "by_process.json").write_text(json.dumps(run["by_process"], indent=2))
+        run["processes"] = {kind: n for kind, n in processes.count_by_kind().items() if kind in run["by_process"]}
+        (folder / "by_process.json").write_text(json.dumps({k: run[k] for k in ("by_process", "processes")}, indent=2))
     return run
 
 
@@ -87,6 +88,30 @@ def summarize(tests: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
         group["cpu_s"] += test["cpu"]
     rows = [{"group": name, **figures} for name, figures in groups.items()]
     return sorted(rows, key=lambda row: -row["cpu_s"])
+
+
+def timeline(tests: list[dict[str, Any]], bucket_s: float = 60.0) -> list[dict[str, Any]]:
+    """The run minute by minute, from each test's start, wall and CPU (a test's CPU spread evenly
+    over its time): cores the tests kept busy, and how many of the workers sat in a test using
+    less than a quarter of a core — the waiting that more CPU would not shorten."""
+    timed = [t for t in tests if "started" in t]
+    if not timed:
+        return []
+    origin = min(t["started"] for t in timed)
+    end = max(t["started"] + t["wall"] for t in timed)
+    rows = []
+    for index in range(int((end - origin) // bucket_s) + 1):
+        low, high = origin + index * bucket_s, origin + (index + 1) * bucket_s
+        cores = waiting = 0.0
+        for test in timed:
+            overlap = min(high, test["started"] + test["wall"]) - max(low, test["started"])
+            if overlap <= 0 or test["wall"] <= 0:
+                continue
+            rate = test["cpu"] / test["wall"]
+            cores += rate * overlap / bucket_s
+            waiting += overlap / bucket_s if rate < 0.25 else 0.0
+        rows.append({"from_s": index * bucket_s, "cores": cores, "workers_waiting": waiting})
+    return rows
 
 
 def print_report(tests: list[dict[str, Any]], run: dict[str, Any] | None, depth: int, top: int) -> None:
@@ -116,12 +141,22 @@ def print_report(tests: list[dict[str, Any]], run: dict[str, Any] | None, depth:
     console.print(tests_table)
     if run is not None and run.get("by_process"):
         kinds = Table(title="CPU by kind of process, the whole machine (--by-process)")
-        for column in ("process", "CPU s", "share"):
+        for column in ("process", "CPU s", "share", "processes", "CPU s each"):
             kinds.add_column(column, justify="left" if column == "process" else "right")
         total = sum(run["by_process"].values())
+        counts = run.get("processes", {})
         for kind, seconds in run["by_process"].items():
-            kinds.add_row(escape(kind), f"{seconds:.0f}", f"{seconds / total:.1%}")
+            count = counts.get(kind)
+            kinds.add_row(escape(kind), f"{seconds:.0f}", f"{seconds / total:.1%}", str(count or "?"),
+                          f"{seconds / count:.2f}" if count else "?")
         console.print(kinds)
+    if rows := timeline(tests):
+        load = Table(title="minute by minute: cores the tests kept busy, workers waiting in a test (< 0.25 core)")
+        for column in ("from s", "cores", "workers waiting"):
+            load.add_column(column, justify="right")
+        for row in rows:
+            load.add_row(f"{row['from_s']:.0f}", f"{row['cores']:.2f}", f"{row['workers_waiting']:.1f}")
+        console.print(load)
 
 
 def main() -> None:
@@ -145,7 +180,8 @@ def main() -> None:
         print(f"per-test lines: {folder}", file=sys.stderr)
     tests = read_tests(folder)
     if run is None and (folder / "by_process.json").exists():
-        run = {"by_process": json.loads((folder / "by_process.json").read_text())}
+        saved = json.loads((folder / "by_process.json").read_text())
+        run = saved if "by_process" in saved else {"by_process": saved}  # an older run's file: kinds only
     if args.json:
         print(json.dumps({"run": run, "groups": summarize(tests, args.depth)}, indent=2))
     else:

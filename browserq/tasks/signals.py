@@ -1,6 +1,7 @@
 """Worker signals: migrate before the fork, a browser per child, and secrets kept out of Celery.
 
-* ``worker_init`` (the parent, once): upgrade the schema, so children don't race to do it.
+* ``worker_init`` (the parent, once): upgrade the schema, so children don't race to do it; then
+  freeze the heap (:mod:`browserq.heap`) before the children are forked.
 * ``worker_process_init`` / ``worker_process_shutdown`` (each child): start and stop its
   Chromium and sweeper thread (:mod:`browserq.tasks.worker`).
 * ``worker_ready`` / ``worker_shutdown`` (``--pool threads``: the worker process runs the tasks):
@@ -41,6 +42,7 @@ from celery.signals import (
     worker_shutting_down,
 )
 
+from browserq import heap
 from browserq.logs import configure_logging, json_stdio, scrub_handlers
 from browserq.metrics import lifecycle as worker_metrics
 from browserq.redact import mask
@@ -116,6 +118,13 @@ def _migrate_before_fork(**_: Any) -> None:
     configure_logging(settings)
     if settings.auto_migrate:
         Store.from_settings(settings).schema.upgrade()
+
+
+@worker_init.connect
+def _freeze_before_fork(**_: Any) -> None:
+    """Last of the parent's start-up (connected after the migration): its heap out of the cycle
+    collector's way in every child it forks (:mod:`browserq.heap`)."""
+    heap.freeze_before_fork()
 
 
 @worker_process_init.connect

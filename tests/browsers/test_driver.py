@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import tempfile
 import time
+from pathlib import Path
+
+import pytest
 
 from browserq.browsers import EventLoopThread
-from browserq.browsers.driver import driver_closed, start_driver, stop_driver
+from browserq.browsers.driver import driver_closed, start_driver, stop_driver, use_compile_cache
 from browserq.browsers.launcher import _iter_cmdlines, _parent_pid
 
 
@@ -45,6 +49,24 @@ def test_a_replacement_driver_starts_within_its_bound() -> None:
         loop.run(stop_driver(playwright), timeout=30)
     finally:
         loop.stop()
+
+
+def test_the_driver_keeps_its_compiled_code_on_disk_where_node_is_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NODE_COMPILE_CACHE reaches the driver's node (a user's own choice is kept), and without one
+    it is node's own default directory."""
+    cache = tmp_path / "compiled"
+    monkeypatch.setenv("NODE_COMPILE_CACHE", str(cache))
+    loop = EventLoopThread().start()
+    try:
+        loop.run(stop_driver(loop.run(start_driver(), timeout=60)), timeout=30)
+    finally:
+        loop.stop()
+    assert [path for path in cache.rglob("*") if path.is_file()], "node wrote no compile cache"
+    monkeypatch.delenv("NODE_COMPILE_CACHE")
+    use_compile_cache()
+    assert os.environ["NODE_COMPILE_CACHE"] == str(Path(tempfile.gettempdir()) / "node-compile-cache")
 
 
 async def _tick() -> None:

@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 FORKS = [name for name in DRIVERS if name != "playwright"]
 #: The suites each fork runs, in two groups of about equal length: each (fork, group) is a test of
 #: its own, so that pytest-xdist runs the four pytest subprocesses on four workers at once (each
-#: waits on Chromium more than it computes) instead of one worker holding the whole matrix.
+#: waits on Chromium more than it computes) instead of one worker holding the whole matrix. They
+#: run on the SQLite store only (``TEST_STORES``): the store is not the driver's business, and the
+#: main suite runs each of these tests on both stores.
 SUITES = {
     "actions": ("tests/actions",),
     "stealth-evidence": ("tests/stealth/test_detector.py", "tests/stealth/test_workers.py",
@@ -34,7 +36,7 @@ SUITES = {
 def test_every_action_test_passes_under_each_fork(driver: str, group: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES[group]],
-        cwd=REPO, env={**os.environ, "BROWSERQ_DRIVER": driver},
+        cwd=REPO, env={**os.environ, "BROWSERQ_DRIVER": driver, "TEST_STORES": "sqlite"},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=840,
     )
     tail = "\n".join(done.stdout.splitlines()[-40:])
