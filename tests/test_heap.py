@@ -1,12 +1,12 @@
 """The heap is frozen where browserq's processes can spare the cycle collector (browserq/heap.py):
-a command on its way out, a prefork worker's parent before it forks."""
+a command on its way out, a prefork worker's parent before it forks, beat once started."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from celery.signals import worker_init
+from celery.signals import beat_init, worker_init
 
 from browserq.tasks import signals
 from tests.support import REPO
@@ -30,8 +30,13 @@ def test_a_command_freezes_its_heap_as_its_last_exit_handler() -> None:
     assert done.stdout.strip().endswith("frozen at exit: True"), done.stdout[-500:]
 
 
-def test_a_worker_freezes_its_heap_before_the_fork_after_migrating() -> None:
-    names = [receiver().__name__ for _, receiver in worker_init.receivers
-             if getattr(receiver(), "__module__", "") == signals.__name__]
+def _browserq_receivers(signal: object) -> list[str]:
+    return [receiver().__name__ for _, receiver in signal.receivers  # type: ignore[attr-defined]  # Celery's Signal is untyped
+            if getattr(receiver(), "__module__", "") == signals.__name__]
+
+
+def test_a_worker_freezes_its_heap_before_the_fork_after_migrating_and_beat_once_started() -> None:
+    names = _browserq_receivers(worker_init)
     assert names[-1] == "_freeze_before_fork", names
     assert names.index("_migrate_before_fork") < names.index("_freeze_before_fork")
+    assert _browserq_receivers(beat_init) == ["_freeze_beat"]

@@ -1,7 +1,7 @@
 """Worker signals: migrate before the fork, a browser per child, and secrets kept out of Celery.
 
 * ``worker_init`` (the parent, once): upgrade the schema, so children don't race to do it; then
-  freeze the heap (:mod:`browserq.heap`) before the children are forked.
+  freeze the heap (:mod:`browserq.heap`) before the children are forked; ``beat_init``: beat's.
 * ``worker_process_init`` / ``worker_process_shutdown`` (each child): start and stop its
   Chromium and sweeper thread (:mod:`browserq.tasks.worker`).
 * ``worker_ready`` / ``worker_shutdown`` (``--pool threads``: the worker process runs the tasks):
@@ -29,6 +29,7 @@ import structlog
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    beat_init,
     celeryd_after_setup,
     celeryd_init,
     setup_logging,
@@ -124,7 +125,13 @@ def _migrate_before_fork(**_: Any) -> None:
 def _freeze_before_fork(**_: Any) -> None:
     """Last of the parent's start-up (connected after the migration): its heap out of the cycle
     collector's way in every child it forks (:mod:`browserq.heap`)."""
-    heap.freeze_before_fork()
+    heap.freeze_started()
+
+
+@beat_init.connect
+def _freeze_beat(**_: Any) -> None:
+    """Beat's start-up is done: its heap out of the cycle collector's way (:mod:`browserq.heap`)."""
+    heap.freeze_started()
 
 
 @worker_process_init.connect
