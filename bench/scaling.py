@@ -27,9 +27,9 @@ up (2K jobs), then timed in ``--rounds`` interleaved rounds (the order rotates p
   ``cutime``/``cstime`` of reaped children) and misses the processes that ended unreaped by the
   tree — Chromium's renderers of closed contexts are not counted into any tree process —, so the
   rest is printed as ``ended``. Without a writable cgroup the total is that ``/proc`` sum, and
-  the output says so (``cpu_counted_by_cgroup`` in the JSON). Not included: the producer (this process), PostgreSQL and
-  Redis (``servers_cpu_s`` in the JSON: server-wide, so other users of the same servers are in it
-  too);
+  the output says so (``cpu_counted_by_cgroup`` in the JSON). Not included: the producer (this
+  process), PostgreSQL and Redis (``servers_cpu_s`` in the JSON: server-wide, so other users of
+  the same servers are in it too);
 * **MB per slot**: the tree's memory sampled during the round, median / K, split into the
   browser's processes (every process of the Chromium program), the Playwright drivers (``node``)
   and the rest (Python: Celery, browserq; the script's own process). Two figures: the PSS
