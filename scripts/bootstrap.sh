@@ -62,10 +62,17 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 echo "==> installing browserq and its dependencies into .venv"
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
 # Against constraints.txt: the tested environment is the pinned one (a new release on PyPI
-# changes nothing until constraints.txt is regenerated and tested).
-.venv/bin/python -m pip install -q -e '.[dev]' -c constraints.txt
+# changes nothing until constraints.txt is regenerated and tested). With uv when it can be had
+# (the same packages as pip, resolved and installed in ~8 s instead of ~36 s on a 2-core machine:
+# a tenth of CI's set-up), with pip otherwise.
+.venv/bin/python -m pip install -q uv >/dev/null 2>&1 || true
+if ! { .venv/bin/python -m uv --version >/dev/null 2>&1 \
+       && .venv/bin/python -m uv pip install -q --python .venv/bin/python -e '.[dev]' -c constraints.txt; }; then
+  echo "==> uv unavailable or failed: installing with pip"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[dev]' -c constraints.txt
+fi
 
 if [ "${NEED_PLAYWRIGHT_BROWSER:-0}" = 1 ]; then
   .venv/bin/python -m playwright install chromium

@@ -23,7 +23,7 @@ from browserq.execute.runtime import Runtime
 from browserq.logs import HANDLER_NAME
 from browserq.settings import Settings, load_settings
 from browserq.templates import LoadedTemplate, load_template_text
-from tests.support import REPO, isolation
+from tests.support import REPO, isolation, ordering
 from tests.support.postgres import ADMIN_URL as PG_ADMIN_URL  # noqa: F401 (imported from here)
 from tests.support.postgres import create_database, drop_database, scratch_name
 
@@ -55,10 +55,16 @@ def pytest_report_header(config: pytest.Config) -> str:
 FULL_CHROMIUM_DIRS = ("tests/stealth/",)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(trylast=True)  # after -k / -m deselected theirs: the shares are of what runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the full-Chromium directories; in an xdist worker, puts the longest tests at the head
+    of the workers' first shares (:mod:`tests.support.ordering`)."""
     for item in items:
         if item.nodeid.startswith(FULL_CHROMIUM_DIRS):
             item.add_marker(pytest.mark.full_chromium)
+    workers = getattr(config, "workerinput", {}).get("workercount")  # set in xdist workers only
+    if workers:
+        items[:] = ordering.longest_first(items, workers)
 
 
 @pytest.fixture(autouse=True)

@@ -9,15 +9,17 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.request import urlopen
 
 import psycopg
 import pytest
 import redis
 
-from tests.support import REPO
+from tests.support import REPO, ordering
 from tests.support import redis as suite_redis
 from tests.support.http import free_port, serve_http
 from tests.support.polling import poll, wait_until
@@ -243,3 +245,65 @@ def test_written_templates_load(tmp_path: Path) -> None:
     loaded = load_template_text((directory / "probe.yaml").read_text(), source="probe.yaml")
     assert (loaded.name, loaded.version) == ("probe", "1.0.0")
     assert template_file("x", "  steps: []\n").startswith("name: x\nversion: 1.0.0\nsteps: []")
+
+
+# --- the order tests are dealt in -----------------------------------------------------------------
+def test_every_long_test_named_for_ordering_exists() -> None:
+    """A renamed or removed long test would silently drop out of the ordering: name it again."""
+    for prefix in ordering.LONGEST:
+        path, _, name = prefix.partition("::")
+        source = (REPO / path).read_text(encoding="utf-8")
+        assert f"def {name.partition('[')[0]}(" in source, f"{prefix} is no test: update tests/support/ordering.py"
+
+
+def test_first_shares_are_what_worksteal_deals() -> None:
+    assert ordering.first_shares(10, 4) == [2, 2, 3, 3]
+    assert ordering.first_shares(2325, 4) == [581, 581, 581, 582]
+    assert ordering.first_shares(3, 1) == [3]
+
+
+@dataclass(eq=False)
+class _Item:
+    nodeid: str
+
+
+class _Node:
+    """What xdist's scheduler asks of a worker: its sends are recorded."""
+
+    shutting_down = False
+
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent += indices
+
+
+def test_xdist_deals_each_worker_a_long_test_first_and_the_longest_apart() -> None:
+    """Through pytest-xdist's own ``WorkStealingScheduling``: after the reorder each worker's first
+    test is a long one, the longest four are on four workers, no test is lost or repeated."""
+    from xdist.scheduler.worksteal import WorkStealingScheduling
+
+    longest = {"t/a.py::long1": 300.0, "t/a.py::long2": 70.0, "t/b.py::long3": 60.0, "t/c.py::long4": 50.0,
+               "t/c.py::long5": 40.0, "t/d.py::long6[x]": 30.0}
+    names = [f"t/z.py::quick{i}" for i in range(97)]
+    for offset, name in enumerate(sorted(longest)):  # spread through the collection, the longest last
+        names.insert(len(names) - 10 * offset, name)
+    items = ordering.longest_first([_Item(name) for name in names], 4, longest)
+    assert sorted(item.nodeid for item in items) == sorted(names)
+
+    scheduler = WorkStealingScheduling(SimpleNamespace(getvalue=lambda name: ["4*popen"]))  # type: ignore[arg-type]  # the scheduler reads only the worker count of a config
+    nodes = [_Node(f"gw{i}") for i in range(4)]
+    for node in nodes:
+        scheduler.add_node(node)  # type: ignore[arg-type]  # a stand-in for xdist's WorkerController
+        scheduler.add_node_collection(node, [item.nodeid for item in items])  # type: ignore[arg-type]
+    scheduler.schedule()
+
+    firsts = [items[node.sent[0]].nodeid for node in nodes]
+    assert sorted(firsts) == ["t/a.py::long1", "t/a.py::long2", "t/b.py::long3", "t/c.py::long4"]
+    dealt = [index for node in nodes for index in node.sent]
+    assert sorted(dealt) == list(range(len(items)))
+    long_per_worker = [[items[i].nodeid for i in node.sent if items[i].nodeid in longest] for node in nodes]
+    assert sorted(map(len, long_per_worker)) == [1, 1, 2, 2]  # long5 and long6 join the lightest two
+    assert next(share for share in long_per_worker if "t/a.py::long1" in share) == ["t/a.py::long1"]

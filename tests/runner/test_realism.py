@@ -63,7 +63,7 @@ def test_a_proxy_wanting_credentials_it_was_not_given_is_blamed_on_either_engine
     redis.Redis.from_url(PROXY_REDIS).flushdb()
     with AuthProxy("alice", "secret") as proxy:
         settings = make_settings(tmp_path, browser=engine, proxies=[proxy.proxy_url()], proxy_redis_url=PROXY_REDIS,
-                                 proxy_cooldown_s=60, run_retries=0)
+                                 proxy_cooldown_s=60, run_retries=0, run_retry_backoff_s=0.05)
         with Runtime(settings) as runtime:
             outcome = runtime.run_loaded(template(VISIT), {"url": f"{demo.url}/quotes/"})
             stats = runtime.proxies.stats()

@@ -37,7 +37,7 @@ steps:
   - {{action: navigate, url: "http://{user}:${{password}}@${{host}}/auth"}}
   - {{action: get, what: url, into: where}}
   - {{action: navigate, url: "${{base}}/echo?v=${{password}}"}}
-  - {{action: assert, selector: "#not-there", message: "fails on purpose: snapshot and trace"}}
+  - {{action: assert, selector: "#not-there", timeout_s: 2, message: "fails on purpose: snapshot and trace"}}
 """
 
 
