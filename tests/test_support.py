@@ -4,6 +4,7 @@ and not as a mystery in a chaos test."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -51,7 +52,8 @@ from tests.support.redis import (
 )
 from tests.support.servers import RedisServer, port_open
 from tests.support.templates import template_file, write_templates
-from tests.support.workers import browserq_env, read_log, spawn_logged, wait_for_log
+from tests.support.workers import browserq_env, read_log, spawn_logged, spawn_worker, wait_for_log
+from tests.support.zygote import ForkedProcess
 
 #: A process that starts a child and both sleep: a tiny process tree.
 TREE = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
@@ -307,3 +309,35 @@ def test_xdist_deals_each_worker_a_long_test_first_and_the_longest_apart() -> No
     long_per_worker = [[items[i].nodeid for i in node.sent if items[i].nodeid in longest] for node in nodes]
     assert sorted(map(len, long_per_worker)) == [1, 1, 2, 2]  # long5 and long6 join the lightest two
     assert next(share for share in long_per_worker if "t/a.py::long1" in share) == ["t/a.py::long1"]
+
+
+# --- the zygotes -----------------------------------------------------------------------------------
+TIMEIT_WAITS = ("import os, sys, time; sys.stdout.write(os.environ['MARK'] + ' in ' + os.getcwd()); "
+                "sys.stdout.flush(); time.sleep(60)")
+
+
+def test_a_worker_forked_from_the_zygote_has_its_environment_session_and_exit_status(tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    argv = [sys.executable, "-m", "timeit", "-n", "1", "-r", "1", TIMEIT_WAITS]
+    proc = spawn_worker(argv, browserq_env({"MARK": "m4rk"}), log)
+    assert isinstance(proc, ForkedProcess) and proc.args == argv
+    wait_until(lambda: "m4rk in" in read_log(log), 30, "the forked process to print")
+    assert read_log(log).startswith(f"m4rk in {REPO}")  # its environment and working directory
+    assert os.getsid(proc.pid) == proc.pid and os.getpgid(proc.pid) == proc.pid  # a session of its own
+    assert proc.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(0.05)
+    stop(proc, 10)
+    assert proc.returncode == -signal.SIGTERM and proc.poll() == -signal.SIGTERM
+
+
+def test_a_worker_is_a_real_process_without_the_zygote_or_under_ld_preload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = [sys.executable, "-m", "platform"]
+    under_preload = spawn_worker(argv, browserq_env({"LD_PRELOAD": ""}), tmp_path / "a.log")
+    monkeypatch.setenv("TEST_WORKER_ZYGOTE", "0")
+    turned_off = spawn_worker(argv, browserq_env(), tmp_path / "b.log")
+    for proc in (under_preload, turned_off):
+        assert isinstance(proc, subprocess.Popen)
+        assert proc.wait(30) == 0

@@ -17,7 +17,15 @@ from tests.support.polling import wait_until
 from tests.support.processes import alive, browserq_pids, stop
 from tests.support.redis import BROKER_DB, redis_url
 from tests.support.templates import write_templates
-from tests.support.workers import CELERY, browserq_env, spawn_logged, wait_for_log, worker_settings
+from tests.support.workers import (
+    CELERY,
+    browserq_env,
+    spawn_logged,
+    spawn_worker,
+    wait_for_log,
+    worker_settings,
+)
+from tests.support.zygote import ForkedProcess
 
 REDIS_URL = redis_url(BROKER_DB)
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -104,10 +112,13 @@ def worker_env(tmp: Path, pg_url: str, broker_url: str, templates: Path) -> Work
 
 
 @contextmanager
-def celery_worker(config: WorkerEnv, concurrency: int = 1, timeout_s: float = 60) -> Iterator[subprocess.Popen]:
+def celery_worker(config: WorkerEnv, concurrency: int = 1, timeout_s: float = 60,
+                  real_process: bool = False) -> Iterator[subprocess.Popen | ForkedProcess]:
     """Start ``celery worker`` (prefork) and wait until it says it is ready; on exit a warm
-    shutdown (SIGTERM: finish, close browsers, exit), SIGKILL to its group after 60 s."""
-    proc = spawn_logged([
+    shutdown (SIGTERM: finish, close browsers, exit), SIGKILL to its group after 60 s. Forked from
+    the workers' zygote (:func:`tests.support.workers.spawn_worker`) unless ``real_process``."""
+    spawn = spawn_logged if real_process else spawn_worker
+    proc = spawn([
         *CELERY, "worker", "--pool", "prefork", "--concurrency", str(concurrency),
         "-Q", f"{config.queue},{config.queue}.sweep", "-n", f"{config.queue}@%h", "--loglevel", "INFO", "-E",
         "--without-gossip", "--without-mingle",

@@ -156,7 +156,7 @@ def test_two_runs_on_one_worker_are_isolated(redis_worker, demo) -> None:
 def test_clean_shutdown_leaves_no_browser_processes(tmp_path, pg_url, e2e_templates, site) -> None:
     config = worker_env(tmp_path, pg_url, REDIS_URL, e2e_templates)
     before = browserq_pids()
-    with celery_worker(config, concurrency=2) as proc:
+    with celery_worker(config, concurrency=2, real_process=True) as proc:  # its command line is looked at
         # Two children, each with its own driver and Chromium (launched after the fork).
         mine = lambda: {p for p in browserq_pids() - before if descends_from(p, proc.pid)}  # noqa: E731
 

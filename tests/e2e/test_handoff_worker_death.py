@@ -29,7 +29,7 @@ from tests.support.templates import write_templates
 from tests.support.workers import (
     browserq_env,
     browserq_worker_argv,
-    spawn_logged,
+    spawn_worker,
     wait_for_log,
     worker_settings,
 )
@@ -71,7 +71,7 @@ class Fleet:
 
     def start(self, name: str) -> None:
         log = self.tmp / f"{name}.log"
-        proc = spawn_logged(browserq_worker_argv(f"{name}-{self.queue}"), self.env, log)
+        proc = spawn_worker(browserq_worker_argv(f"{name}-{self.queue}"), self.env, log)
         self.procs[name], self.logs[name] = proc, log
         wait_for_log(proc, log, lambda text: "ready." in text and "runtime started" in text, 120,
                      f"worker {name} to warm its browser")

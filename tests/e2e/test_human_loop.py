@@ -28,7 +28,7 @@ from tests.support.polling import wait_until
 from tests.support.processes import stop
 from tests.support.receiver import ALLOW_LOOPBACK_ENV, Receiver, webhook_receiver
 from tests.support.templates import write_templates
-from tests.support.workers import browserq_env, spawn_logged, wait_for_log, worker_settings
+from tests.support.workers import browserq_env, spawn_worker, wait_for_log, worker_settings
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Hu
     env["BROWSERQ_WEBHOOK_SECRET"] = WEBHOOK_SECRET
     env.update(ALLOW_LOOPBACK_ENV)  # the receiver served here is on loopback
     log = tmp / "worker.log"
-    proc = spawn_logged([sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-n", f"{queue}@%h",
+    proc = spawn_worker([sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-n", f"{queue}@%h",
                          "--without-gossip", "--without-mingle"], env, log)
     try:
         wait_for_log(proc, log, lambda text: "ready." in text and "runtime started" in text, 120,

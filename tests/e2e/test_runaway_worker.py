@@ -100,7 +100,7 @@ def test_a_worker_process_without_a_usable_browser_is_replaced(tmp_path: Path, p
     config = worker_env(tmp_path, pg_url, REDIS_URL, _templates(tmp_path))
     config.env["BROWSERQ_CHROMIUM_PATH"] = str(wrapper)
     url = f"{site.url}/quotes/"
-    with celery_worker(config, concurrency=1) as worker:
+    with celery_worker(config, concurrency=1, real_process=True) as worker:  # children found by command line
         assert _produce(config, "count", url)["status"] == "completed"
         (child,) = _children(worker.pid)
         (browser,) = _browsers(worker.pid)

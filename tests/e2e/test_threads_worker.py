@@ -20,7 +20,7 @@ from tests.conftest import REPO
 from tests.e2e.conftest import REDIS_URL, WorkerEnv, run_producer, worker_env
 from tests.support.processes import alive, browser_roots, browserq_pids, descendants, stop
 from tests.support.templates import write_templates
-from tests.support.workers import spawn_logged, wait_for_log
+from tests.support.workers import spawn_worker, wait_for_log
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +76,7 @@ def threads_config_pg(threads_config: WorkerEnv, pg_url: str) -> tuple[WorkerEnv
 @pytest.fixture
 def threads_worker(threads_config: WorkerEnv) -> Iterator[subprocess.Popen]:
     config = threads_config
-    proc = spawn_logged(
+    proc = spawn_worker(
         [sys.executable, "-m", "browserq.cli", "worker", "-c", str(CONCURRENCY), "--pool", "threads",
          "-n", f"{config.queue}@%h", "--without-gossip", "--without-mingle"],
         config.env, config.log,

@@ -26,7 +26,7 @@ from tests.support.templates import write_templates
 from tests.support.workers import (
     browserq_env,
     browserq_worker_argv,
-    spawn_logged,
+    spawn_worker,
     wait_for_log,
     worker_settings,
 )
@@ -85,7 +85,7 @@ class Workers:
         env = {**self.env, "BROWSERQ_READY_FILE": str(self.tmp / f"{name}.ready")}
         log = self.tmp / f"{name}.log"
         argv = browserq_worker_argv(f"{name}-{self.queue}")
-        proc = spawn_logged(argv, env, log)
+        proc = spawn_worker(argv, env, log)
         self.procs.append(proc)
         wait_for_log(
             proc,

@@ -13,7 +13,7 @@ from browserq.errors import BrowserqError
 from tests.conftest import make_settings
 from tests.e2e.conftest import REDIS_URL, run_producer, worker_env
 from tests.support.processes import stop
-from tests.support.workers import spawn_logged, wait_for_log
+from tests.support.workers import spawn_worker, wait_for_log
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ def test_worker_with_extra_queue_serves_it_the_runs_queue_and_the_sweeper(tmp_pa
     config.env["BROWSERQ_RESULT_BACKEND"] = REDIS_URL
     config.env["BROWSERQ_SWEEP_IN_WORKERS"] = "false"  # this test is about the sweeper's queue
     other = f"other_{uuid.uuid4().hex[:8]}"
-    proc = spawn_logged(
+    proc = spawn_worker(
         [sys.executable, "-m", "browserq.cli", "worker", "-c", "1", "-Q", other,
          "-n", f"{config.queue}@%h", "--without-gossip", "--without-mingle"],
         config.env, config.log,

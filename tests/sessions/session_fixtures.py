@@ -19,7 +19,7 @@ from tests.conftest import REPO, producer_env
 from tests.e2e.conftest import AMQP_URL, REDIS_URL, WorkerEnv, celery_worker, worker_env
 from tests.support.processes import stop
 from tests.support.templates import write_templates
-from tests.support.workers import browserq_worker_argv, spawn_logged, wait_for_log
+from tests.support.workers import browserq_worker_argv, spawn_worker, wait_for_log
 
 #: The settings every session test worker runs with (small timeouts: failures come back fast).
 SESSION_SETTINGS = {"BROWSERQ_SESSION_CAPACITY_RETRY_S": "2"}
@@ -50,7 +50,7 @@ def session_fleet(tmp: Path, pg_url: str, broker: str, *, concurrency: int = 1, 
 @contextmanager
 def threads_worker(config: WorkerEnv) -> Iterator[subprocess.Popen]:
     """``browserq worker --pool threads -c 1``: one process, its one runtime shared by its threads."""
-    proc = spawn_logged(browserq_worker_argv(config.queue, extra=("--pool", "threads")), config.env, config.log)
+    proc = spawn_worker(browserq_worker_argv(config.queue, extra=("--pool", "threads")), config.env, config.log)
     try:
         wait_for_log(proc, config.log, lambda text: "ready." in text, 120, "the threads worker to start")
         yield proc

@@ -13,6 +13,8 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from tests.support.zygote import ForkedProcess
+
 PROC = Path("/proc")
 #: The marker browserq passes to every Chromium it launches, and what a browser's helper
 #: processes (renderer, GPU, zygote) carry that the browser process itself does not.
@@ -147,7 +149,7 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def stop(proc: subprocess.Popen, timeout_s: float = 60, *, group: bool = False, sig: int = signal.SIGTERM) -> None:
+def stop(proc: subprocess.Popen | ForkedProcess, timeout_s: float = 60, *, group: bool = False, sig: int = signal.SIGTERM) -> None:
     """Stop a process started in its own session: ``sig`` (to it, or to its whole group), up to
     ``timeout_s`` to exit, then SIGKILL to the group. Returns once it has been reaped."""
     if proc.poll() is None:

@@ -20,7 +20,7 @@ from tests.support.templates import write_templates
 from tests.support.workers import (
     browserq_env,
     browserq_worker_argv,
-    spawn_logged,
+    spawn_worker,
     wait_for_log,
     worker_settings,
 )
@@ -112,7 +112,7 @@ def progress_worker(
     if result_backend is not None:
         env["BROWSERQ_RESULT_BACKEND"] = result_backend
     log = tmp / f"worker-{queue}.log"
-    proc = spawn_logged(
+    proc = spawn_worker(
         browserq_worker_argv(queue, concurrency=concurrency, extra=("--pool", pool, "-Q", routed)),
         env, log,
     )

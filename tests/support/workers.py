@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tests.support import REPO
 from tests.support.polling import wait_until
+from tests.support.zygote import ForkedProcess, Zygote
 
 #: ``celery -A browserq.celery_app:app`` with this interpreter (the venv's Celery).
 CELERY = (sys.executable, "-m", "celery", "-A", "browserq.celery_app:app")
@@ -67,12 +68,30 @@ def spawn_logged(argv: list[str], env: Mapping[str, str], log: Path) -> subproce
         )
 
 
+#: The workers' zygote (:mod:`tests.support.zygote`): Celery and the other libraries imported once.
+WORKERS = Zygote("workers")
+
+
+def spawn_worker(argv: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen | ForkedProcess:
+    """A worker (``python -m celery …`` or ``python -m browserq.cli worker …``) as
+    :func:`spawn_logged` starts it — in a session of its own, output appended to ``log`` — but
+    forked from :data:`WORKERS`: ~1 CPU-s of imports less a start. A real process when
+    ``TEST_WORKER_ZYGOTE=0``, when ``env`` has ``LD_PRELOAD`` (libfaketime acts at ``exec``), and
+    for tests about the process itself (they call :func:`spawn_logged`: its command line, the
+    environment in ``/proc``, the chaos tests' tags)."""
+    if os.environ.get("TEST_WORKER_ZYGOTE") == "0" or "LD_PRELOAD" in env or argv[:2] != [sys.executable, "-m"]:
+        return spawn_logged(argv, env, log)
+    log.touch()
+    return WORKERS.fork(argv[2], argv[3:], cwd=REPO, env=env, stdin=os.devnull, stdout=log, stderr=log, session=True,
+                        shown_as=argv)
+
+
 def read_log(log: Path) -> str:
     return log.read_text(errors="replace") if log.exists() else ""
 
 
 def wait_for_log(
-    proc: subprocess.Popen, log: Path, ready: Callable[[str], bool], timeout_s: float, what: str
+    proc: subprocess.Popen | ForkedProcess, log: Path, ready: Callable[[str], bool], timeout_s: float, what: str
 ) -> None:
     """Wait until ``ready(log text)``; fail at once if the process exits first, and with the log's
     tail either way (a worker that does not start says why in its log)."""

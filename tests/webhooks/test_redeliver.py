@@ -32,7 +32,7 @@ from tests.support.templates import write_templates
 from tests.support.workers import (
     browserq_env,
     browserq_worker_argv,
-    spawn_logged,
+    spawn_worker,
     wait_for_log,
     worker_settings,
 )
@@ -71,7 +71,7 @@ def fleet(tmp_path: Path, own_db: str) -> Iterator[tuple[dict[str, str], str, St
     env.update(ALLOW_LOOPBACK_ENV, BROWSERQ_WEBHOOK_SECRET=SECRET, BROWSERQ_WEBHOOK_MAX_ATTEMPTS=str(ATTEMPTS))
     log = tmp_path / "worker.log"
     with serve_http(html_pages({"/page": "<p id='content'>hello</p>"})) as host:
-        proc = spawn_logged(browserq_worker_argv(queue), env, log)
+        proc = spawn_worker(browserq_worker_argv(queue), env, log)
         store = Store(pg_url)
         try:
             wait_for_log(proc, log, lambda text: "ready." in text and "runtime started" in text, 120,

@@ -29,7 +29,7 @@ from tests.support.templates import write_templates
 from tests.support.workers import (
     browserq_env,
     browserq_worker_argv,
-    spawn_logged,
+    spawn_worker,
     wait_for_log,
     worker_settings,
 )
@@ -82,7 +82,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Ho
         webhook_receiver(SECRET) as fleet,
     ):
         worker_env = {**env, "BROWSERQ_NOTIFY_URL": fleet.url}
-        proc = spawn_logged(browserq_worker_argv(queue), worker_env, log)
+        proc = spawn_worker(browserq_worker_argv(queue), worker_env, log)
         store = Store(pg_url)
         try:
             wait_for_log(
