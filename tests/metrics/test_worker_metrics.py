@@ -181,7 +181,7 @@ def test_a_killed_child_leaves_the_sums_and_its_successor_does_not_hold_the_port
     inherits (only the parent answers; the port is free once the parent exits), and the killed
     child's gauges, which no shutdown signal removed, are dropped at the next scrape."""
     config, port = metrics_env(tmp_path, pg_url)
-    with celery_worker(config, concurrency=1, timeout_s=120) as proc:
+    with celery_worker(config, concurrency=1, timeout_s=120, real_process=True) as proc:  # children by command line
         wait_until((tmp_path / "ready").exists, 120, "the child to be warm")
         wait_until(lambda: scrape(port).get("browserq_browser_contexts", state="spare") == 1, 60, "its spare")
         (first,) = worker_children(proc.pid)
