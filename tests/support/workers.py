@@ -75,7 +75,7 @@ WORKERS = Zygote("workers")
 def spawn_worker(argv: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen | ForkedProcess:
     """A worker (``python -m celery …`` or ``python -m browserq.cli worker …``) as
     :func:`spawn_logged` starts it — in a session of its own, output appended to ``log`` — but
-    forked from :data:`WORKERS`: ~1 CPU-s of imports less a start. A real process when
+    forked from :data:`WORKERS`: ~0.7 CPU-s (imports) less a start. A real process when
     ``TEST_WORKER_ZYGOTE=0``, when ``env`` has ``LD_PRELOAD`` (libfaketime acts at ``exec``), and
     for tests about the process itself (they call :func:`spawn_logged`: its command line, the
     environment in ``/proc``, the chaos tests' tags)."""
