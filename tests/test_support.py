@@ -341,3 +341,17 @@ def test_a_worker_is_a_real_process_without_the_zygote_or_under_ld_preload(
     for proc in (under_preload, turned_off):
         assert isinstance(proc, subprocess.Popen)
         assert proc.wait(30) == 0
+
+
+# --- the stores any_runtime runs on --------------------------------------------------------------
+def test_test_stores_narrows_any_runtime_and_an_unknown_name_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import _stores_to_run
+
+    monkeypatch.delenv("TEST_STORES", raising=False)
+    assert _stores_to_run() == ["postgresql", "sqlite"]
+    monkeypatch.setenv("TEST_STORES", "sqlite")
+    assert _stores_to_run() == ["sqlite"]
+    for bad in ("mysql", ",", "sqlite,oracle"):
+        monkeypatch.setenv("TEST_STORES", bad)
+        with pytest.raises(pytest.UsageError, match=f"TEST_STORES={bad!r}: name one or more of postgresql, sqlite"):
+            _stores_to_run()

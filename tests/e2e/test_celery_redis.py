@@ -26,6 +26,15 @@ pytestmark = pytest.mark.slow
 
 
 def run_count(pg_url: str) -> int:
+    """The runs recorded in ``pg_url`` (its schema made first: the test may be the first of its
+    pytest process to touch that database, before any worker or runtime migrated it)."""
+    from browserq.store import Store
+
+    store = Store(pg_url)
+    try:
+        store.schema.upgrade()
+    finally:
+        store.dispose()
     engine = sa.create_engine(pg_url)
     try:
         with engine.connect() as conn:

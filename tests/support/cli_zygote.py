@@ -24,9 +24,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tests.support.workers import browserq_env
 from tests.support.zygote import Zygote
 
-ZYGOTE = Zygote("commands")
+ZYGOTE = Zygote("commands", browserq_env)
 
 
 def _read(path: Path) -> str:

@@ -22,7 +22,6 @@ from typing import Protocol, TypeVar
 #: 2026-12-07, 4 workers). A prefix without ``[...]`` takes every parametrization of the test.
 LONGEST: dict[str, float] = {
     "tests/chaos/test_database_long_outage.py::test_long_outages_and_a_stalled_connection_are_ridden_out": 323,
-    "tests/secrets/test_everywhere.py::test_a_secret_appears_in_no_form_in_anything_browserq_writes": 30,
     "tests/drivers/test_matrix.py::test_every_action_test_passes_under_each_fork[patchright-actions]": 70,
     "tests/drivers/test_matrix.py::test_every_action_test_passes_under_each_fork[rebrowser-actions]": 61,
     "tests/drivers/test_matrix.py::test_every_action_test_passes_under_each_fork[rebrowser-stealth-evidence]": 55,
@@ -31,6 +30,7 @@ LONGEST: dict[str, float] = {
     "tests/runner/test_runaway.py::test_every_action_on_a_busy_page_ends_at_its_timeout": 42,
     "tests/chaos/test_broker_restarts.py::test_rabbitmq_restart_loses_nothing": 41,
     "tests/chaos/test_half_open_broker.py::test_worker_recovers_from_a_half_open_broker_connection_without_a_restart": 35,
+    "tests/secrets/test_everywhere.py::test_a_secret_appears_in_no_form_in_anything_browserq_writes": 30,
     "tests/chaos/test_broker_restarts.py::test_redis_restart_loses_queued_messages_the_sweeper_resends_them": 30,
 }
 

@@ -12,8 +12,10 @@ import signal
 import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tests.support.zygote import ForkedProcess
+if TYPE_CHECKING:  # an annotation only: processes.py needs nothing of the zygote at run time
+    from tests.support.zygote import ForkedProcess
 
 PROC = Path("/proc")
 #: The marker browserq passes to every Chromium it launches, and what a browser's helper

@@ -69,7 +69,7 @@ def spawn_logged(argv: list[str], env: Mapping[str, str], log: Path) -> subproce
 
 
 #: The workers' zygote (:mod:`tests.support.zygote`): Celery and the other libraries imported once.
-WORKERS = Zygote("workers")
+WORKERS = Zygote("workers", browserq_env)
 
 
 def spawn_worker(argv: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen | ForkedProcess:

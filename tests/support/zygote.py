@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -199,10 +199,12 @@ class ForkedProcess:
 
 
 class Zygote:
-    """One zygote of a kind per test process, started on first use."""
+    """One zygote of a kind per test process, started on first use with ``environment()`` (the
+    suite's ``browserq_env``: this process's environment without its own ``BROWSERQ_*``)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, environment: Callable[[], dict[str, str]]) -> None:
         self.kind = kind
+        self._environment = environment
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
         self._dir = Path(tempfile.mkdtemp(prefix=f"bq_zygote_{kind}_"))
@@ -210,15 +212,14 @@ class Zygote:
         atexit.register(self.stop)
 
     def _started(self) -> Path:
-        from tests.support.workers import browserq_env
-
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 with contextlib.suppress(FileNotFoundError):
                     self._socket.unlink()
                 self._process = subprocess.Popen(
                     [sys.executable, "-m", "tests.support.zygote", str(self._socket), self.kind],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=browserq_env(), text=True, cwd=self._dir)
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self._environment(), text=True,
+                    cwd=self._dir)
                 assert self._process.stdout is not None
                 if self._process.stdout.readline().strip() != "ready":
                     raise RuntimeError(f"the {self.kind} zygote did not start")
