@@ -11,6 +11,7 @@ from playwright.async_api import Page
 from browserq.actions.context import StepContext
 from browserq.actions.locate import first, url_matcher
 from browserq.actions.notices import WAIT_SHORTENED
+from browserq.browsers.api import Error as PlaywrightError
 from browserq.browsers.api import TimeoutError as PlaywrightTimeoutError
 from browserq.errors import Codes, StepFailed
 from browserq.guards import check_url
@@ -49,7 +50,7 @@ async def go_back(ctx: StepContext, step: GoBackStep) -> Any:
     response = await page.go_back(wait_until="commit", timeout=ctx.timeout_ms)
     if response is None and page.url in (before, "about:blank"):
         if page.url != before:
-            await page.go_forward(wait_until=step.wait_until, timeout=ctx.timeout_ms)
+            await _forward_from_blank(page, step.wait_until, ctx.timeout_ms)
         raise StepFailed(Codes.NAVIGATION_FAILED, f"no earlier page in this tab's history (still on {before})")
     if step.wait_until != "commit":
         with contextlib.suppress(PlaywrightTimeoutError):
@@ -59,6 +60,27 @@ async def go_back(ctx: StepContext, step: GoBackStep) -> Any:
 
 #: How long go_back waits for a load state after the commit (a cached page may never fire one).
 BFCACHE_LOAD_WAIT_MS = 5_000
+
+#: Chromium's answer while a tab that just went back to its first blank page swaps renderers.
+_DETACHED = "Not attached to an active page"
+
+
+async def _forward_from_blank(page: Page, wait_until: Any, timeout_ms: float) -> None:
+    """Go forward again from the blank page go_back landed on. Right after that commit Chromium
+    may still be swapping the tab's renderer and refuse the history lookup (``_DETACHED``, seen
+    under load): that is asked again once the blank page has loaded, within the step's time."""
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    while True:
+        try:
+            await page.go_forward(wait_until=wait_until, timeout=timeout_ms)
+            return
+        except PlaywrightError as exc:
+            left_ms = (deadline - asyncio.get_running_loop().time()) * 1000
+            if _DETACHED not in str(exc) or left_ms <= 0:
+                raise
+            with contextlib.suppress(PlaywrightTimeoutError):
+                await page.wait_for_load_state("load", timeout=left_ms)
+            await asyncio.sleep(0.05)  # the swap has no event of its own to wait for
 
 
 _HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
