@@ -102,3 +102,13 @@ def test_the_store_loads_alembic_only_to_migrate(tmp_path: Path) -> None:
     newest = max((REPO / "alembic" / "versions").glob("0*.py"))
     assert f'revision: str = "{head}"' in newest.read_text()
     assert (directory, alembic_loaded) == ("alembic", "True")
+
+
+@pytest.mark.parametrize("args", [("--secrets", "bad.env"), ("--http", "nowhere"), ("--no-auth",)],
+                         ids=["secrets", "address", "no-auth"])
+def test_mcp_refuses_bad_arguments_before_importing_the_server(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """``browserq mcp`` checks its arguments before it imports the MCP server and the runtime
+    (~1.4 s): a bad secrets file or address is refused at once, with the server never loaded."""
+    (tmp_path / "bad.env").write_text("password s3cret\n")
+    heavy = loaded(tmp_path, "mcp", *args)
+    assert heavy & RUNTIME == set()

@@ -73,7 +73,7 @@ def test_every_action_on_a_busy_page_ends_at_its_timeout(sqlite_runtime: Runtime
         # The armed loop starts at the page's next timer task; a protocol message may be served
         # before it, so give it a moment (a wait is a sleep in Python: it does not touch the page).
         lines.append("  - {action: wait, ms: 300}")
-        lines.append("  - " + action[:-1] + ", timeout_s: 2, continue_on_error: true}")
+        lines.append("  - " + action[:-1] + ", timeout_s: 1, continue_on_error: true}")
     lines.append('  - {action: eval, expression: "document.title", into: alive}')
     loaded = template(
         "settings: {allow_eval: true, timeout_s: 300, step_retries: 0, trace: off}\nsteps:\n"
