@@ -27,9 +27,9 @@ LONGEST: dict[str, float] = {
     "tests/drivers/test_matrix.py::test_every_action_test_passes_under_each_fork[rebrowser-stealth-evidence]": 55,
     "tests/chaos/test_worker_kills.py::test_sigkill_a_worker_child_every_two_seconds": 46,
     "tests/sessions/test_session_handoff.py::test_a_handoff_whose_worker_dies_is_asked_again_on_the_next_holder": 45,
-    "tests/runner/test_runaway.py::test_every_action_on_a_busy_page_ends_at_its_timeout": 42,
     "tests/chaos/test_broker_restarts.py::test_rabbitmq_restart_loses_nothing": 41,
     "tests/chaos/test_half_open_broker.py::test_worker_recovers_from_a_half_open_broker_connection_without_a_restart": 35,
+    "tests/runner/test_runaway.py::test_every_action_on_a_busy_page_ends_at_its_timeout": 33,
     "tests/secrets/test_everywhere.py::test_a_secret_appears_in_no_form_in_anything_browserq_writes": 30,
     "tests/chaos/test_broker_restarts.py::test_redis_restart_loses_queued_messages_the_sweeper_resends_them": 30,
 }
