@@ -14,9 +14,9 @@ echo "==> ruff"
 echo "==> mypy"
 # Its cache outside the checkout, as pip's and uv's are: a fresh clone checked again reuses what
 # did not change (mypy compares each module's hash): ~18 s cold, under 1 s warm on 2 cores.
-MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/browserq/mypy}
+export MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/browserq/mypy}
 mkdir -p "$MYPY_CACHE_DIR" 2>/dev/null && [ -w "$MYPY_CACHE_DIR" ] || MYPY_CACHE_DIR=.mypy_cache
-MYPY_CACHE_DIR=$MYPY_CACHE_DIR .venv/bin/mypy
+.venv/bin/mypy
 # Bytecode caches: the suite starts hundreds of Python processes (workers, CLI commands, nested
 # suites) that import browserq, and each xdist worker rewrites every test module's asserts. With
 # PYTHONDONTWRITEBYTECODE set (as some shells and images do) each of them compiled all of it again:

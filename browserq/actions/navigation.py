@@ -68,18 +68,19 @@ _DETACHED = "Not attached to an active page"
 async def _forward_from_blank(page: Page, wait_until: Any, timeout_ms: float) -> None:
     """Go forward again from the blank page go_back landed on. Right after that commit Chromium
     may still be swapping the tab's renderer and refuse the history lookup (``_DETACHED``, seen
-    under load): that is asked again once the blank page has loaded, within the step's time."""
-    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    under load): that is asked again once the blank page has loaded. Every try shares the step's
+    time: none is given the whole of it again."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
     while True:
         try:
-            await page.go_forward(wait_until=wait_until, timeout=timeout_ms)
+            await page.go_forward(wait_until=wait_until, timeout=max(1.0, (deadline - loop.time()) * 1000))
             return
         except PlaywrightError as exc:
-            left_ms = (deadline - asyncio.get_running_loop().time()) * 1000
-            if _DETACHED not in str(exc) or left_ms <= 0:
+            if _DETACHED not in str(exc) or loop.time() >= deadline:
                 raise
             with contextlib.suppress(PlaywrightTimeoutError):
-                await page.wait_for_load_state("load", timeout=left_ms)
+                await page.wait_for_load_state("load", timeout=max(1.0, (deadline - loop.time()) * 1000))
             await asyncio.sleep(0.05)  # the swap has no event of its own to wait for
 
 
