@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.helpers import browserq, no_traceback
 from tests.conftest import REPO
 from tests.support.workers import browserq_env
 
@@ -104,11 +105,20 @@ def test_the_store_loads_alembic_only_to_migrate(tmp_path: Path) -> None:
     assert (directory, alembic_loaded) == ("alembic", "True")
 
 
-@pytest.mark.parametrize("args", [("--secrets", "bad.env"), ("--http", "nowhere"), ("--no-auth",)],
-                         ids=["secrets", "address", "no-auth"])
-def test_mcp_refuses_bad_arguments_before_importing_the_server(tmp_path: Path, args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(("args", "problem"), [
+    (("--secrets", "bad.env"), "bad.env, line 1: expected NAME=value"),
+    (("--http", "nowhere"), "--http takes HOST:PORT (e.g. 127.0.0.1:8931), got 'nowhere'"),
+    (("--no-auth",), "--no-auth applies to --http only"),
+], ids=["secrets", "address", "no-auth"])
+def test_mcp_refuses_bad_arguments_before_importing_the_server(
+    tmp_path: Path, args: tuple[str, ...], problem: str
+) -> None:
     """``browserq mcp`` checks its arguments before it imports the MCP server and the runtime
     (~1.4 s): a bad secrets file or address is refused at once, with the server never loaded."""
     (tmp_path / "bad.env").write_text("password s3cret\n")
     heavy = loaded(tmp_path, "mcp", *args)
     assert heavy & RUNTIME == set()
+    refused = browserq(tmp_path, "mcp", *args, timeout=60)
+    assert refused.returncode == 2 and problem in refused.stderr, refused.stderr
+    no_traceback(refused)
+    assert "s3cret" not in refused.stdout + refused.stderr
